@@ -1,0 +1,66 @@
+# Everything a fresh machine needs is set up by these targets; a second run is fast.
+# `make test` and `make demo` are the two entry points (README).
+
+PYTHON    ?= python3
+VENV      := .venv
+PY        := $(VENV)/bin/python
+JVM_DIR   := .jvm
+MVN       := mvn -q -B -ntp
+PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
+DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
+
+.PHONY: all venv jars test test-fast demo protos bench clean help
+all: test
+
+help:
+	@echo "make test   - set up .venv and .jvm, then run the whole test suite"
+	@echo "make demo   - generate sample traffic and preview the sample daggers on it"
+	@echo "make protos - recompile protos/ into versioned descriptor sets"
+	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo ">> installing Python dependencies into $(VENV)"
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+jars: $(JVM_DIR)/kafka/.fetched $(JVM_DIR)/spark/.fetched $(JVM_DIR)/spark/dagger-runtime-jvm.jar
+
+$(JVM_DIR)/kafka/.fetched: jvm/kafka/pom.xml
+	@echo ">> fetching the Kafka broker and MirrorMaker 2 (Maven)"
+	@rm -rf $(JVM_DIR)/kafka && mkdir -p $(JVM_DIR)/kafka
+	@cd jvm/kafka && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/kafka
+	@touch $@
+
+$(JVM_DIR)/spark/.fetched: jvm/spark/pom.xml
+	@echo ">> fetching Spark's Kafka connector and protobuf-java (Maven)"
+	@rm -rf $(JVM_DIR)/spark/deps && mkdir -p $(JVM_DIR)/spark/deps
+	@cd jvm/spark && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/spark/deps
+	@touch $@
+
+$(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fetched $(DECODER_SRC)
+	@echo ">> compiling the runtime's JVM decoder"
+	@rm -rf $(JVM_DIR)/build && mkdir -p $(JVM_DIR)/build
+	@javac -nowarn --release 17 -encoding UTF-8 -d $(JVM_DIR)/build \
+	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(DECODER_SRC)
+	@jar cf $@ -C $(JVM_DIR)/build .
+
+test: venv jars
+	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+test-fast: venv jars
+	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)
+
+demo: venv jars
+	$(PY) -m dagger_runtime.demo
+
+protos: venv
+	$(PY) -m protos compile
+
+bench: venv jars
+	$(PY) -m bench
+
+clean:
+	rm -rf $(JVM_DIR) $(VENV) .pytest_cache

@@ -1,0 +1,108 @@
+"""`python -m dagger_runtime` (also installed as `dagger`): validate and preview daggers."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from .errors import DaggerError
+
+EXIT_USER_ERROR = 2
+
+
+def _load_plan(path: str, *, schema_version: str | None = None):
+    from .config import load_job
+    from .plan import plan_job
+
+    job = load_job(path)
+    if schema_version:
+        job = job.model_copy(update={"schema": job.schema.model_copy(update={"version": schema_version})}) \
+            if hasattr(job, "model_copy") else job
+    return plan_job(job)
+
+
+def cmd_validate(args) -> int:
+    plan = _load_plan(args.job)
+    if not args.no_spark:
+        from .validate import analyze
+        columns = analyze(plan)
+    else:
+        columns = None
+    job = plan.job
+    info = {
+        "job": job.name,
+        "valid": True,
+        "schema_version": plan.descriptor_set.digest,
+        "streams": [{"table": s.table, "proto": s.proto_class, "event_time": s.event_time_field}
+                    for s in plan.streams],
+        "windows": [{"kind": w.kind, "size": w.size.spark()} for w in plan.query.windows],
+        "spark_sql": plan.query.spark_sql,
+    }
+    if columns is not None:
+        info["columns"] = columns
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"{job.name}: valid")
+        print(f"  schema version  {info['schema_version']}"
+              + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)"))
+        for s in info["streams"]:
+            print(f"  stream          {s['table']} <- {s['proto']} (rowtime from {s['event_time']})")
+        for w in info["windows"]:
+            print(f"  window          {w['kind']} {w['size']}")
+        if columns is not None:
+            print("  output          " + ", ".join(f"{c['name']} {c['type']}" for c in columns))
+    return 0
+
+
+def cmd_preview(args) -> int:
+    from .preview import parse_inputs, print_rows, run_preview
+
+    plan = _load_plan(args.job)
+    paths = parse_inputs(args.input, plan)
+    report = run_preview(plan, paths)
+    print_rows(report.rows)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m dagger_runtime",
+        description="Run daggers: SQL aggregations over Kafka topics of protobuf messages, on Spark.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="check a job's config, schema and SQL without running it",
+                       description="Check config, schema and SQL. Exits 2 with the problem named when "
+                                   "something is wrong. Nothing runs: Spark only analyses the query.")
+    v.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
+    v.add_argument("--no-spark", action="store_true",
+                   help="skip Spark's analysis of column names and types (faster, weaker)")
+    v.add_argument("--json", action="store_true", help="print the result as JSON")
+    v.set_defaults(func=cmd_validate)
+
+    pv = sub.add_parser("preview", help="run the job's query once over messages read from files",
+                        description="Run the query once over messages from files instead of Kafka, close "
+                                    "every window at the end of the input and print one JSON object per "
+                                    "result row on stdout. Messages that do not parse are reported on "
+                                    "stderr with their position and left out.")
+    pv.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
+    pv.add_argument("--input", "-i", action="append", default=[], metavar="TABLE=PATH",
+                    help="messages for one stream table: length-delimited protobuf (writeDelimitedTo), "
+                         "or proto3 JSON lines if PATH ends in .jsonl; repeat per table")
+    pv.set_defaults(func=cmd_preview)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except DaggerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130

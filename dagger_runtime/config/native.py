@@ -1,0 +1,393 @@
+"""The native job format: one YAML file per dagger, written by people.
+
+A complete example (every key; only ``streams``, ``sql`` and ``sink`` are
+required)::
+
+    name: completed-bookings-by-s2      # default: the file name without .yaml
+    team: allocations                   # a DNS label; the team that owns the job
+    description: Completed bookings per S2 cell, every 30 seconds
+
+    streams:                            # one or two
+      - table: data_stream              # the SQL table name
+        proto: gojek.esb.booking.BookingLogMessage
+        topics: [GO_RIDE-booking-log, GO_CAR-booking-log]
+        # topic_pattern: 'GO_.*-booking-log'   # instead of topics: a regex over topic names
+        event_time: event_timestamp     # a field name, or its protobuf field number (5),
+                                        # or {field_name: ..., field_number: ...}
+        data_type: PROTO                # or JSON (then json_schema, or proto to derive it from)
+        kafka:
+          cluster: mainstream           # a logical name for the Kafka cluster
+          bootstrap_servers: 127.0.0.1:9092        # or a list of host:port
+          group_id: dagger-completed-bookings
+          auto_offset_reset: latest     # or earliest
+          auto_commit: false
+          client:                       # any further consumer setting, in Kafka's names
+            security.protocol: SASL_SSL
+            sasl.mechanism: SCRAM-SHA-512
+            sasl.jaas.config: >-
+              org.apache.kafka.common.security.scram.ScramLoginModule required
+              username="dagger" password="${KAFKA_PASSWORD}";
+            ssl.truststore.location: /etc/kafka/truststore.jks
+            ssl.truststore.password: ${TRUSTSTORE_PASSWORD}
+
+    sql: |
+      SELECT s2id, COUNT(1) AS completed,
+             TUMBLE_END(rowtime, INTERVAL '30' SECOND) AS window_timestamp
+      FROM data_stream
+      WHERE status = 'COMPLETED'
+      GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND), s2id
+
+    rowtime_attribute: rowtime          # the name of the event-time column
+    watermark_delay: 60s                # durations: 500ms, 60s, 5m, 1h30m, 1d
+    watermark_interval: 10s             # (or watermark_delay_ms: 60000, and so on)
+    checkpoint_interval: 30s
+    idle_state_retention: 10m           # whole minutes
+    parallelism: 2
+
+    schema:
+      version: 4957b56c57da625e         # pin a descriptor set of protos/descriptors (>= 8 hex digits)
+      # or fetch descriptors as raystack/dagger does:
+      # stencil_urls: [http://stencil.local/v1/namespaces/gojek/descriptors/latest]
+      # fetch_timeout: 10s
+      # auto_refresh: false
+      # refresh_strategy: LONG_POLLING  # or VERSION_BASED_REFRESH
+      # cache_ttl: 15m
+
+    sink:
+      type: influx                      # influx, kafka, postgres or log; exactly its section
+      influx:
+        url: http://127.0.0.1:8086
+        username: dagger
+        password: ${INFLUX_PASSWORD}
+        db_name: daggers
+        measurement_name: completed_bookings
+        retention_policy: autogen       # default: the database's default policy
+        batch_size: 0
+        flush_duration: 0ms
+      # kafka:    {brokers: 127.0.0.1:9092, topic: completed-bookings, data_type: PROTO,
+      #            proto_key: gojek.esb.aggregate.Key, proto_message: gojek.esb.aggregate.Count,
+      #            linger: 5ms, client: {compression.type: snappy}}
+      # postgres: {url: postgresql://127.0.0.1:5432/daggers, table: completed_bookings,
+      #            user: dagger, password: '${PG_PASSWORD}', key_columns: [s2id, window_timestamp]}
+
+Secrets (``password``, and Kafka client settings whose name contains
+``password`` or ``secret``, ``sasl.jaas.config``, ``ssl.keystore.key``)
+should be written as ``${ENV_VAR}`` references, resolved when the job is
+loaded, so no secret sits in a committed file (``$${`` is a literal ``${``).
+Unknown keys are errors (with a suggestion when a known key is close).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from dagger_runtime.config import _checks
+from dagger_runtime.config._draft import Draft, Loc, render_loc
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+@dataclass(frozen=True)
+class _Key:
+    """How one YAML key maps into the model."""
+
+    field: str
+    kind: str = "plain"  # plain | duration_ms | duration_minutes | section:<name> | list:<name> | event_time | client | list
+    twin: str | None = None  # the other spelling of the same field (watermark_delay / watermark_delay_ms)
+
+
+def _durations(base: str, field: str, minutes: bool = False) -> dict[str, _Key]:
+    kind = "duration_minutes" if minutes else "duration_ms"
+    return {base: _Key(field, kind, twin=field), field: _Key(field, twin=base)}
+
+
+_SECTIONS: dict[str, dict[str, _Key]] = {
+    "job": {
+        "name": _Key("name"),
+        "team": _Key("team"),
+        "description": _Key("description"),
+        "streams": _Key("streams", "list:stream"),
+        "sql": _Key("sql"),
+        "rowtime_attribute": _Key("rowtime_attribute"),
+        **_durations("watermark_delay", "watermark_delay_ms"),
+        **_durations("watermark_interval", "watermark_interval_ms"),
+        **_durations("checkpoint_interval", "checkpoint_interval_ms"),
+        **_durations("idle_state_retention", "idle_state_retention_minutes", minutes=True),
+        "parallelism": _Key("parallelism"),
+        "schema": _Key("schema", "section:schema"),
+        "sink": _Key("sink", "section:sink"),
+    },
+    "stream": {
+        "table": _Key("table"),
+        "proto": _Key("proto_class"),
+        "topics": _Key("topics", "list"),
+        "topic_pattern": _Key("topic_pattern"),
+        "event_time": _Key("event_time", "event_time"),
+        "data_type": _Key("data_type"),
+        "json_schema": _Key("json_schema"),
+        "kafka": _Key("kafka", "section:kafka_source"),
+    },
+    "event_time": {"field_name": _Key("field_name"), "field_number": _Key("field_number")},
+    "kafka_source": {
+        "cluster": _Key("name"),
+        "bootstrap_servers": _Key("bootstrap_servers"),
+        "group_id": _Key("group_id"),
+        "auto_offset_reset": _Key("auto_offset_reset"),
+        "auto_commit": _Key("auto_commit"),
+        "client": _Key("client", "client"),
+    },
+    "schema": {
+        "version": _Key("version"),
+        "stencil_urls": _Key("stencil_urls", "list"),
+        "enabled": _Key("enabled"),
+        **_durations("fetch_timeout", "fetch_timeout_ms"),
+        "auto_refresh": _Key("auto_refresh"),
+        "refresh_strategy": _Key("refresh_strategy"),
+        **_durations("cache_ttl", "cache_ttl_ms"),
+    },
+    "sink": {
+        "type": _Key("type"),
+        "influx": _Key("influx", "section:influx"),
+        "kafka": _Key("kafka", "section:kafka_sink"),
+        "postgres": _Key("postgres", "section:postgres"),
+    },
+    "influx": {
+        "url": _Key("url"),
+        "username": _Key("username"),
+        "password": _Key("password"),
+        "db_name": _Key("db_name"),
+        "measurement_name": _Key("measurement_name"),
+        "retention_policy": _Key("retention_policy"),
+        "batch_size": _Key("batch_size"),
+        **_durations("flush_duration", "flush_duration_ms"),
+    },
+    "kafka_sink": {
+        "cluster": _Key("name"),
+        "brokers": _Key("brokers"),
+        "topic": _Key("topic"),
+        "data_type": _Key("data_type"),
+        "proto_key": _Key("proto_key"),
+        "proto_message": _Key("proto_message"),
+        "json_schema": _Key("json_schema"),
+        **_durations("linger", "linger_ms"),
+        "client": _Key("client", "client"),
+    },
+    "postgres": {
+        "url": _Key("url"),
+        "table": _Key("table"),
+        "user": _Key("user"),
+        "password": _Key("password"),
+        "key_columns": _Key("key_columns", "list"),
+    },
+}
+
+# The YAML spelling of model fields that are spelled differently, for fields never written.
+_DEFAULT_SPELLING = {"proto_class": "proto", "client_secrets": "client"}
+
+
+class _Tree:
+    """YAML parsed by hand from the node graph, to keep line numbers and catch duplicate keys."""
+
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
+        self.constructor = yaml.SafeConstructor()
+
+    def build(self, node: Any, path: Loc) -> Any:
+        if isinstance(node, ScalarNode):
+            return self.constructor.construct_object(node, deep=True)
+        if isinstance(node, SequenceNode):
+            return [self.build(child, (*path, i)) for i, child in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path)
+        return None  # pragma: no cover - PyYAML has no other node kinds
+
+    def _mapping(self, node: MappingNode, path: Loc) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    value = self.build(source, path)
+                    if isinstance(value, dict):
+                        merged = {**value, **merged}
+                continue
+            key = self.build(key_node, path)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                self.draft.problem(render_loc(path) or "(top level)", f"a key must be plain text, got {_checks.show(key)}")
+                continue
+            key = str(key) if not isinstance(key, str) else key
+            here = render_loc((*path, key))
+            if key in result:
+                self.draft.problem(here, f"given twice (lines {self.draft.lines.get(here)} and {key_node.start_mark.line + 1})")
+            self.draft.lines.setdefault(here, key_node.start_mark.line + 1)
+            result[key] = self.build(value_node, (*path, key))
+        return {**merged, **result}
+
+
+def parse(text: str, *, default_name: str) -> Draft:
+    """YAML text -> a Draft of the job (see the module docstring for the format)."""
+    aliases: dict[Loc, str] = {}
+
+    def namer(loc: Loc) -> str:
+        native: list[Any] = []
+        for k, part in enumerate(loc):
+            if part == "[key]":
+                continue
+            if isinstance(part, int):
+                native.append(part)
+            else:
+                name = aliases.get(tuple(loc[: k + 1]), _DEFAULT_SPELLING.get(part, part))
+                if name:  # "" folds a field into its parent (event_time: 5)
+                    native.append(name)
+        return render_loc(tuple(native))
+
+    draft = Draft(data={}, origin="yaml", namer=namer)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        reason = getattr(exc, "problem", None) or str(exc)
+        draft.problem("(file)", f"not valid YAML: {reason}{where}")
+        return draft
+    value = _Tree(draft).build(root, ()) if root is not None else None
+    if not isinstance(value, dict):
+        draft.problem("(file)", f"expected a mapping of job settings at the top level, got {_describe(value)}")
+        return draft
+    converter = _Converter(draft, aliases)
+    draft.data = converter.section("job", value, (), ())
+    if "name" not in draft.data:
+        draft.data["name"] = default_name
+        aliases[("name",)] = "name (taken from the file name)"
+    return draft
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, list):
+        return "a list"
+    return _checks.show(value)
+
+
+class _Converter:
+    def __init__(self, draft: Draft, aliases: dict[Loc, str]) -> None:
+        self.draft = draft
+        self.aliases = aliases
+
+    def section(self, name: str, value: Any, native: Loc, loc: Loc) -> Any:
+        if not isinstance(value, dict):
+            if value is None:
+                return {}
+            self.draft.issue(loc, f"expected a mapping of settings, got {_describe(value)}")
+            return {}
+        keys = _SECTIONS[name]
+        out: dict[str, Any] = {}
+        written: dict[str, str] = {}
+        for key, item in value.items():
+            here = (*native, key)
+            spec = keys.get(key)
+            if spec is None:
+                hint = _checks.did_you_mean(key, keys)
+                self.draft.problem(render_loc(here), f"unknown field{hint}")
+                continue
+            field_loc = (*loc, spec.field)
+            if spec.field in written:
+                self.draft.issue(field_loc, f"give either {written[spec.field]} or {key}, not both")
+                continue
+            written[spec.field] = key
+            if key != spec.field:
+                self.aliases[field_loc] = key
+            if spec.kind == "client":
+                self.aliases[(*loc, "client_secrets")] = key
+                plain, secret = self.client(item, here, field_loc)
+                out["client"] = plain
+                if secret:
+                    out["client_secrets"] = secret
+                continue
+            out[spec.field] = self.convert(spec, item, here, field_loc)
+        return out
+
+    def convert(self, spec: _Key, value: Any, native: Loc, loc: Loc) -> Any:
+        kind = spec.kind
+        if kind == "plain":
+            return value
+        if kind.startswith("section:"):
+            return self.section(kind.split(":", 1)[1], value, native, loc)
+        if kind.startswith("list:"):
+            if not isinstance(value, list):
+                self.draft.issue(loc, f"expected a list, got {_describe(value)}")
+                return []
+            return [self.section(kind.split(":", 1)[1], item, (*native, i), (*loc, i)) for i, item in enumerate(value)]
+        if kind == "list":
+            if isinstance(value, str):
+                return [part.strip() for part in value.split(",")] if "," in value else [value]
+            return value
+        if kind in ("duration_ms", "duration_minutes"):
+            try:
+                millis = _checks.parse_duration_ms(value)
+            except ValueError as exc:
+                self.draft.issue(loc, str(exc))
+                return None
+            if kind == "duration_ms":
+                return millis
+            if millis % 60_000:
+                self.draft.issue(loc, f"must be a whole number of minutes, got {_checks.show(value)}")
+                return None
+            return millis // 60_000
+        if kind == "event_time":
+            return self.event_time(value, native, loc)
+        raise AssertionError(kind)  # pragma: no cover
+
+    def event_time(self, value: Any, native: Loc, loc: Loc) -> Any:
+        if isinstance(value, dict):
+            return self.section("event_time", value, native, loc)
+        self.aliases[(*loc, "field_name")] = ""
+        self.aliases[(*loc, "field_number")] = ""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"field_number": value}
+        if isinstance(value, str) and value.strip().isdigit():
+            return {"field_number": int(value)}
+        if isinstance(value, str):
+            return {"field_name": value.strip()}
+        self.draft.issue(loc, f"expected a field name or a protobuf field number, got {_describe(value)}")
+        return None
+
+    def client(self, value: Any, native: Loc, loc: Loc) -> tuple[dict[str, str], dict[str, str]]:
+        """Kafka client settings split into (plain, secret); nested mappings are flattened
+        (``security: {protocol: X}`` is ``security.protocol: X``)."""
+        if value is None:
+            return {}, {}
+        if not isinstance(value, dict):
+            self.draft.issue(loc, f"expected a mapping of Kafka client settings, got {_describe(value)}")
+            return {}, {}
+        flat: dict[str, Any] = {}
+
+        def walk(prefix: str, node: dict[Any, Any]) -> None:
+            for key, item in node.items():
+                name = f"{prefix}.{key}" if prefix else str(key)
+                if isinstance(item, dict):
+                    walk(name, item)
+                else:
+                    flat[name] = item
+
+        walk("", value)
+        plain: dict[str, str] = {}
+        secret: dict[str, str] = {}
+        for key, item in flat.items():
+            if isinstance(item, bool):
+                item = "true" if item else "false"
+            elif isinstance(item, (int, float)):
+                item = str(item)
+            elif item is None:
+                item = ""
+            elif not isinstance(item, str):
+                self.draft.problem(render_loc((*native, key)), f"expected a single value, got {_describe(item)}")
+                continue
+            (secret if _checks.is_secret_client_key(key) else plain)[key] = item
+        return plain, secret

@@ -1,0 +1,42 @@
+"""A job's plan: everything checked and resolved before anything runs (config -> plan -> execution)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import DaggerError
+from .sql import Translation, translate
+from .streams import StreamPlan, plan_streams
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    job: object
+    descriptor_set: object
+    streams: tuple[StreamPlan, ...]
+    query: Translation
+
+    def stream(self, table: str) -> StreamPlan:
+        for s in self.streams:
+            if s.table.lower() == table.lower():
+                return s
+        raise DaggerError(f"unknown table {table!r}: this job's streams are "
+                          f"{', '.join(s.table for s in self.streams)}")
+
+
+def load_descriptor_set(job):
+    from protos import registry
+
+    urls = ",".join(job.schema.stencil_urls) if job.schema.stencil_urls else None
+    try:
+        return registry.load(urls, job.schema.version)
+    except Exception as e:
+        raise DaggerError(f"schema: {e}") from None
+
+
+def plan_job(job, descriptor_set=None) -> JobPlan:
+    """Resolve schema, event-time fields and the SQL translation. Pure apart from loading the
+    descriptor set; raises DaggerError naming the first problem."""
+    dset = descriptor_set if descriptor_set is not None else load_descriptor_set(job)
+    streams = tuple(plan_streams(job, dset))
+    query = translate(job.sql, [s.table for s in streams], job.rowtime_attribute)
+    return JobPlan(job, dset, streams, query)

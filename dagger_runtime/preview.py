@@ -1,0 +1,101 @@
+"""PREVIEW: run a dagger's query once over messages from files, close every window, print rows.
+
+stdout carries one JSON object per result row and nothing else; progress and the messages set
+aside go to stderr, so `preview ... | jq` works.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import inputs
+from .errors import DaggerError
+from .output import dumps, rows_as_dicts, sort_key
+from .plan import JobPlan
+
+
+@dataclass
+class PreviewReport:
+    rows: list[dict]
+    read: dict[str, int] = field(default_factory=dict)
+    rejected: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+
+
+def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        table, sep, path = pair.partition("=")
+        if not sep or not table or not path:
+            raise DaggerError(f"--input {pair!r}: expected TABLE=PATH")
+        stream = plan.stream(table)
+        if stream.table in out:
+            raise DaggerError(f"--input {pair!r}: table {stream.table} given twice")
+        out[stream.table] = path
+    missing = [t for t in plan.query.tables if t not in out and t.lower() not in {k.lower() for k in out}]
+    if missing:
+        raise DaggerError(f"the query reads {', '.join(missing)} but no --input was given for it "
+                          f"(use --input {missing[0]}=PATH)")
+    return out
+
+
+def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr) -> PreviewReport:
+    import pandas as pd
+
+    from .streams import decode
+    from .udfs import register_all
+
+    records = {table: inputs.read_input(path) for table, path in input_paths.items()}
+    if spark is None:
+        from .session import build_session
+        spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2))
+    register_all(spark)
+    report = PreviewReport(rows=[])
+    for table, recs in records.items():
+        stream = plan.stream(table)
+        framing_errors = [(r.position, r.offset, r.error) for r in recs if r.value is None]
+        good = [r for r in recs if r.value is not None]
+        pdf = pd.DataFrame({"position": [r.position for r in good], "offset": [r.offset for r in good],
+                            "value": [r.value for r in good]})
+        schema = "position long, offset long, value binary"
+        raw = spark.createDataFrame(pdf, schema=schema) if len(pdf) else spark.createDataFrame([], schema)
+        plan_for_file = stream
+        if inputs.is_json(input_paths[table]) and stream.data_type != "JSON":
+            from dataclasses import replace
+            plan_for_file = replace(stream, data_type="JSON")
+        decoded_table, rejected, decoded = decode(spark, raw, plan_for_file, plan.descriptor_set,
+                                                  keep=("position", "offset"))
+        decoded.cache()
+        bad = [(r["position"], r["offset"], r["reason"]) for r in rejected.orderBy("position").collect()]
+        bad = sorted(bad + framing_errors)
+        report.read[table] = len(recs)
+        report.rejected[table] = bad
+        unit = "line" if inputs.is_json(input_paths[table]) else "byte"
+        for position, offset, reason in bad:
+            print(f"preview: {table}: {input_paths[table]}: message {position} ({unit} {offset}) skipped: {reason}",
+                  file=log)
+        decoded_table.createOrReplaceTempView(stream.table)
+        print(f"preview: {table}: {len(recs)} messages read, {len(recs) - len(bad)} decoded, "
+              f"{len(bad)} skipped", file=log)
+    started = time.monotonic()
+    result = spark.sql(plan.query.spark_sql)
+    rows = rows_as_dicts(result)
+    if not _has_order_by(plan):
+        rows.sort(key=sort_key)
+    report.rows = rows
+    print(f"preview: {len(rows)} result rows in {time.monotonic() - started:.1f}s", file=log)
+    return report
+
+
+def _has_order_by(plan: JobPlan) -> bool:
+    from sqlglot import exp
+
+    from .sql.translate import parse
+    tree = parse(plan.query.source)
+    return tree.args.get("order") is not None if isinstance(tree, exp.Query) else False
+
+
+def print_rows(rows: list[dict], out=sys.stdout) -> None:
+    for row in rows:
+        out.write(dumps(row) + "\n")
+    out.flush()

@@ -1,0 +1,44 @@
+"""Builds the Spark session every dagger command runs in."""
+from __future__ import annotations
+
+import logging
+import os
+
+from .jvm import spark_jars
+
+log = logging.getLogger(__name__)
+
+
+def build_session(app_name: str = "dagger", *, master: str | None = None, parallelism: int = 2,
+                  extra_conf: dict[str, str] | None = None):
+    """A Spark session with the runtime's jars, UTC time, and quiet logs.
+
+    Everything time-related runs in UTC so window boundaries and the ISO timestamps printed by
+    `preview` do not depend on the machine's zone.
+    """
+    from pyspark.sql import SparkSession
+
+    jars = ",".join(str(p) for p in spark_jars())
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or os.environ.get("DAGGER_SPARK_MASTER", f"local[{max(parallelism, 1)}]"))
+        .config("spark.jars", jars)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.sql.shuffle.partitions", str(max(parallelism, 1)))
+        .config("spark.default.parallelism", str(max(parallelism, 1)))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.enabled", os.environ.get("DAGGER_SPARK_UI", "false"))
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        # the analyst's SQL must not reach files by path (SELECT * FROM parquet.`/etc`)
+        .config("spark.sql.runSQLOnFiles", "false")
+    )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "ERROR"))
+    return spark

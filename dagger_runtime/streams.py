@@ -1,0 +1,79 @@
+"""From raw Kafka values to the analyst's tables: decode in the JVM, add rowtime, set bad ones aside."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from google.protobuf.descriptor import FieldDescriptor
+
+from .errors import DaggerError
+
+TIMESTAMP = "google.protobuf.Timestamp"
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What the runtime needs to turn one stream's bytes into its SQL table."""
+    table: str
+    proto_class: str
+    data_type: str            # PROTO | JSON
+    event_time_field: str     # the Timestamp field whose value becomes the rowtime column
+    event_time_number: int    # ... and its protobuf field number
+    rowtime: str
+
+
+def resolve_event_time(stream, descriptor, where: str):
+    """The event-time field of a stream, named either by protobuf field number (raystack/dagger's
+    INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX) or by name. It must be a google.protobuf.Timestamp."""
+    et = stream.event_time
+    number = getattr(et, "field_number", None)
+    name = getattr(et, "field_name", None)
+    if number is not None:
+        field = descriptor.fields_by_number.get(int(number))
+        if field is None:
+            fields = ", ".join(f"{f.name}={f.number}" for f in descriptor.fields)
+            raise DaggerError(f"{where}: {descriptor.full_name} has no field number {number} "
+                              f"(its fields: {fields})")
+    else:
+        field = descriptor.fields_by_name.get(name)
+        if field is None:
+            raise DaggerError(f"{where}: {descriptor.full_name} has no field named {name!r}")
+    if field.type != FieldDescriptor.TYPE_MESSAGE or field.message_type.full_name != TIMESTAMP:
+        timestamps = [f"{f.name} ({f.number})" for f in descriptor.fields
+                      if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP]
+        raise DaggerError(f"{where}: the event-time field {field.name} ({field.number}) of "
+                          f"{descriptor.full_name} is not a google.protobuf.Timestamp"
+                          + (f"; timestamp fields: {', '.join(timestamps)}" if timestamps else ""))
+    return field
+
+
+def plan_streams(job, descriptor_set) -> list[StreamPlan]:
+    plans = []
+    for i, stream in enumerate(job.streams):
+        where = f"streams[{i}] ({stream.table})"
+        try:
+            descriptor = descriptor_set.message_descriptor(stream.proto_class)
+        except Exception as e:  # SchemaError names the message and close matches
+            raise DaggerError(f"{where}: {e}") from None
+        field = resolve_event_time(stream, descriptor, where)
+        if job.rowtime_attribute in descriptor.fields_by_name:
+            raise DaggerError(f"{where}: {descriptor.full_name} already has a field named "
+                              f"{job.rowtime_attribute!r}; choose another rowtime attribute name")
+        plans.append(StreamPlan(stream.table, stream.proto_class, stream.data_type, field.name, field.number,
+                                job.rowtime_attribute))
+    return plans
+
+
+def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] = ()):
+    """Decode raw.value with the JVM decoder. Returns (table, rejected): the analyst's table and
+    the messages set aside (those that do not parse, tombstones, and those without event time)
+    with the reason, plus the `keep` columns of raw (positions, Kafka coordinates)."""
+    from pyspark.sql import functions as F
+
+    udf_name = f"__dagger_decode_{plan.table}"
+    spark._jvm.dev.daggers.runtime.Functions.registerDecoder(
+        spark._jsparkSession, udf_name, bytearray(descriptor_set.data), plan.proto_class, plan.data_type,
+        plan.event_time_number)
+    decoded = raw.select(*keep, F.expr(f"{udf_name}(value)").alias("__d"))
+    table = decoded.where(F.col("__d.error").isNull()).select("__d.message.*", F.col("__d.rowtime").alias(plan.rowtime))
+    rejected = decoded.where(F.col("__d.error").isNotNull()).select(*keep, F.col("__d.error").alias("reason"))
+    return table, rejected, decoded

@@ -1,0 +1,33 @@
+package dev.daggers.runtime;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/** Entry points called from Python (py4j). */
+public final class Functions {
+  private Functions() {}
+
+  /** Spark schema (JSON) of a message type, as the decoder produces it. */
+  public static String schemaJson(byte[] descriptorSet, String messageName) {
+    return RowConverter.schema(DescriptorSets.find(descriptorSet, messageName)).json();
+  }
+
+  /**
+   * Registers a decoder UDF {@code name(value) -> struct<message, rowtime, error>} for one message
+   * type. format is "PROTO" (binary values) or "JSON" (proto3 JSON text); eventTimeField is the
+   * protobuf field number of the event time.
+   */
+  public static String registerDecoder(SparkSession spark, String name, byte[] descriptorSet,
+                                       String messageName, String format, int eventTimeField) {
+    boolean json = "JSON".equalsIgnoreCase(format);
+    ProtobufDecoder decoder = new ProtobufDecoder(descriptorSet, messageName, json, eventTimeField);
+    StructType message = RowConverter.schema(decoder.descriptor());
+    StructType result = DataTypes.createStructType(new org.apache.spark.sql.types.StructField[] {
+        DataTypes.createStructField("message", message, true),
+        DataTypes.createStructField("rowtime", DataTypes.TimestampType, true),
+        DataTypes.createStructField("error", DataTypes.StringType, true)});
+    spark.udf().register(name, decoder, result);
+    return result.json();
+  }
+}

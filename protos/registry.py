@@ -1,0 +1,229 @@
+"""Load the descriptor set a job decodes its topics with.
+
+Either from a schema registry, the way raystack/stencil clients do it
+(`SCHEMA_REGISTRY_STENCIL_URLS`: comma-separated URLs of serialized
+FileDescriptorSets, merged), or from the versions compiled into
+protos/descriptors. A job may pin a version: loading anything else fails
+rather than decoding with a schema the job's SQL was not validated against.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import urllib.error
+import urllib.request
+from functools import cached_property
+from pathlib import Path
+
+from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+from protos.errors import SchemaError
+from protos.versions import (
+    DESCRIPTORS_DIR,
+    MIN_PREFIX_LEN,
+    desc_path,
+    message_names,
+    read_index,
+    sha256_hex,
+    version_of,
+)
+
+__all__ = ["DescriptorSet", "SchemaError", "load", "find_version", "fetch", "merge", "DEFAULT_TIMEOUT_S"]
+
+DEFAULT_TIMEOUT_S = 10.0
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+class DescriptorSet:
+    """A serialized FileDescriptorSet and the views a job needs of it."""
+
+    def __init__(self, data: bytes, source: str = "<bytes>") -> None:
+        self.data = bytes(data)
+        self.source = source  # where it came from, for error messages
+        try:
+            self.file_set = descriptor_pb2.FileDescriptorSet.FromString(self.data)
+        except DecodeError as e:
+            raise SchemaError(f"{source} is not a serialized FileDescriptorSet: {e}") from e
+        # Arbitrary bytes can parse as an empty message; a set without a
+        # named file is never what was meant (an HTML error page, say).
+        if not self.file_set.file or any(not f.name for f in self.file_set.file):
+            raise SchemaError(f"{source} is not a FileDescriptorSet (no named .proto files in it)")
+
+    def __repr__(self) -> str:
+        return f"DescriptorSet({self.digest}, {len(self.file_set.file)} files, from {self.source})"
+
+    @cached_property
+    def sha256(self) -> str:
+        return sha256_hex(self.data)
+
+    @cached_property
+    def digest(self) -> str:
+        """The version name: first 16 hex digits of the sha256."""
+        return version_of(self.data)
+
+    @cached_property
+    def pool(self) -> descriptor_pool.DescriptorPool:
+        # A pool of its own, not the default one: two versions of the same
+        # .proto file can be loaded side by side (a job and its upgrade check).
+        pool = descriptor_pool.DescriptorPool()
+        for f in _dependency_order(list(self.file_set.file), self.source):
+            try:
+                pool.Add(f)
+            except Exception as e:  # upb raises TypeError, the C++ backend others
+                raise SchemaError(f"{f.name} from {self.source} does not build: {e}") from e
+        return pool
+
+    def files(self) -> list[str]:
+        return [f.name for f in self.file_set.file]
+
+    def messages(self) -> list[str]:
+        """Fully qualified names of every message (nested ones too), sorted."""
+        return message_names(self.file_set)
+
+    def message_descriptor(self, full_name: str) -> descriptor.Descriptor:
+        name = full_name.lstrip(".")
+        try:
+            return self.pool.FindMessageTypeByName(name)
+        except KeyError:
+            raise SchemaError(self._unknown_message(name)) from None
+
+    def message_class(self, full_name: str) -> type:
+        return message_factory.GetMessageClass(self.message_descriptor(full_name))
+
+    def _unknown_message(self, name: str) -> str:
+        known = self.messages()
+        simple = name.rsplit(".", 1)[-1]
+        # Same simple name in another package first (a wrong or missing
+        # package is the usual mistake), then spelling neighbours.
+        by_simple: dict[str, list[str]] = {}
+        for m in known:
+            by_simple.setdefault(m.rsplit(".", 1)[-1], []).append(m)
+        close = list(by_simple.get(simple, []))
+        for s in difflib.get_close_matches(simple, list(by_simple), n=3, cutoff=0.75):
+            close += [m for m in by_simple[s] if m not in close]
+        close += [m for m in difflib.get_close_matches(name, known, n=3, cutoff=0.6) if m not in close]
+        hint = f"; did you mean {', '.join(close[:3])}?" if close else f"; it has {len(known)} messages"
+        return f"unknown message '{name}' in descriptor set {self.digest} (from {self.source}){hint}"
+
+
+def _dependency_order(files: list[descriptor_pb2.FileDescriptorProto], source: str
+                      ) -> list[descriptor_pb2.FileDescriptorProto]:
+    """Files with every dependency before its dependents (what a pool needs).
+
+    protoc emits that order already; merged sets from several URLs need not
+    be in it. Stable: otherwise keeps the given order.
+    """
+    by_name = {f.name: f for f in files}
+    done: set[str] = set()
+    out: list[descriptor_pb2.FileDescriptorProto] = []
+
+    def visit(f: descriptor_pb2.FileDescriptorProto, stack: tuple[str, ...]) -> None:
+        if f.name in done:
+            return
+        if f.name in stack:
+            raise SchemaError(f"import cycle in {source}: {' -> '.join(stack + (f.name,))}")
+        for dep in f.dependency:
+            if dep not in by_name:
+                raise SchemaError(f"{f.name} imports {dep}, which is not in {source} "
+                                  "(was the set compiled with --include_imports?)")
+            visit(by_name[dep], stack + (f.name,))
+        done.add(f.name)
+        out.append(f)
+
+    for f in files:
+        visit(f, ())
+    return out
+
+
+def fetch(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> DescriptorSet:
+    """One descriptor set from an http(s):// or file:// URL (or a plain path)."""
+    target = url if "://" in url else Path(url).resolve().as_uri()
+    try:
+        with urllib.request.urlopen(target, timeout=timeout) as resp:
+            data = resp.read()
+    except urllib.error.HTTPError as e:
+        raise SchemaError(f"could not fetch descriptor set from {url}: HTTP {e.code} {e.reason}") from e
+    except urllib.error.URLError as e:
+        raise SchemaError(f"could not fetch descriptor set from {url}: {e.reason}") from e
+    except (OSError, ValueError) as e:  # timeouts, resets, malformed URLs
+        raise SchemaError(f"could not fetch descriptor set from {url}: {e}") from e
+    return DescriptorSet(data, source=url)
+
+
+def merge(sets: list[DescriptorSet]) -> DescriptorSet:
+    """One set with every file of `sets`; a file seen twice must be identical."""
+    if len(sets) == 1:
+        return sets[0]  # keep its bytes as they are, so its digest still matches a pin
+    files: dict[str, tuple[descriptor_pb2.FileDescriptorProto, str]] = {}
+    for s in sets:
+        for f in s.file_set.file:
+            seen = files.get(f.name)
+            if seen is None:
+                files[f.name] = (f, s.source)
+            elif seen[0].SerializeToString(deterministic=True) != f.SerializeToString(deterministic=True):
+                raise SchemaError(f"{f.name} is in both {seen[1]} and {s.source} with different content; "
+                                  "the schema registry URLs disagree about it")
+    source = ",".join(s.source for s in sets)
+    merged = descriptor_pb2.FileDescriptorSet()
+    merged.file.extend(_dependency_order([f for f, _ in files.values()], source))
+    return DescriptorSet(merged.SerializeToString(deterministic=True), source=source)
+
+
+def find_version(prefix: str, descriptors_dir: Path = DESCRIPTORS_DIR) -> str:
+    """The full version name in `descriptors_dir` starting with `prefix` (>= 8 hex digits)."""
+    p = prefix.strip().lower()
+    if len(p) < MIN_PREFIX_LEN or not _HEX.match(p):
+        raise SchemaError(f"'{prefix}' is not a schema version: give at least {MIN_PREFIX_LEN} hex digits")
+    index = read_index(descriptors_dir)
+    matches = sorted(v for v, info in index.versions.items() if v.startswith(p) or info.sha256.startswith(p))
+    if not matches:
+        known = ", ".join(sorted(index.versions)) or "none; run `make protos`"
+        raise SchemaError(f"no schema version {prefix} in {descriptors_dir} (known: {known})")
+    if len(matches) > 1:
+        raise SchemaError(f"schema version prefix {prefix} is ambiguous: {', '.join(matches)}")
+    return matches[0]
+
+
+def _load_local(version: str | None, descriptors_dir: Path) -> DescriptorSet:
+    if version is None:
+        version = read_index(descriptors_dir).latest
+        if version is None:
+            raise SchemaError(f"no compiled descriptor sets in {descriptors_dir}: run `make protos`")
+    else:
+        version = find_version(version, descriptors_dir)
+    path = desc_path(version, descriptors_dir)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SchemaError(f"schema version {version} is in the index but {path} cannot be read: {e}") from e
+    ds = DescriptorSet(data, source=str(path))
+    if ds.digest != version:
+        raise SchemaError(f"{path} does not hold version {version} (its content is {ds.digest}): "
+                          "it was modified; restore it from git")
+    return ds
+
+
+def load(urls: str | None = None, version: str | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+         descriptors_dir: Path = DESCRIPTORS_DIR) -> DescriptorSet:
+    """The descriptor set a job runs with.
+
+    `urls`: the SCHEMA_REGISTRY_STENCIL_URLS value (comma-separated); when
+    empty or None, the compiled versions in `descriptors_dir` are used.
+    `version`: the digest the job is pinned to (>= 8 hex digits of it); the
+    loaded set must have exactly that content.
+    """
+    if version is not None:
+        pin = version.strip().lower()
+        if len(pin) < MIN_PREFIX_LEN or not _HEX.match(pin):
+            raise SchemaError(f"job pins schema version '{version}': need at least {MIN_PREFIX_LEN} hex digits")
+    url_list = [u.strip() for u in (urls or "").split(",") if u.strip()]
+    if not url_list:
+        return _load_local(version, Path(descriptors_dir))
+    ds = merge([fetch(u, timeout=timeout) for u in url_list])
+    if version is not None and not ds.sha256.startswith(pin):
+        raise SchemaError(f"job is pinned to schema version {version} but {ds.digest} was found at "
+                          f"{', '.join(url_list)}; re-validate the job against the new schema "
+                          "(`python -m protos check`) and update its pin")
+    return ds

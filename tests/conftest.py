@@ -1,0 +1,16 @@
+"""Shared fixtures. Keep this file small: one fixture per shared resource."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """One real single-node Kafka (KRaft) on 127.0.0.1 for the whole session."""
+    from lab.kafka import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
