@@ -106,3 +106,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `preview ... | head`: the reader left; not an error
+        sys.stderr.close()
+        return 0

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from pathlib import Path
 
 from .jvm import spark_jars
 
 log = logging.getLogger(__name__)
+LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
 def build_session(app_name: str = "dagger", *, master: str | None = None, parallelism: int = 2,
@@ -18,14 +21,23 @@ def build_session(app_name: str = "dagger", *, master: str | None = None, parall
     """
     from pyspark.sql import SparkSession
 
+    # Python workers run the same interpreter (and venv) as the driver; Spark binds to loopback.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log_conf = f"-Dlog4j.configurationFile=file:{LOG4J} -Duser.timezone=UTC"
     jars = ",".join(str(p) for p in spark_jars())
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master or os.environ.get("DAGGER_SPARK_MASTER", f"local[{max(parallelism, 1)}]"))
         .config("spark.jars", jars)
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.driver.extraJavaOptions", log_conf)
+        .config("spark.executor.extraJavaOptions", log_conf)
+        .config("spark.pyspark.python", sys.executable)
+        # Flink-like leniency: a bad CAST gives NULL instead of failing a long-running job
+        .config("spark.sql.ansi.enabled", "false")
+        # ExponentialMovingAverage/LinearTrend: the later sample wins a duplicate minute, as in dagger
+        .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
         .config("spark.sql.shuffle.partitions", str(max(parallelism, 1)))
         .config("spark.default.parallelism", str(max(parallelism, 1)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

@@ -635,7 +635,7 @@ class KafkaBroker:
             if not _port_accepts(self.port):
                 time.sleep(0.1)
                 continue
-            budget_ms = int(max(0.5, min(remaining, 5.0)) * 1000)
+            budget_ms = int(max(0.5, min(remaining, 2.0)) * 1000)
             try:
                 with KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
                                       client_id="lab-kafka-health", bootstrap_timeout_ms=budget_ms,

@@ -12,8 +12,6 @@ import random
 import sys
 from pathlib import Path
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 BOOKING = "gojek.esb.booking.BookingLogMessage"
 DRIVER_PING = "gojek.esb.driverlocation.DriverLocationLogMessage"
 API_LOG = "gojek.esb.apilog.ApiLogMessage"
@@ -117,9 +115,8 @@ def _fill(m, values: dict) -> None:
     for key, value in values.items():
         field = getattr(m, key)
         if isinstance(value, dt.datetime):
-            ts = Timestamp()
-            ts.FromDatetime(value.astimezone(dt.timezone.utc).replace(tzinfo=None))
-            field.CopyFrom(ts)
+            # the message class comes from the descriptor set's own pool, so its Timestamp is too
+            field.FromDatetime(value.astimezone(dt.timezone.utc).replace(tzinfo=None))
         elif isinstance(value, dict) and hasattr(field, "DESCRIPTOR"):
             _fill(field, value)
         elif isinstance(value, dict):

@@ -14,3 +14,15 @@ def kafka_broker(tmp_path_factory):
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (with the runtime's jars and UDFs) for every test that needs one."""
+    from dagger_runtime.session import build_session
+    from dagger_runtime.udfs import register_all
+
+    session = build_session("dagger-tests", parallelism=2)
+    register_all(session)
+    yield session
+    session.stop()

@@ -146,9 +146,8 @@ def test_messages_survive_a_restart_and_a_kill_on_the_same_data_dir(tmp_path):
 
 @pytest.mark.kafka
 def test_a_broker_that_cannot_start_fails_with_the_tail_of_its_log(tmp_path):
-    with socket.socket() as squatter:  # something else already listens on the port
+    with socket.socket() as squatter:  # something else already holds the port
         squatter.bind(("127.0.0.1", 0))
-        squatter.listen()
         port = squatter.getsockname()[1]
         broker = KafkaBroker(tmp_path / "kafka", port=port, start_timeout=60)
         with pytest.raises(KafkaBrokerError) as failure:

@@ -83,6 +83,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from dagger_runtime.config import _checks
@@ -194,12 +195,14 @@ class _Tree:
 
     def __init__(self, draft: Draft) -> None:
         self.draft = draft
-        self.constructor = yaml.SafeConstructor()
+        self.constructor = SafeConstructor()
 
     def build(self, node: Any, path: Loc) -> Any:
         if isinstance(node, ScalarNode):
             return self.constructor.construct_object(node, deep=True)
         if isinstance(node, SequenceNode):
+            for i, child in enumerate(node.value):
+                self.draft.lines.setdefault(render_loc((*path, i)), child.start_mark.line + 1)
             return [self.build(child, (*path, i)) for i, child in enumerate(node.value)]
         if isinstance(node, MappingNode):
             return self._mapping(node, path)

@@ -30,6 +30,7 @@ class Entry:
     value: str
     line: int  # 1-based line where the entry starts
     continued: bool  # the value spans several lines
+    raw_value: str = ""  # the value before unescaping
 
 
 class PropertiesSyntaxError(ValueError):
@@ -119,7 +120,7 @@ def parse_entries(text: str) -> list[Entry]:
     entries = []
     for line_no, line, continued in _logical_lines(text):
         raw_key, raw_value = _split(line)
-        entries.append(Entry(_unescape(raw_key, line_no), _unescape(raw_value, line_no), line_no, continued))
+        entries.append(Entry(_unescape(raw_key, line_no), _unescape(raw_value, line_no), line_no, continued, raw_value))
     return entries
 
 

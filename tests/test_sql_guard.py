@@ -1,0 +1,78 @@
+"""Only read-only queries over the job's own streams are accepted; refusals say what and where."""
+import pytest
+
+from dagger_runtime.errors import QueryError
+from dagger_runtime.sql import translate
+
+TABLES = ["data_stream"]
+
+
+def refused(sql: str, tables=TABLES) -> QueryError:
+    with pytest.raises(QueryError) as info:
+        translate(sql, tables)
+    return info.value
+
+
+@pytest.mark.parametrize("sql, what", [
+    ("DROP TABLE data_stream", "only a SELECT query is allowed"),
+    ("CREATE TABLE x AS SELECT * FROM data_stream", "only a SELECT query is allowed"),
+    ("INSERT INTO data_stream SELECT * FROM data_stream", "only a SELECT query is allowed"),
+    ("DELETE FROM data_stream", "only a SELECT query is allowed"),
+    ("CREATE FUNCTION f AS 'com.evil.F'", "only a SELECT query is allowed"),
+    ("ADD JAR '/tmp/evil.jar'", "only a SELECT query is allowed"),
+    ("SET spark.sql.runSQLOnFiles=true", "only a SELECT query is allowed"),
+])
+def test_statements_other_than_select_are_refused(sql, what):
+    assert what in str(refused(sql))
+
+
+def test_a_call_into_the_jvm_is_refused_with_its_position():
+    err = refused("SELECT city_id,\n  reflect('java.lang.Runtime', 'getRuntime') AS r\nFROM data_stream")
+    assert "reflect() is not allowed: it calls into the JVM" in str(err)
+    assert (err.line, err.col) == (2, 3)
+
+
+@pytest.mark.parametrize("fn", ["java_method", "try_reflect", "read_files", "input_file_name"])
+def test_other_escape_hatches_are_refused(fn):
+    assert f"{fn}() is not allowed" in str(refused(f"SELECT {fn}('x', 'y') FROM data_stream"))
+
+
+def test_reading_a_file_by_path_is_refused():
+    err = refused("SELECT * FROM parquet.`/etc/passwd`")
+    assert "not other databases or files" in str(err)
+
+
+def test_reading_another_table_is_refused_and_the_streams_are_listed():
+    err = refused("SELECT * FROM payments_stream")
+    assert "unknown table `payments_stream`" in str(err)
+    assert "`data_stream`" in str(err)
+
+
+def test_a_table_function_is_refused():
+    assert "table function range() is not allowed" in str(refused("SELECT * FROM range(10)"))
+
+
+def test_dml_hidden_in_a_subquery_or_cte_is_refused():
+    err = refused("WITH x AS (SELECT * FROM data_stream) SELECT * FROM other.secret")
+    assert "not other databases" in str(err)
+
+
+def test_two_statements_are_refused():
+    assert "exactly one SELECT query; found 2" in str(refused("SELECT 1 FROM data_stream; SELECT 2 FROM data_stream"))
+
+
+def test_a_syntax_error_names_line_and_column_and_points_at_it():
+    err = refused("SELECT city_id\nFROM data_stream\nWHERE (status = 'COMPLETED'")
+    assert "syntax error" in str(err)
+    assert err.line == 3
+    assert "^" in str(err)
+
+
+def test_ctes_and_subqueries_over_own_streams_are_accepted():
+    t = translate("WITH c AS (SELECT city_id FROM data_stream) SELECT count(1) AS n FROM (SELECT * FROM c) s",
+                  TABLES)
+    assert "data_stream" in t.spark_sql
+
+
+def test_table_names_are_matched_case_insensitively_like_spark():
+    assert translate("SELECT 1 AS one FROM `DATA_STREAM`", TABLES).tables
