@@ -86,9 +86,11 @@ def _count_streams(streams: tuple[Any, ...]) -> tuple[Any, ...]:
     return streams
 
 
-def _at_least_one(values: tuple[Any, ...]) -> tuple[Any, ...]:
+def _key_columns(values: tuple[Any, ...]) -> tuple[Any, ...]:
     if not values:
-        raise ValueError("at least one is required")
+        raise ValueError("at least one key column is required, so a replayed window overwrites its row")
+    if len(set(values)) != len(values):
+        raise ValueError("a key column is listed more than once")
     return values
 
 
@@ -260,7 +262,7 @@ class PostgresSinkSpec(_Spec):
     table: Annotated[str, AfterValidator(_checks.qualified_identifier)]
     user: OptionalText = None
     password: OptionalSecret = None
-    key_columns: Annotated[tuple[SqlIdentifier, ...], AfterValidator(_at_least_one)]
+    key_columns: Annotated[tuple[SqlIdentifier, ...], AfterValidator(_key_columns)]
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> PostgresSinkSpec:

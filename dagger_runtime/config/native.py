@@ -301,7 +301,7 @@ class _Converter:
                 continue
             field_loc = (*loc, spec.field)
             if spec.field in written:
-                self.draft.issue(field_loc, f"give either {written[spec.field]} or {key}, not both")
+                self.draft.problem(render_loc(here), f"give either {written[spec.field]} or {key}, not both")
                 continue
             written[spec.field] = key
             if key != spec.field:
