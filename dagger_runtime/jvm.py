@@ -17,6 +17,10 @@ _SPARK_EXTRAS = (
     "commons-pool2-",
     "protobuf-java-",
     "protobuf-java-util-",
+    "json-path-",
+    "json-smart-",
+    "accessors-smart-",
+    "asm-",
 )
 
 

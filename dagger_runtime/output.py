@@ -75,9 +75,15 @@ def rows_as_dicts(df) -> list[dict]:
     return out
 
 
+def _is_time(v) -> bool:
+    return isinstance(v, str) and len(v) >= 20 and v[4:5] == "-" and v[10:11] == "T" and v.endswith("Z")
+
+
 def sort_key(row: dict):
+    """Time columns first (windows in order), then the other columns left to right."""
+    values = [v for v in row.values() if _is_time(v)] + [v for v in row.values() if not _is_time(v)]
     return tuple((v is None, json.dumps(v, sort_keys=True) if not isinstance(v, (int, float)) else "",
-                  v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0) for v in row.values())
+                  v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0) for v in values)
 
 
 def dumps(row: dict) -> str:

@@ -303,8 +303,9 @@ def test_a_json_stream_names_its_event_time_field_and_schema(tmp_path):
 
 
 def test_stencil_urls_fetch_descriptors_as_dagger_does(tmp_path):
-    schema = {"enabled": True, "stencil_urls": "http://stencil:8000/a.desc, http://stencil:8000/b.desc", "fetch_timeout": "30s"}
+    schema = {"stencil_urls": "http://stencil:8000/a.desc, http://stencil:8000/b.desc", "fetch_timeout": "30s"}
     job = load_data(tmp_path, minimal(schema=schema))
+    assert job.schema.enabled is True  # implied by giving URLs
     assert job.schema.stencil_urls == ("http://stencil:8000/a.desc", "http://stencil:8000/b.desc")
     assert job.schema.fetch_timeout_ms == 30_000
 

@@ -46,8 +46,8 @@ RESERVED_CONSUMER_KEYS = {
     "interceptor.classes": None,
 }
 RESERVED_PRODUCER_KEYS = {
-    "bootstrap.servers": "brokers",
-    "linger.ms": "linger_ms",
+    "bootstrap.servers": "sink.kafka.brokers",
+    "linger.ms": "sink.kafka.linger_ms",
     "key.serializer": None,
     "value.serializer": None,
     "interceptor.classes": None,
@@ -157,7 +157,8 @@ def proto_name(value: str) -> str:
     value = value.strip()
     if not PROTO_NAME_RE.fullmatch(value):
         raise ValueError(
-            f"expected a fully qualified protobuf message name like 'gojek.esb.booking.BookingLogMessage', got {show(value)}"
+            "expected a fully qualified protobuf message name like 'gojek.esb.booking.BookingLogMessage',"
+            f" got {show(value)}"
         )
     return value
 
@@ -253,7 +254,8 @@ def url_with_scheme(schemes: tuple[str, ...]):
         value = value.strip()
         match = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#\s]*)(\S*)", value)
         if not match or match.group(1).lower() not in schemes or not match.group(2):
-            raise ValueError(f"expected a URL starting with {' or '.join(s + '://' for s in schemes)}, got {show(value)}")
+            starts = " or ".join(s + "://" for s in schemes)
+            raise ValueError(f"expected a URL starting with {starts}, got {show(value)}")
         if ":" in match.group(2).rpartition("@")[0]:
             raise ValueError("the URL must not contain a password; give it in the password field")
         return value
@@ -315,7 +317,8 @@ def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, st
     for key, value in settings.items():
         if key in reserved:
             instead = reserved[key]
-            problems.append((key, f"set with {instead} instead" if instead else "is set by the runtime and cannot be overridden"))
+            why = f"set with {instead} instead" if instead else "is set by the runtime and cannot be overridden"
+            problems.append((key, why))
         elif key == "security.protocol" and value not in SECURITY_PROTOCOLS:
             problems.append((key, f"must be one of {', '.join(SECURITY_PROTOCOLS)}, got {show(value)}"))
         elif key == "sasl.mechanism" and value not in SASL_MECHANISMS:
@@ -326,12 +329,9 @@ def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, st
     if not protocol.startswith("SASL_"):
         for key in settings:
             if key.startswith("sasl."):
-                problems.append((key, f"has no effect unless security.protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})"))
+                why = f"has no effect unless security.protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})"
+                problems.append((key, why))
     return problems
-
-
-def env_references(value: str) -> list[str]:
-    return [m.group(1) for m in ENV_REF_RE.finditer(value.replace("$${", ""))]
 
 
 def resolve_env(value: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

@@ -240,7 +240,8 @@ def parse(text: str, *, default_name: str) -> Draft:
     props: dict[str, Entry] = {}
     for entry in entries:
         if entry.key in props:
-            draft.note(entry.key, f"given twice (lines {props[entry.key].line} and {entry.line}); the last value is used")
+            lines = f"lines {props[entry.key].line} and {entry.line}"
+            draft.note(entry.key, f"given twice ({lines}); the last value is used")
         props[entry.key] = entry
         draft.lines[entry.key] = entry.line
     _Reader(draft, namer, props).read(default_name)
@@ -393,10 +394,9 @@ class _Reader:
             self.draft.issue(("streams",), f"not valid JSON: {exc.msg} at character {exc.pos + 1}{hint}")
             self.put(("streams",), [])
             return
-        if isinstance(streams, dict):
-            streams = [streams]
         if not isinstance(streams, list):
-            self.draft.issue(("streams",), f"expected a JSON list of stream objects, got {_checks.show(streams)}")
+            hint = " (wrap the object in [ ])" if isinstance(streams, dict) else ""
+            self.draft.issue(("streams",), f"expected a JSON list of stream objects, got {_checks.show(streams)}{hint}")
             self.put(("streams",), [])
             return
         self.put(("streams",), [self.read_stream(i, stream) for i, stream in enumerate(streams)])
@@ -448,15 +448,19 @@ class _Reader:
                 setting = key[len(_CONSUMER_PREFIX):]
                 name = setting.lower().replace("_", ".")
                 if setting not in _DAGGER_CONSUMER_SETTINGS:
-                    self.draft.note(path, f"raystack/dagger does not read this key; passed to the Kafka consumer as {name!r}")
+                    why = f"raystack/dagger does not read this key; passed to the Kafka consumer as {name!r}"
+                    self.draft.note(path, why)
                 if setting == "SSL_PROTOCOL" and text not in _DAGGER_SSL_PROTOCOLS:
-                    self.draft.issue((*where, "kafka", "client", name), f"must be one of {', '.join(_DAGGER_SSL_PROTOCOLS)}, got {text!r}")
+                    allowed = ", ".join(_DAGGER_SSL_PROTOCOLS)
+                    self.draft.issue((*where, "kafka", "client", name), f"must be one of {allowed}, got {text!r}")
                 (secrets if _checks.is_secret_client_key(name) else client)[name] = text
             elif key.startswith("SOURCE_KAFKA_CONFIG_"):
                 proper = _CONSUMER_PREFIX + key[len("SOURCE_KAFKA_CONFIG_"):]
-                self.draft.problem(path, f"raystack/dagger's code does not read this key (its docs name it so); use {proper}")
+                why = f"raystack/dagger's code does not read this key (its docs name it so); use {proper}"
+                self.draft.problem(path, why)
             else:
-                self.draft.note(path, "unknown stream key, ignored" + _checks.did_you_mean(key, [*_STREAM, _TOPICS_KEY, _SOURCE_DETAILS_KEY]))
+                hint = _checks.did_you_mean(key, [*_STREAM, _TOPICS_KEY, _SOURCE_DETAILS_KEY])
+                self.draft.note(path, "unknown stream key, ignored" + hint)
         if client:
             out["kafka"]["client"] = client
         if secrets:
@@ -477,19 +481,23 @@ class _Reader:
     def check_source_details(self, i: int, details: Any) -> None:
         path = f"STREAMS[{i}].{_SOURCE_DETAILS_KEY}"
         if not isinstance(details, list) or not details:
-            self.draft.problem(path, 'expected a list of one {"SOURCE_TYPE": "UNBOUNDED", "SOURCE_NAME": "KAFKA_CONSUMER"}')
+            self.draft.problem(
+                path, 'expected a list of one {"SOURCE_TYPE": "UNBOUNDED", "SOURCE_NAME": "KAFKA_CONSUMER"}'
+            )
             return
         if len(details) > 1:
             self.draft.problem(path, f"only one source per stream is supported, got {len(details)}")
         for detail in details:
             if not isinstance(detail, dict):
-                self.draft.problem(path, f"expected an object with SOURCE_TYPE and SOURCE_NAME, got {_checks.show(detail)}")
+                got = _checks.show(detail)
+                self.draft.problem(path, f"expected an object with SOURCE_TYPE and SOURCE_NAME, got {got}")
                 continue
             name, kind = detail.get("SOURCE_NAME"), detail.get("SOURCE_TYPE")
             if name == "PARQUET_SOURCE":
                 self.draft.problem(path, "Parquet sources are not supported; only KAFKA_SOURCE and KAFKA_CONSUMER")
             elif name not in ("KAFKA_SOURCE", "KAFKA_CONSUMER"):
-                self.draft.problem(path, f"SOURCE_NAME must be KAFKA_SOURCE or KAFKA_CONSUMER, got {_checks.show(name)}")
+                got = _checks.show(name)
+                self.draft.problem(path, f"SOURCE_NAME must be KAFKA_SOURCE or KAFKA_CONSUMER, got {got}")
             if kind == "BOUNDED":
                 self.draft.problem(path, "bounded sources are not supported; SOURCE_TYPE must be UNBOUNDED")
             elif kind != "UNBOUNDED":

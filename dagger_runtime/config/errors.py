@@ -1,17 +1,18 @@
 """Errors of the job configuration layer.
 
-``DaggerError`` is meant to become the root of the runtime's error tree (it
-will move to ``dagger_runtime/errors.py``); import it from
-``dagger_runtime.config`` until then.
+``ConfigError`` is a ``DaggerError``, the root of the runtime's error tree
+(``dagger_runtime.errors``), so whatever reports runtime errors to a user
+(the CLI: exit code 2) reports a bad job file the same way. ``DaggerError``
+is re-exported here for callers of this package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dagger_runtime.errors import DaggerError
 
-class DaggerError(Exception):
-    """Base class of every error the dagger runtime raises on purpose."""
+__all__ = ["ConfigError", "DaggerError"]
 
 
 class ConfigError(DaggerError):

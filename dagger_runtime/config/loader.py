@@ -41,7 +41,8 @@ def load_job(path: str | Path, *, env: Mapping[str, str] | None = None) -> JobSp
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})"], source=str(path)) from None
+        problem = f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise ConfigError([problem], source=str(path)) from None
     except OSError as exc:
         raise ConfigError([f"{path.name}: cannot read the file: {exc.strerror or exc}"], source=str(path)) from None
     return loads_job(text, fmt=detect_format(path, text), source=str(path), env=env)

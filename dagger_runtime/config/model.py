@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from dagger_runtime.config import _checks, rules
+from dagger_runtime.config._draft import render_loc
 
 # Defaults are raystack/dagger's own (dagger-core .../utils/Constants.java and
 # dagger-common .../core/Constants.java, where the code and the docs differ the code wins).
@@ -48,7 +49,6 @@ _RULES_CHECKED = "dagger_rules_checked"
 
 # --- field types -------------------------------------------------------------------------
 
-Int = Annotated[int, BeforeValidator(_checks.to_int)]
 NonNegativeInt = Annotated[int, BeforeValidator(_checks.to_int), AfterValidator(_checks.at_least(0))]
 PositiveInt = Annotated[int, BeforeValidator(_checks.to_int), AfterValidator(_checks.at_least(1))]
 Bool = Annotated[bool, BeforeValidator(_checks.to_bool)]
@@ -94,6 +94,7 @@ def _key_columns(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return values
 
 
+FieldNumber = Annotated[int, BeforeValidator(_field_number_before), AfterValidator(_checks.field_number)]
 DataType = Annotated[Literal["PROTO", "JSON"], BeforeValidator(_upper)]
 
 
@@ -104,14 +105,7 @@ class _Spec(BaseModel):
         if info.context and info.context.get(_RULES_CHECKED):
             return  # the loader checked these on the raw data already, with better locations
         if found:
-            raise ValueError("; ".join(f"{_render_loc(loc)}: {msg}" if loc else msg for loc, msg in found))
-
-
-def _render_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+            raise ValueError("; ".join(f"{render_loc(loc)}: {msg}" if loc else msg for loc, msg in found))
 
 
 # --- streams -----------------------------------------------------------------------------
@@ -125,7 +119,7 @@ class EventTime(_Spec):
     format may name it instead. At least one is set.
     """
 
-    field_number: Annotated[int, BeforeValidator(_field_number_before), AfterValidator(_checks.field_number)] | None = None
+    field_number: FieldNumber | None = None
     field_name: Annotated[str, AfterValidator(_checks.field_name)] | None = None
 
     @model_validator(mode="after")

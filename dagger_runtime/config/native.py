@@ -97,7 +97,8 @@ class _Key:
     """How one YAML key maps into the model."""
 
     field: str
-    kind: str = "plain"  # plain | duration_ms | duration_minutes | section:<name> | list:<name> | event_time | client | list
+    # plain | list | duration_ms | duration_minutes | section:<name> | list:<name> | event_time | client
+    kind: str = "plain"
     twin: str | None = None  # the other spelling of the same field (watermark_delay / watermark_delay_ms)
 
 
@@ -221,12 +222,14 @@ class _Tree:
                 continue
             key = self.build(key_node, path)
             if not isinstance(key, (str, int, float, bool)) or key is None:
-                self.draft.problem(render_loc(path) or "(top level)", f"a key must be plain text, got {_checks.show(key)}")
+                where = render_loc(path) or "(top level)"
+                self.draft.problem(where, f"a key must be plain text, got {_checks.show(key)}")
                 continue
             key = str(key) if not isinstance(key, str) else key
             here = render_loc((*path, key))
             if key in result:
-                self.draft.problem(here, f"given twice (lines {self.draft.lines.get(here)} and {key_node.start_mark.line + 1})")
+                lines = f"lines {self.draft.lines.get(here)} and {key_node.start_mark.line + 1}"
+                self.draft.problem(here, f"given twice ({lines})")
             self.draft.lines.setdefault(here, key_node.start_mark.line + 1)
             result[key] = self.build(value_node, (*path, key))
         return {**merged, **result}
@@ -314,6 +317,8 @@ class _Converter:
                     out["client_secrets"] = secret
                 continue
             out[spec.field] = self.convert(spec, item, here, field_loc)
+        if name == "schema" and out.get("stencil_urls") and "enabled" not in out:
+            out["enabled"] = True  # giving stencil URLs asks for them to be used
         return out
 
     def convert(self, spec: _Key, value: Any, native: Loc, loc: Loc) -> Any:

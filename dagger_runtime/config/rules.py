@@ -86,7 +86,8 @@ def schema_rules(node: Any) -> list[Issue]:
     if node.get("enabled") is True and not urls:
         issues.append((("stencil_urls",), "at least one URL is required when the stencil schema registry is enabled"))
     if node.get("version") and node.get("auto_refresh") is True:
-        issues.append((("auto_refresh",), "a pinned schema version cannot be refreshed; remove version or auto_refresh"))
+        why = "a pinned schema version cannot be refreshed; remove version or auto_refresh"
+        issues.append((("auto_refresh",), why))
     if _upper(node.get("refresh_strategy"), "") == "VERSION_BASED_REFRESH" and isinstance(urls, (list, tuple)):
         for i, url in enumerate(urls):
             if isinstance(url, str) and re.search(r"/versions/[^/]+/?$", url):
@@ -148,9 +149,8 @@ def job_rules(node: Any) -> list[Issue]:
             if not isinstance(table, str):
                 continue
             if table in first_use:
-                issues.append(
-                    (("streams", i, "table"), f"table name {table!r} is already used by the stream at index {first_use[table]}")
-                )
+                why = f"table name {table!r} is already used by the stream at index {first_use[table]}"
+                issues.append((("streams", i, "table"), why))
             else:
                 first_use[table] = i
     return issues

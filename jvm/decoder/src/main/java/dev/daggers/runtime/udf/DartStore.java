@@ -102,13 +102,26 @@ public final class DartStore {
     /**
      * dagger's SetCache.matches: {@code Pattern.matches(String.format(regex, element), field)} for
      * any element. The patterns are compiled once per (regex, collection load) and reused.
+     *
+     * <p>A regex that is unusable whatever the element (a bad format or regex, see
+     * {@link DartStore#checkRegex}) throws. An element that makes an otherwise good regex invalid
+     * (it is substituted raw, e.g. "a(b") can never match and is skipped; dagger threw when it
+     * reached such an element before finding a match.
      */
     boolean matches(String field, String regex) {
       Pattern[] compiled = patterns.get(regex);
       if (compiled == null) {
+        String problem = checkRegex(regex);
+        if (problem != null) {
+          throw new IllegalArgumentException("DartContains: bad regex \"" + regex + "\": " + problem);
+        }
         List<Pattern> list = new ArrayList<>(set.size());
         for (String element : set) {
-          list.add(Pattern.compile(String.format(regex, element)));
+          try {
+            list.add(Pattern.compile(String.format(regex, element)));
+          } catch (RuntimeException e) {
+            // this element cannot form a valid pattern: it matches nothing
+          }
         }
         compiled = list.toArray(new Pattern[0]);
         if (patterns.size() < MAX_REGEXES_PER_LIST) {
@@ -294,7 +307,7 @@ public final class DartStore {
       root = MAPPER.readTree(text);
     } catch (IOException e) {
       throw new IllegalStateException("DART reference data " + url + " is not valid JSON: "
-          + e.getOriginalMessage(), e);
+          + e.getMessage(), e);
     }
     if (root == null || !root.isObject()) {
       throw new IllegalStateException("DART reference data " + url
@@ -324,7 +337,7 @@ public final class DartStore {
       root = MAPPER.readTree(text);
     } catch (IOException e) {
       throw new IllegalStateException("DART reference data " + url + " is not valid JSON: "
-          + e.getOriginalMessage(), e);
+          + e.getMessage(), e);
     }
     JsonNode data = root != null && root.isObject() ? root.get("data") : null;
     if (data == null || !data.isArray()) {

@@ -1,0 +1,99 @@
+"""`validate` refuses a bad job before anything runs, naming what is wrong and where."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dagger_runtime.cli import main
+from dagger_runtime.config import load_job
+from dagger_runtime.errors import DaggerError, QueryError
+from dagger_runtime.plan import plan_job
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
+BASE = (EXAMPLES / "completed_bookings_by_s2.yaml").read_text()
+
+
+def job_file(tmp_path, text: str, name: str = "job.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_every_example_dagger_plans_without_errors():
+    for path in sorted(EXAMPLES.iterdir()):
+        plan = plan_job(load_job(path))
+        assert plan.query.spark_sql.startswith("SELECT"), path
+
+
+def test_an_event_time_field_number_that_does_not_exist_is_named_with_the_fields(tmp_path):
+    path = job_file(tmp_path, BASE.replace("event_time: 5 ", "event_time: 42 "))
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "streams[0] (data_stream): gojek.esb.booking.BookingLogMessage has no field number 42" in str(info.value)
+    assert "event_timestamp=5" in str(info.value)
+
+
+def test_an_event_time_field_that_is_not_a_timestamp_is_refused(tmp_path):
+    path = job_file(tmp_path, BASE.replace("event_time: 5 ", "event_time: 8 "))
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "city_id (8)" in str(info.value) and "is not a google.protobuf.Timestamp" in str(info.value)
+    assert "event_timestamp (5)" in str(info.value)
+
+
+def test_an_unknown_proto_class_is_named(tmp_path):
+    path = job_file(tmp_path, BASE.replace("gojek.esb.booking.BookingLogMessage", "gojek.esb.booking.BookingLog"))
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "gojek.esb.booking.BookingLog" in str(info.value)
+
+
+def test_a_job_pinned_to_an_unknown_schema_version_is_refused(tmp_path):
+    path = job_file(tmp_path, BASE.replace("version: 4957b56c57da625e", "version: deadbeefdeadbeef"))
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "deadbeef" in str(info.value)
+
+
+def test_a_query_on_a_table_the_job_does_not_have_is_refused(tmp_path):
+    path = job_file(tmp_path, BASE.replace("FROM `data_stream`", "FROM `payments`"))
+    with pytest.raises(QueryError) as info:
+        plan_job(load_job(path))
+    assert "unknown table `payments`" in str(info.value)
+
+
+def test_the_cli_exits_2_and_prints_the_problem_on_stderr(tmp_path, capsys):
+    path = job_file(tmp_path, BASE.replace("WHERE status='COMPLETED'", "WHERE status = reflect('a', 'b')"))
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "refused: function reflect() is not allowed" in err and "line 7" in err
+
+
+def test_the_cli_reports_every_config_problem_at_once(tmp_path, capsys):
+    path = job_file(tmp_path, "name: x\nstreams: []\nsql: ''\nsink: {type: influx}\n")
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "streams: at least one stream is required" in err
+    assert "sql: must not be empty" in err
+    assert "sink.influx: is required" in err
+
+
+@pytest.mark.spark
+def test_spark_analysis_names_an_unknown_column(tmp_path, spark):
+    from dagger_runtime.validate import analyze
+
+    path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "vehicle AS tag_vehicle_type"))
+    with pytest.raises(QueryError) as info:
+        analyze(plan_job(load_job(path)), spark=spark)
+    assert "vehicle" in str(info.value) and "does not fit the streams' schemas" in str(info.value)
+
+
+@pytest.mark.spark
+def test_spark_analysis_returns_the_output_columns_and_types(spark):
+    from dagger_runtime.validate import analyze
+
+    columns = analyze(plan_job(load_job(EXAMPLES / "completed_bookings_by_s2.yaml")), spark=spark)
+    assert [(c["name"], c["type"]) for c in columns] == [
+        ("tag_city_id", "int"), ("tag_s2id", "string"), ("tag_vehicle_type", "string"),
+        ("num_of_bookings", "bigint"), ("window_timestamp", "timestamp")]
