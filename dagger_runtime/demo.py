@@ -14,12 +14,16 @@ from pathlib import Path
 from .jvm import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples" / "daggers"
-# example job -> (table, message) it reads
+BOOKING = "gojek.esb.booking.BookingLogMessage"
+PING = "gojek.esb.driverlocation.DriverLocationLogMessage"
+API_LOG = "gojek.esb.apilog.ApiLogMessage"
+# example job -> {table: message it reads}
 INPUTS = {
-    "completed_bookings_by_s2.yaml": ("data_stream", "gojek.esb.booking.BookingLogMessage"),
-    "driver_supply_by_s2.yaml": ("supply_data", "gojek.esb.driverlocation.DriverLocationLogMessage"),
-    "supply_per_minute.properties": ("data_stream_0", "gojek.esb.driverlocation.DriverLocationLogMessage"),
-    "api_health.yaml": ("api_logs", "gojek.esb.apilog.ApiLogMessage"),
+    "completed_bookings_by_s2.yaml": {"data_stream": BOOKING},
+    "driver_supply_by_s2.yaml": {"supply_data": PING},
+    "supply_per_minute.properties": {"data_stream_0": PING},
+    "api_health.yaml": {"api_logs": API_LOG},
+    "pings_before_completion.yaml": {"bookings": BOOKING, "pings": PING},
 }
 
 
@@ -59,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     dset = registry.load()
     files = {}
-    for message in sorted({m for _, m in INPUTS.values()}):
+    for message in sorted({m for tables in INPUTS.values() for m in tables.values()}):
         path = out / (message.rsplit(".", 1)[-1] + ".bin")
         write_sample(message, args.messages, path, minutes=5, descriptor_set=dset)
         files[message] = path
@@ -67,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print("[demo] starting Spark (local, loopback only)...", file=sys.stderr)
     spark = build_session("dagger-demo", parallelism=2)
-    for name, (tbl, message) in INPUTS.items():
+    for name, tables in INPUTS.items():
         started = time.monotonic()
         plan = plan_job(load_job(EXAMPLES / name))
-        report = run_preview(plan, {tbl: str(files[message])}, spark=spark)
+        report = run_preview(plan, {t: str(files[m]) for t, m in tables.items()}, spark=spark)
         print(f"\n== {plan.job.name}  ({name}, {len(report.rows)} rows, "
               f"{time.monotonic() - started:.1f}s)")
         print(table(report.rows, args.rows))

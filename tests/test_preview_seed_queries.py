@@ -104,3 +104,49 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
     assert sum(r["num_of_bookings"] for r in rows) == len(completed)
     assert "message 6 (byte" in proc.stderr and "message 51 (byte" in proc.stderr
     assert "302 messages read, 300 decoded, 2 skipped" in proc.stderr
+
+
+def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_path, dset):
+    import datetime as dt
+
+    bookings = traffic.bookings(800, minutes=3, seed=5)
+    pings = traffic.driver_pings(3000, minutes=3, seed=6)
+    b_path = write_events(tmp_path, "b.bin", traffic.BOOKING, bookings, dset)
+    p_path = write_events(tmp_path, "p.bin", traffic.DRIVER_PING, pings, dset)
+    plan = plan_job(load_job(EXAMPLES / "pings_before_completion.yaml"))
+    rows = run_preview(plan, {"bookings": str(b_path), "pings": str(p_path)}, spark=spark).rows
+
+    counts: dict[tuple, int] = {}
+    for b in (b for b in bookings if b["status"] == "COMPLETED"):
+        lo = b["event_timestamp"] - dt.timedelta(seconds=30)
+        n = sum(1 for p in pings if p["driver_id"] == b["driver_id"] and lo <= p["event_timestamp"] <= b["event_timestamp"])
+        if n:
+            key = (b["service_type"], iso(window_end(b["event_timestamp"], 60)))
+            counts[key] = counts.get(key, 0) + n
+    want = [{"tag_service_type": k[0], "pings_before_completion": n, "window_timestamp": k[1]}
+            for k, n in counts.items()]
+    assert len(want) > 5
+    assert as_multiset(rows) == as_multiset(want)
+
+
+def test_proto3_json_lines_give_the_same_results_as_binary_and_bad_lines_are_skipped(spark, tmp_path, dset):
+    from google.protobuf import json_format
+
+    events = traffic.bookings(400, minutes=2, seed=9)
+    cls = dset.message_class(traffic.BOOKING)
+    lines = []
+    for raw in traffic.encode(events, cls):
+        m = cls()
+        m.ParseFromString(raw)
+        lines.append(json_format.MessageToJson(m, indent=None))
+    lines.insert(10, '{"status": "NOT_A_STATUS"')          # broken JSON
+    lines.insert(20, '{"no_such_field": 1}')                 # not this message
+    path = tmp_path / "bookings.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    binary = write_events(tmp_path, "bookings.bin", traffic.BOOKING, events, dset)
+
+    plan = plan_job(load_job(EXAMPLES / "completed_bookings_by_s2.yaml"))
+    from_json = run_preview(plan, {"data_stream": str(path)}, spark=spark)
+    from_binary = run_preview(plan, {"data_stream": str(binary)}, spark=spark)
+    assert from_json.rows == from_binary.rows and from_json.rows
+    assert [p for p, _, _ in from_json.rejected["data_stream"]] == [11, 21]
