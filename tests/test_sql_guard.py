@@ -76,3 +76,9 @@ def test_ctes_and_subqueries_over_own_streams_are_accepted():
 
 def test_table_names_are_matched_case_insensitively_like_spark():
     assert translate("SELECT 1 AS one FROM `DATA_STREAM`", TABLES).tables
+
+
+def test_string_literals_follow_calcite_doubled_quotes_and_literal_backslashes():
+    out = translate("SELECT 'it''s' AS a, Split(order_url, '\\s+') AS b FROM data_stream", TABLES).spark_sql
+    assert "'it\\'s' AS a" in out          # one string, as Flink reads it
+    assert "'\\\\s+'" in out                # the backslash survives into Spark's escaping

@@ -8,6 +8,8 @@ of failing the job; StartOfMonth returns the first day of the month (dagger retu
 """
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from ..errors import QueryError
@@ -55,15 +57,31 @@ _macro("ByteToString", ("bytes",), "CAST({0} AS STRING)")
 
 # --- time ----------------------------------------------------------------------------------------
 _macro("TimestampFromUnix", ("seconds",), "timestamp_seconds(abs({0}))")
-_macro("FormatTimeInZone", ("timestamp", "zone", "pattern"),
-       "date_format(from_utc_timestamp({0}, {1}), {2})")
+_format_time_in_zone = template("date_format(from_utc_timestamp({0}, {1}), {2})")
+
+
+def _format_time_in_zone_build(args: list[exp.Expression]) -> exp.Expression:
+    # dagger formats with java.text.SimpleDateFormat, which takes AM/PM as any run of 'a'
+    # ('hh:mm aa' in dagger's tests); Spark's java.time patterns refuse more than one 'a', so a
+    # literal pattern gets each unquoted run of 'a' shortened to one (quoted text is left alone)
+    pattern = args[2]
+    if isinstance(pattern, exp.Literal) and pattern.is_string:
+        spark_pattern = re.sub(r"('[^']*')|a+", lambda m: m.group(1) or "a", pattern.this)
+        args = [args[0], args[1], exp.Literal.string(spark_pattern)]
+    return _format_time_in_zone(args)
+
+
+register(DaggerFunction("FormatTimeInZone", ("timestamp", "zone", "pattern"), build=_format_time_in_zone_build))
 # seconds -> seconds: that local date at hour:minute (hour and minute may roll over, as Calendar)
-_macro("TimeInDate", ("seconds", "hour", "minute", "zone"), """
+_time_in_date = template("""
   unix_timestamp(to_utc_timestamp(
     date_trunc('DAY', from_utc_timestamp(timestamp_seconds({0}), coalesce({3}, 'UTC')))
       + make_dt_interval(0, {1}, {2}, 0),
     coalesce({3}, 'UTC')))
-""", optional=1)
+""")
+# the 3-argument form is dagger's eval(long, int, int), which uses "UTC"
+register(DaggerFunction("TimeInDate", ("seconds", "hour", "minute", "zone"), optional=1,
+                        build=lambda a: _time_in_date(a if len(a) == 4 else [*a, exp.Literal.string("UTC")])))
 # milliseconds -> milliseconds; weeks run Monday..Sunday and, as in dagger, a Sunday belongs to
 # the week that starts the next day
 _macro("StartOfWeek", ("milliseconds", "zone"), """

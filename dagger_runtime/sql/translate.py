@@ -14,6 +14,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..errors import QueryError
 from . import functions, guard, windows
+from .dialect import FlinkSQL
 from .positions import locate
 
 
@@ -32,7 +33,7 @@ def parse(sql: str) -> exp.Expression:
     if not text:
         raise QueryError("the query is empty")
     try:
-        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+        statements = [s for s in sqlglot.parse(text, read=FlinkSQL) if s is not None]
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         reason = first.get("description") or str(e).splitlines()[0]

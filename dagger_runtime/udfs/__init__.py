@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def register_all(spark) -> None:
-    from . import vectorised
+    from . import java_udfs, vectorised
 
     vectorised.register(spark)
-    # java_udfs.register_java_udfs(spark)
+    java_udfs.register_java_udfs(spark)
