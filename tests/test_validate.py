@@ -97,3 +97,37 @@ def test_spark_analysis_returns_the_output_columns_and_types(spark):
     assert [(c["name"], c["type"]) for c in columns] == [
         ("tag_city_id", "int"), ("tag_s2id", "string"), ("tag_vehicle_type", "string"),
         ("num_of_bookings", "bigint"), ("window_timestamp", "timestamp")]
+
+
+@pytest.mark.spark
+def test_a_malformed_literal_json_path_is_refused_before_the_job_runs(tmp_path, spark):
+    from dagger_runtime.validate import analyze
+
+    path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type",
+                                           "JsonQuery(order_url, '$ .k1') AS tag_vehicle_type"))
+    with pytest.raises(QueryError) as info:
+        analyze(plan_job(load_job(path)), spark=spark)
+    assert "JsonQuery: bad JSON path '$ .k1'" in str(info.value) and "line 3" in str(info.value)
+
+
+def test_a_properties_job_can_take_its_descriptors_from_stencil_urls(tmp_path):
+    from protos import registry
+
+    latest = registry.load()
+    desc = tmp_path / "descriptors.bin"
+    desc.write_bytes(latest.data)
+    text = (EXAMPLES / "supply_per_minute.properties").read_text().replace(
+        "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
+        f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{desc}")
+    plan = plan_job(load_job(job_file(tmp_path, text, "job.properties")))
+    assert plan.descriptor_set.digest == latest.digest
+    assert plan.descriptor_set.source.endswith("descriptors.bin")
+
+
+def test_an_unreachable_stencil_url_is_named(tmp_path):
+    text = (EXAMPLES / "supply_per_minute.properties").read_text().replace(
+        "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
+        f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{tmp_path}/missing.desc")
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(job_file(tmp_path, text, "job.properties")))
+    assert "missing.desc" in str(info.value)
