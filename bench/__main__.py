@@ -1,0 +1,91 @@
+"""`make bench`: how fast the hot paths run on this machine, next to what the machine can do.
+
+Each line pairs a runtime path with a baseline that bounds it: Spark scanning the same rows
+without decoding (the engine's own limit on this machine), and the numpy S2 kernel alone (the
+limit of the vectorised UDF). Results go to stdout as a table and to out/bench/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def timed(label: str, fn, count: int, repeat: int) -> dict:
+    best = float("inf")
+    for i in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+        print(f"[bench] {label}: run {i + 1}/{repeat} {time.perf_counter() - started:.2f}s", file=sys.stderr)
+    return {"path": label, "items": count, "best_seconds": round(best, 4), "per_second": round(count / best)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("-n", "--messages", type=int, default=200_000, help="messages per measurement (default 200000)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
+    p.add_argument("--out", default=str(REPO / "out" / "bench" / "results.json"))
+    args = p.parse_args(argv)
+
+    import numpy as np
+    import pandas as pd
+
+    from dagger_runtime.config import load_job
+    from dagger_runtime.plan import plan_job
+    from dagger_runtime.session import build_session
+    from dagger_runtime.streams import decode
+    from dagger_runtime.udfs import geo_kernels, register_all
+    from loadtest import traffic
+    from protos import registry
+
+    n = args.messages
+    dset = registry.load()
+    print(f"[bench] generating {n} booking messages", file=sys.stderr)
+    events = traffic.bookings(n, minutes=10)
+    values = traffic.encode(events, dset.message_class(traffic.BOOKING))
+    spark = build_session("dagger-bench", parallelism=os.cpu_count() or 2)
+    register_all(spark)
+    raw = spark.createDataFrame(pd.DataFrame({"value": values}), "value binary").cache()
+    raw.count()
+    plan = plan_job(load_job(REPO / "examples" / "daggers" / "completed_bookings_by_s2.yaml"), dset)
+    stream = plan.streams[0]
+    table, _, _ = decode(spark, raw, stream, dset)
+    table.createOrReplaceTempView(stream.table)
+    lat = np.array([e["lat"] for e in events])
+    lng = np.array([e["long"] for e in events])
+    points = spark.createDataFrame(pd.DataFrame({"lat": lat, "lng": lng})).cache()
+    points.count()
+
+    results = [
+        timed("spark scan, no decoding (engine limit)", lambda: raw.selectExpr("length(value) AS l")
+              .agg({"l": "sum"}).collect(), n, args.repeat),
+        timed("JVM protobuf decode", lambda: table.agg({"city_id": "sum"}).collect(), n, args.repeat),
+        timed("seed query 1 (decode + S2Id + window)", lambda: spark.sql(plan.query.spark_sql).collect(),
+              n, args.repeat),
+        timed("numpy S2 kernel alone, 1 core (UDF limit)",
+              lambda: geo_kernels.s2_cell_id_str(lat, lng, 13), n, args.repeat),
+        timed("S2Id in Spark (Arrow UDF)", lambda: points.selectExpr("S2Id(lat, lng, 13) AS s")
+              .agg({"s": "max"}).collect(), n, args.repeat),
+    ]
+    spark.stop()
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine, "results": results}, indent=2))
+    width = max(len(r["path"]) for r in results)
+    print(f"{'path'.ljust(width)}  {'items/s':>12}  {'best s':>8}")
+    for r in results:
+        print(f"{r['path'].ljust(width)}  {r['per_second']:>12,}  {r['best_seconds']:>8.2f}")
+    print(f"(on {machine['cpus']} cores; results in {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

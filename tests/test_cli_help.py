@@ -1,0 +1,21 @@
+"""Every command answers --help with its usage, without starting anything."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("command", [
+    ["dagger_runtime"], ["dagger_runtime", "validate"], ["dagger_runtime", "preview"],
+    ["dagger_runtime.demo"], ["protos"], ["protos", "check"], ["protos", "compile"],
+    ["lab.kafka"], ["lab.kafka", "start"], ["loadtest.traffic"], ["bench"],
+])
+def test_each_command_has_help(command):
+    proc = subprocess.run([sys.executable, "-m", *command, "--help"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.lower().startswith("usage:")
+    assert command[-1].split(".")[-1] in proc.stdout
