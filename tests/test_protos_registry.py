@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
