@@ -1,0 +1,30 @@
+"""Defaults by criticality tier, so the smallest team request is a few lines."""
+from __future__ import annotations
+
+SIZES = {
+    # workers, cores and memory per worker, machine type (vm flavour and GKE node pool)
+    "small": {"workers": 2, "worker_cores": 4, "worker_memory_gb": 16, "machine_type": "e2-standard-4"},
+    "medium": {"workers": 4, "worker_cores": 8, "worker_memory_gb": 32, "machine_type": "n2-standard-8"},
+    "large": {"workers": 8, "worker_cores": 16, "worker_memory_gb": 64, "machine_type": "n2-standard-16"},
+}
+
+TIERS = {
+    "critical": {
+        "spark": {"flavour": "gke", "size": "large"},
+        "kafka": [{"cluster": "esb-critical", "mirrored": True}, {"cluster": "mainstream", "mirrored": True}],
+        "checkpoints": {"retention_days": 14},
+        "quota": {"cpu": 160, "memory_gb": 640, "pods": 200},
+    },
+    "standard": {
+        "spark": {"flavour": "gke", "size": "medium"},
+        "kafka": [{"cluster": "mainstream", "mirrored": True}],
+        "checkpoints": {"retention_days": 7},
+        "quota": {"cpu": 48, "memory_gb": 192, "pods": 100},
+    },
+    "experimental": {
+        "spark": {"flavour": "gke", "size": "small"},
+        "kafka": [{"cluster": "playground", "mirrored": False}],
+        "checkpoints": {"retention_days": 3},
+        "quota": {"cpu": 16, "memory_gb": 64, "pods": 40},
+    },
+}
