@@ -9,7 +9,7 @@ MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars test test-fast demo protos bench clean help
+.PHONY: all venv jars test test-fast test-infra plan infra-check demo protos bench clean help
 all: test
 
 help:
@@ -17,6 +17,8 @@ help:
 	@echo "make demo   - generate sample traffic and preview the sample daggers on it"
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
+	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
+	@echo "make infra-check    - validate every team spec and check CODEOWNERS is current"
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -52,6 +54,17 @@ test: venv jars
 
 test-fast: venv jars
 	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)
+
+test-infra: venv
+	$(PY) -m pytest -p no:cacheprovider tests/test_infra_*.py $(PYTEST_ARGS)
+
+plan: venv
+	@test -n "$(TEAM)" || { echo "usage: make plan TEAM=<team> (a file in infra/teams/)"; exit 2; }
+	$(PY) -m infra.plan infra/teams/$(TEAM).yaml
+
+infra-check: venv
+	$(PY) -m infra.validate
+	$(PY) -m infra.codeowners --check
 
 demo: venv jars
 	$(PY) -m dagger_runtime.demo

@@ -1,0 +1,581 @@
+"""The platform's rules, as plain functions over resource properties.
+
+The CrossGuard pack (infra/policy/__main__.py, `pulumi preview --policy-pack infra/policy`) and the
+tests (`make test`, on the resources a team's program declares under Pulumi's mocks) run the same
+functions, so a rule is proved without the CLI or a cloud.
+
+Two kinds of rule:
+- a resource rule: `rule(resource_type, props, urn, team, teams) -> list[Violation]`, where `props`
+  are the resource's inputs as the engine sees them (camelCase wire names), `team` is the stack's
+  team (a team stack is named after its team: `pulumi up -s fraud`) and `teams` what the platform
+  knows about every team (names and network ranges), to recognise another team's resources;
+- a stack rule: `rule(resources, team, teams) -> list[Violation]` over every resource of a stack.
+
+Every violation names its rule and the resource's URN. Values Pulumi cannot know during a preview
+arrive as UNKNOWN and are never judged (the rules run again at `pulumi up`, on known values).
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+class _Unknown:
+    """A value Pulumi cannot know during a preview (an output not yet computed)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+PLATFORM_STACK = "platform"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+# Kubernetes kinds that live outside namespaces; every other object of a team lives in the team's
+# (a generic CustomResource's scope is not known from its type, so it is not judged on it)
+CLUSTER_SCOPED_KINDS = frozenset({
+    "Namespace", "Node", "PersistentVolume", "StorageClass", "PriorityClass", "RuntimeClass", "IngressClass",
+    "ClusterRole", "ClusterRoleBinding", "ClusterRoleBindingPatch", "CustomResourceDefinition", "APIService",
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CSIDriver", "VolumeAttachment",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResource",
+})
+TEAM_LABELS = ("team", "tier", "managed-by")        # on every labelable GCP resource
+K8S_TEAM_LABELS = ("daggers.dev/team", "team")      # one of them on every Kubernetes object
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+# Project-wide roles a team stack may grant: they reach no other team's data or workloads. Any other
+# project-wide role (storage.objectAdmin, container.developer, ...) would reach every team's buckets
+# or namespaces, so a team's access is granted on its own resources instead.
+PROJECT_ROLES_ALLOWED = frozenset({
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+    "roles/container.defaultNodeServiceAccount",
+    "roles/container.clusterViewer",
+})
+
+
+# -- what a rule sees and says ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    urn: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.urn}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One resource of a stack, as a stack rule sees it."""
+    type: str
+    urn: str
+    props: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return logical_name(self.urn)
+
+
+@dataclass(frozen=True)
+class Teams:
+    """What the platform knows about its teams: their names and network ranges."""
+    ranges: Mapping[str, ipaddress.IPv4Network] = field(default_factory=dict)
+
+    @classmethod
+    def from_specs(cls, specs) -> "Teams":
+        return cls({s.name: s.cidr for s in specs})
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.ranges)
+
+    def named_in(self, text: str) -> set[str]:
+        """The teams a string refers to, by the names the platform derives from a team:
+        namespace and service account `dagger-<team>` (so `dagger-<team>@...`, `...svc.id.goog[dagger-
+        <team>/...]`, `dagger-<team>-spark`) and checkpoint bucket `<project>-<team>-checkpoints`."""
+        found = set()
+        for m in _DAGGER_TOKEN.finditer(text):
+            team = self._longest_prefix(m.group(1))
+            if team:
+                found.add(team)
+        for m in _BUCKET_TOKEN.finditer(text):
+            prefix = m.group(1)
+            matches = [t for t in self.names if prefix == t or prefix.endswith("-" + t)]
+            if matches:
+                found.add(max(matches, key=len))
+        return found
+
+    def _longest_prefix(self, rest: str) -> str | None:
+        matches = [t for t in self.names if rest == t or rest.startswith(t + "-")]
+        return max(matches, key=len) if matches else None
+
+
+_DAGGER_TOKEN = re.compile(r"(?<![a-z0-9-])dagger-([a-z0-9][a-z0-9-]*)")
+_BUCKET_TOKEN = re.compile(r"(?<![a-z0-9-])([a-z0-9][a-z0-9-]*)-checkpoints(?![a-z0-9-])")
+
+
+def team_namespace(team: str) -> str:
+    """The team's namespace (TeamSpec.namespace)."""
+    return f"dagger-{team}"
+
+
+def stack_of(urn: str) -> str:
+    """The stack a URN belongs to: urn:pulumi:<stack>::<project>::<type>::<name>."""
+    parts = urn.split("::")
+    return parts[0].split(":")[-1] if urn.startswith("urn:pulumi:") else ""
+
+
+def logical_name(urn: str) -> str:
+    return urn.split("::")[-1] if "::" in urn else urn
+
+
+def is_team_stack(team: str) -> bool:
+    return bool(team) and team != PLATFORM_STACK
+
+
+# -- small helpers over props -------------------------------------------------------------------------
+
+def _get(props: Any, *path: str) -> Any:
+    """props.a.b..., or None where a step is missing (UNKNOWN where a step is unknown)."""
+    value = props
+    for key in path:
+        if value is UNKNOWN:
+            return UNKNOWN
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _items(value: Any) -> list:
+    """A list property as a list (absent or unknown: empty)."""
+    if value is None or value is UNKNOWN or isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return []
+    return list(value)
+
+
+def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string inside a property tree, with where it is (`spec.subjects[0].namespace`)."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key in value:
+            yield from _strings(value[key], f"{path}.{key}" if path else str(key))
+    elif isinstance(value, Sequence) and not isinstance(value, bytes):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]")
+
+
+def _kind(resource_type: str) -> str:
+    return resource_type.rsplit(":", 1)[-1]
+
+
+def is_iam(resource_type: str) -> bool:
+    """A GCP IAM member, binding or policy on anything (project, bucket, service account, ...)."""
+    return resource_type.startswith("gcp:") and re.search(r"IAM(Member|Binding|Policy)$", _kind(resource_type)) is not None
+
+
+def is_acl(resource_type: str) -> bool:
+    return resource_type.startswith("gcp:storage/") and re.search(r"(ACL|AccessControl)$", _kind(resource_type)) is not None
+
+
+_K8S_OBJECT = re.compile(r"^kubernetes:(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+):(?P<kind>[A-Z][A-Za-z]*)$")
+
+
+def is_k8s_object(resource_type: str) -> bool:
+    """A Kubernetes API object (has metadata): not the provider, a Helm release or a YAML bundle."""
+    if resource_type == "kubernetes:apiextensions.k8s.io:CustomResource":
+        return True
+    m = _K8S_OBJECT.match(resource_type)
+    return bool(m) and m["group"] != "helm.sh" and not m["kind"].endswith("List")
+
+
+def _members(props: Mapping) -> list[tuple[str, str]]:
+    """(where, member) for an IAM resource's member, members and a policy's bindings."""
+    out = []
+    member = _get(props, "member")
+    if isinstance(member, str):
+        out.append(("member", member))
+    for i, m in enumerate(_items(_get(props, "members"))):
+        if isinstance(m, str):
+            out.append((f"members[{i}]", m))
+    policy = _get(props, "policyData")
+    if isinstance(policy, str):
+        for who in PUBLIC_MEMBERS:
+            if who in policy:
+                out.append(("policyData", who))
+    return out
+
+
+# -- resource rules -------------------------------------------------------------------------------
+
+NO_PUBLIC_BUCKETS = "no-public-buckets"
+
+
+def no_public_buckets(resource_type: str, props: Mapping, urn: str, team: str = "",
+                      teams: Teams | None = None) -> list[Violation]:
+    """Buckets enforce public access prevention and uniform bucket-level access; no IAM member or
+    ACL anywhere grants allUsers or allAuthenticatedUsers."""
+    out = []
+    if resource_type == "gcp:storage/bucket:Bucket":
+        pap = _get(props, "publicAccessPrevention")
+        if pap is not UNKNOWN and pap != "enforced":
+            out.append(Violation(NO_PUBLIC_BUCKETS, urn,
+                                 f"publicAccessPrevention is {pap!r}; it must be 'enforced'"))
+        ubla = _get(props, "uniformBucketLevelAccess")
+        if ubla is not UNKNOWN and ubla is not True:
+            out.append(Violation(NO_PUBLIC_BUCKETS, urn,
+                                 f"uniformBucketLevelAccess is {ubla!r}; it must be true (no per-object ACLs)"))
+    if is_iam(resource_type):
+        for where, member in _members(props):
+            if member in PUBLIC_MEMBERS:
+                out.append(Violation(NO_PUBLIC_BUCKETS, urn, f"{where} grants {member}: nothing is public"))
+    if is_acl(resource_type):
+        for where, value in _strings(props):
+            if any(p.lower() in value.lower() for p in PUBLIC_MEMBERS):
+                out.append(Violation(NO_PUBLIC_BUCKETS, urn, f"{where} grants {value}: nothing is public"))
+    return out
+
+
+TEAM_ISOLATION = "team-isolation"
+
+
+def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
+                   teams: Teams | None = None) -> list[Violation]:
+    """A team's stack grants nothing on another team's resources and gives another team nothing:
+    no property of its resources (IAM members and targets, RoleBinding subjects, namespaces, ...)
+    names another team's identity, namespace or bucket; every namespaced Kubernetes object lives in
+    the team's namespace; no firewall rule or NetworkPolicy ipBlock admits another team's range; no
+    project-wide role that would reach every team."""
+    if not is_team_stack(team) or not (resource_type.startswith("gcp:") or resource_type.startswith("kubernetes:")):
+        return []
+    teams = teams or Teams()
+    out = []
+    for where, value in _strings(props):
+        for other in sorted(teams.named_in(value) - {team}):
+            out.append(Violation(TEAM_ISOLATION, urn,
+                                 f"{where} = {value!r} names team {other}'s resources; the {team} stack "
+                                 f"may only reference the {team} team's"))
+    if resource_type == "gcp:compute/firewall:Firewall" and _items(_get(props, "allows")):
+        for key in ("sourceRanges", "destinationRanges"):
+            for i, cidr in enumerate(_items(_get(props, key))):
+                out += [Violation(TEAM_ISOLATION, urn, f"{key}[{i}] = {cidr} admits team {other}'s range {their}")
+                        for other, their in _ranges_admitted(cidr, None, team, teams)]
+    if is_k8s_object(resource_type) and _kind(resource_type) not in CLUSTER_SCOPED_KINDS:
+        ns = _get(props, "metadata", "namespace")
+        home = team_namespace(team)
+        if ns is not UNKNOWN and ns != home and not (isinstance(ns, str) and teams.named_in(ns) - {team}):
+            where = f"metadata.namespace is {ns!r}" if ns else "metadata.namespace is not set (the provider's default)"
+            out.append(Violation(TEAM_ISOLATION, urn, f"{where}; the {team} stack's objects live in {home}"))
+    if resource_type == NETWORK_POLICY:
+        for where, block in _ip_blocks(props):
+            out += [Violation(TEAM_ISOLATION, urn, f"{where} = {block['cidr']} admits team {other}'s range {their}")
+                    for other, their in _ranges_admitted(block.get("cidr"), block.get("except"), team, teams)]
+    if re.match(r"^gcp:(projects|organizations|folders)/", resource_type) and is_iam(resource_type):
+        role = _get(props, "role")
+        if _kind(resource_type) == "IAMPolicy":
+            out.append(Violation(TEAM_ISOLATION, urn, "a team stack must not replace the project's IAM policy"))
+        elif isinstance(role, str) and role not in PROJECT_ROLES_ALLOWED:
+            out.append(Violation(TEAM_ISOLATION, urn,
+                                 f"grants {role} on the whole project, which reaches every team's "
+                                 f"resources; grant it on the team's own resources instead"))
+    return out
+
+
+def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(cidr, strict=False) if isinstance(cidr, str) else None
+    except ValueError:
+        return None
+
+
+def _ranges_admitted(cidr: Any, excepted: Any, team: str, teams: Teams) -> list[tuple[str, ipaddress.IPv4Network]]:
+    """The other teams' ranges that `cidr` (less the `excepted` ranges) reaches."""
+    net = _network(cidr)
+    if net is None or net.version != 4:
+        return []
+    holes = [n for n in map(_network, _items(excepted)) if n is not None and n.version == 4]
+    return [(other, their) for other, their in sorted(teams.ranges.items())
+            if other != team and net.overlaps(their) and not any(their.subnet_of(h) for h in holes)]
+
+
+def _ip_blocks(props: Mapping) -> Iterator[tuple[str, Mapping]]:
+    """A NetworkPolicy's ipBlock peers, ingress and egress, with where they are."""
+    for direction, peers in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(_items(_get(props, "spec", direction))):
+            for j, peer in enumerate(_items(_get(rule, peers))):
+                block = _get(peer, "ipBlock")
+                if isinstance(block, Mapping):
+                    yield f"spec.{direction}[{i}].{peers}[{j}].ipBlock.cidr", block
+
+
+LABELS_PRESENT = "labels-present"
+
+# Where each labelable GCP resource keeps its labels (the GCP labels, not Kubernetes node labels).
+GCP_LABELS = {
+    "gcp:storage/bucket:Bucket": ("labels",),
+    "gcp:compute/instance:Instance": ("labels",),
+    "gcp:compute/instanceTemplate:InstanceTemplate": ("labels",),
+    "gcp:compute/disk:Disk": ("labels",),
+    "gcp:compute/address:Address": ("labels",),
+    "gcp:compute/image:Image": ("labels",),
+    "gcp:compute/snapshot:Snapshot": ("labels",),
+    "gcp:container/cluster:Cluster": ("resourceLabels",),
+    "gcp:container/nodePool:NodePool": ("nodeConfig", "resourceLabels"),
+    "gcp:dataproc/cluster:Cluster": ("labels",),
+    "gcp:pubsub/topic:Topic": ("labels",),
+    "gcp:pubsub/subscription:Subscription": ("labels",),
+    "gcp:secretmanager/secret:Secret": ("labels",),
+    "gcp:redis/instance:Instance": ("labels",),
+    "gcp:artifactregistry/repository:Repository": ("labels",),
+    "gcp:dns/managedZone:ManagedZone": ("labels",),
+}
+_GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
+                   teams: Teams | None = None) -> list[Violation]:
+    """Every labelable GCP resource carries team, tier and managed-by (GCP's label rules: lowercase,
+    at most 63 characters); every Kubernetes object a daggers.dev/team or team label. In a team
+    stack the team label is the stack's team (costs go to the right team)."""
+    out = []
+    if resource_type in GCP_LABELS:
+        path = GCP_LABELS[resource_type]
+        labels = _get(props, *path)
+        if labels is UNKNOWN:
+            return []
+        labels = labels if isinstance(labels, Mapping) else {}
+        where = ".".join(path)
+        missing = [k for k in TEAM_LABELS if not labels.get(k)]
+        if missing:
+            out.append(Violation(LABELS_PRESENT, urn, f"{where} lacks {', '.join(missing)} "
+                                                      f"(every GCP resource carries {', '.join(TEAM_LABELS)})"))
+        for key in labels:
+            value = labels[key]
+            if value is UNKNOWN:
+                continue
+            if not _GCP_LABEL_KEY.match(str(key)) or not isinstance(value, str) or not _GCP_LABEL_VALUE.match(value):
+                out.append(Violation(LABELS_PRESENT, urn, f"{where}.{key} = {value!r} breaks GCP's label rules "
+                                                          "(lowercase letters, digits, '_' and '-', at most 63)"))
+        owner = labels.get("team")
+        if is_team_stack(team) and isinstance(owner, str) and owner and owner != team:
+            out.append(Violation(LABELS_PRESENT, urn, f"{where}.team is {owner!r} in the {team} stack"))
+    elif is_k8s_object(resource_type):
+        labels = _get(props, "metadata", "labels")
+        if labels is UNKNOWN:
+            return []
+        labels = labels if isinstance(labels, Mapping) else {}
+        present = [k for k in K8S_TEAM_LABELS if labels.get(k)]
+        if not present:
+            out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels lacks a team label "
+                                                      f"({' or '.join(K8S_TEAM_LABELS)})"))
+        for key in present:
+            if is_team_stack(team) and labels[key] is not UNKNOWN and labels[key] != team:
+                out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels.{key} is {labels[key]!r} in the {team} stack"))
+    return out
+
+
+NAME_LIMITS = "gcp-name-limits"
+
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$")
+_SA_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_RFC1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+AUTONAME_SUFFIX = 8          # Pulumi appends '-' and 7 random characters to an auto-named resource
+# Compute Engine resources whose name is an RFC 1035 label of at most 63 characters
+RFC1035_NAMED = {
+    "gcp:compute/instance:Instance", "gcp:compute/subnetwork:Subnetwork", "gcp:compute/firewall:Firewall",
+    "gcp:compute/network:Network", "gcp:compute/address:Address", "gcp:compute/disk:Disk",
+    "gcp:compute/router:Router", "gcp:compute/routerNat:RouterNat",
+    "gcp:compute/instanceTemplate:InstanceTemplate",
+}
+NODE_POOL_MAX = 40
+
+
+def _effective_name(props: Mapping, key: str, urn: str) -> tuple[Any, str]:
+    """The name a resource gets: its `name` input, or Pulumi's auto-name from its logical name."""
+    name = _get(props, key)
+    if name is None:
+        return f"{logical_name(urn)}-xxxxxxx", f"auto-name from {logical_name(urn)!r}"
+    return name, f"{key} {name!r}"
+
+
+def gcp_name_limits(resource_type: str, props: Mapping, urn: str, team: str = "",
+                    teams: Teams | None = None) -> list[Violation]:
+    """Names GCP and Kubernetes accept: buckets 3-63 of [a-z0-9-_.] starting and ending with a letter
+    or digit, never 'goog'-prefixed; service account ids 6-30; Compute Engine names RFC 1035 labels of
+    at most 63; GKE node pools at most 40; namespaces DNS labels, other objects DNS subdomains."""
+    def bad(what: str, rule: str) -> Violation:
+        return Violation(NAME_LIMITS, urn, f"{what} {rule}")
+
+    out = []
+    if resource_type == "gcp:storage/bucket:Bucket":
+        name, what = _effective_name(props, "name", urn)
+        if isinstance(name, str) and (not _BUCKET_NAME.match(name) or name.startswith("goog") or "google" in name):
+            out.append(bad(what, f"({len(name)} characters) is not a bucket name: 3 to 63 lowercase letters, "
+                                 "digits, '-', '_' and '.', starting and ending with a letter or digit, "
+                                 "without 'goog' or 'google'"))
+    elif resource_type == "gcp:serviceaccount/account:Account":
+        name = _get(props, "accountId")
+        if isinstance(name, str) and not _SA_ID.match(name):
+            out.append(bad(f"accountId {name!r}", f"({len(name)} characters) is not a service account id: "
+                                                  "6 to 30 lowercase letters, digits and '-', starting with a letter"))
+    elif resource_type in RFC1035_NAMED:
+        name, what = _effective_name(props, "name", urn)
+        if isinstance(name, str) and not _RFC1035.match(name):
+            out.append(bad(what, f"({len(name)} characters) is not an RFC 1035 name: a lowercase letter, then up "
+                                 "to 62 lowercase letters, digits or '-', not ending in '-'"))
+    elif resource_type == "gcp:container/nodePool:NodePool":
+        name, what = _effective_name(props, "name", urn)
+        if isinstance(name, str) and (not _RFC1035.match(name) or len(name) > NODE_POOL_MAX):
+            out.append(bad(what, f"({len(name)} characters) is not a node pool name: an RFC 1035 name of at "
+                                 f"most {NODE_POOL_MAX} characters"))
+    elif is_k8s_object(resource_type):
+        name = _get(props, "metadata", "name")
+        if isinstance(name, str):
+            if _kind(resource_type) == "Namespace" and not _DNS_LABEL.match(name):
+                out.append(bad(f"metadata.name {name!r}", "is not a namespace name: a DNS label of at most 63 "
+                                                           "lowercase letters, digits and '-'"))
+            elif not _DNS_SUBDOMAIN.match(name):
+                out.append(bad(f"metadata.name {name!r}", "is not a Kubernetes name: a DNS subdomain of at "
+                                                           "most 253 lowercase letters, digits, '-' and '.'"))
+    return out
+
+
+NO_EXTERNAL_IPS = "no-external-ips"
+
+
+def no_external_ips(resource_type: str, props: Mapping, urn: str, team: str = "",
+                    teams: Teams | None = None) -> list[Violation]:
+    """Instances (and their templates) have no access configs: no external IPv4 or IPv6 address.
+    They reach Kafka and GCS over the private network."""
+    if resource_type not in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
+        return []
+    out = []
+    for i, nic in enumerate(_items(_get(props, "networkInterfaces"))):
+        for key in ("accessConfigs", "ipv6AccessConfigs"):
+            if _items(_get(nic, key)):
+                out.append(Violation(NO_EXTERNAL_IPS, urn,
+                                     f"networkInterfaces[{i}].{key} gives the instance an external address; "
+                                     "remove it"))
+    return out
+
+
+NO_CLUSTER_ROLE_BINDINGS = "no-cluster-role-bindings"
+
+
+def no_cluster_role_bindings(resource_type: str, props: Mapping, urn: str, team: str = "",
+                             teams: Teams | None = None) -> list[Violation]:
+    """RBAC is namespaced: a ClusterRoleBinding grants across every team's namespace."""
+    if re.match(r"^kubernetes:rbac\.authorization\.k8s\.io/v[^:]*:ClusterRoleBinding(Patch)?$", resource_type):
+        return [Violation(NO_CLUSTER_ROLE_BINDINGS, urn,
+                          "a ClusterRoleBinding grants in every namespace; bind a Role or ClusterRole with a "
+                          "RoleBinding in the team's namespace")]
+    return []
+
+
+# -- stack rules ----------------------------------------------------------------------------------
+
+NAMESPACE_GUARDS = "namespace-quota-and-default-deny"
+
+
+def is_default_deny(props: Mapping) -> bool:
+    """A NetworkPolicy that selects every pod and admits no ingress (and, if it lists Egress, no egress)."""
+    selector = _get(props, "spec", "podSelector")
+    if selector is None or selector is UNKNOWN or not isinstance(selector, Mapping):
+        return False
+    if _get(selector, "matchLabels") or _items(_get(selector, "matchExpressions")):
+        return False
+    types = [t for t in _items(_get(props, "spec", "policyTypes")) if isinstance(t, str)]
+    if "Ingress" not in types or _items(_get(props, "spec", "ingress")):
+        return False
+    return "Egress" not in types or not _items(_get(props, "spec", "egress"))
+
+
+def namespace_guards(resources: Sequence[Resource], team: str = "",
+                     teams: Teams | None = None) -> list[Violation]:
+    """Every Namespace has a ResourceQuota (with hard limits) and a default-deny NetworkPolicy."""
+    quotas: dict[str, list[Resource]] = {}
+    deny: set[str] = set()
+    for r in resources:
+        ns = _get(r.props, "metadata", "namespace")
+        if not isinstance(ns, str):
+            continue
+        if r.type == RESOURCE_QUOTA and isinstance(_get(r.props, "spec", "hard"), Mapping) and _get(r.props, "spec", "hard"):
+            quotas.setdefault(ns, []).append(r)
+        elif r.type == NETWORK_POLICY and is_default_deny(r.props):
+            deny.add(ns)
+    out = []
+    for r in resources:
+        if r.type != NAMESPACE:
+            continue
+        name = _get(r.props, "metadata", "name")
+        if name is UNKNOWN:
+            continue
+        if not isinstance(name, str):
+            out.append(Violation(NAMESPACE_GUARDS, r.urn, "the namespace has no explicit metadata.name, so its "
+                                                          "quota and network policy cannot be checked"))
+            continue
+        if name not in quotas:
+            out.append(Violation(NAMESPACE_GUARDS, r.urn, f"namespace {name} has no ResourceQuota with hard limits"))
+        if name not in deny:
+            out.append(Violation(NAMESPACE_GUARDS, r.urn, f"namespace {name} has no default-deny NetworkPolicy "
+                                                          "(podSelector {}, policyTypes Ingress, no ingress rules)"))
+    return out
+
+
+# -- the catalog ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    check: Callable[..., list]
+
+
+RESOURCE_RULES: tuple[Rule, ...] = (
+    Rule(NO_PUBLIC_BUCKETS, "No public buckets: public access prevention enforced, uniform bucket-level "
+                            "access, no allUsers or allAuthenticatedUsers anywhere.", no_public_buckets),
+    Rule(TEAM_ISOLATION, "No team is granted another team's resources: no reference to another team's "
+                         "identity, namespace, bucket or network range (firewalls, NetworkPolicy ipBlocks); "
+                         "Kubernetes objects only in the team's namespace; no project-wide roles beyond "
+                         "logging and monitoring.", team_isolation),
+    Rule(LABELS_PRESENT, "Labels present: team, tier and managed-by on every labelable GCP resource; a team "
+                         "label on every Kubernetes object.", labels_present),
+    Rule(NAME_LIMITS, "Names within GCP's and Kubernetes' limits (buckets, service accounts, Compute "
+                      "Engine, node pools, namespaces).", gcp_name_limits),
+    Rule(NO_EXTERNAL_IPS, "No external IP addresses on instances.", no_external_ips),
+    Rule(NO_CLUSTER_ROLE_BINDINGS, "No ClusterRoleBinding: RBAC stays in the team's namespace.",
+         no_cluster_role_bindings),
+)
+STACK_RULES: tuple[Rule, ...] = (
+    Rule(NAMESPACE_GUARDS, "Every namespace has a ResourceQuota and a default-deny NetworkPolicy.",
+         namespace_guards),
+)
+
+
+def check_resource(resource_type: str, props: Mapping, urn: str, team: str | None = None,
+                   teams: Teams | None = None) -> list[Violation]:
+    team = stack_of(urn) if team is None else team
+    return [v for rule in RESOURCE_RULES for v in rule.check(resource_type, props, urn, team, teams)]
+
+
+def check_stack(resources: Sequence[Resource], team: str | None = None,
+                teams: Teams | None = None) -> list[Violation]:
+    """Every rule, resource and stack, over one stack's resources."""
+    if team is None:
+        team = stack_of(resources[0].urn) if resources else ""
+    out = [v for r in resources for v in check_resource(r.type, r.props, r.urn, team, teams)]
+    out += [v for rule in STACK_RULES for v in rule.check(resources, team, teams)]
+    return out

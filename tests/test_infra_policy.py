@@ -1,0 +1,593 @@
+"""The platform's rules (infra/policy): each rule on hand-built compliant and violating resources,
+every sample team's declared resources against every rule, and the CrossGuard pack serving them."""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import runpy
+import sys
+
+import pytest
+
+from infra import spec
+from infra.policy import rules
+from infra.policy.rules import Resource, Teams
+
+PROJECT = "daggers-platform"
+TEAMS = Teams({
+    "fraud": ipaddress.IPv4Network("10.64.16.0/20"),
+    "fraud-ops": ipaddress.IPv4Network("10.64.48.0/22"),
+    "growth": ipaddress.IPv4Network("10.64.40.0/22"),
+})
+SA = f"dagger-fraud@{PROJECT}.iam.gserviceaccount.com"
+LABELS = {"team": "fraud", "tier": "critical", "managed-by": "daggers-infra", "cost_center": "cc-5100"}
+K8S_LABELS = {"daggers.dev/team": "fraud"}
+
+
+def urn(resource_type: str, name: str, stack: str = "fraud") -> str:
+    return f"urn:pulumi:{stack}::daggers-infra::daggers:index:Team${resource_type}::{name}"
+
+
+def res(resource_type: str, name: str, props: dict, stack: str = "fraud") -> Resource:
+    return Resource(resource_type, urn(resource_type, name, stack), props)
+
+
+def fraud_stack() -> list[Resource]:
+    """What a compliant team stack declares: identity, network, namespace guards, Spark, bucket."""
+    ns = {"namespace": "dagger-fraud", "labels": K8S_LABELS}
+    return [
+        res("gcp:serviceaccount/account:Account", "fraud-sa", {"accountId": "dagger-fraud", "displayName": "fraud"}),
+        res("gcp:serviceaccount/iAMMember:IAMMember", "fraud-wi", {
+            "serviceAccountId": f"projects/{PROJECT}/serviceAccounts/{SA}",
+            "role": "roles/iam.workloadIdentityUser",
+            "member": f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/spark]"}),
+        res("gcp:projects/iAMMember:IAMMember", "fraud-logs", {
+            "project": PROJECT, "role": "roles/logging.logWriter", "member": f"serviceAccount:{SA}"}),
+        res("gcp:compute/subnetwork:Subnetwork", "fraud-subnet", {
+            "name": "dagger-fraud", "ipCidrRange": "10.64.16.0/20", "network": "daggers-vpc",
+            "privateIpGoogleAccess": True}),
+        res("gcp:compute/firewall:Firewall", "fraud-internal", {
+            "name": "dagger-fraud-internal", "network": "daggers-vpc", "direction": "INGRESS",
+            "allows": [{"protocol": "tcp", "ports": ["7077", "8080"]}], "sourceRanges": ["10.64.16.0/20"],
+            "targetTags": ["dagger-fraud"]}),
+        res("gcp:compute/firewall:Firewall", "fraud-deny-all", {
+            "name": "dagger-fraud-deny-all", "network": "daggers-vpc", "priority": 65000,
+            "denies": [{"protocol": "all"}], "sourceRanges": ["0.0.0.0/0"]}),
+        res("gcp:compute/instance:Instance", "fraud-worker-0", {
+            "name": "dagger-fraud-spark-worker-0", "machineType": "n2-standard-8", "zone": "asia-southeast1-a",
+            "labels": LABELS, "tags": ["dagger-fraud"],
+            "bootDisk": {"initializeParams": {"image": "debian-cloud/debian-12"}},
+            "networkInterfaces": [{"subnetwork": "dagger-fraud"}],
+            "serviceAccount": {"email": SA, "scopes": ["cloud-platform"]}}),
+        res("gcp:container/nodePool:NodePool", "fraud-pool", {
+            "name": "dagger-fraud", "cluster": "daggers-gke", "nodeCount": 6,
+            "nodeConfig": {"machineType": "n2-standard-8", "resourceLabels": LABELS,
+                           "labels": {"daggers.dev/team": "fraud"}, "serviceAccount": SA}}),
+        res("gcp:storage/bucket:Bucket", "fraud-checkpoints", {
+            "name": f"{PROJECT}-fraud-checkpoints", "location": "ASIA-SOUTHEAST1",
+            "publicAccessPrevention": "enforced", "uniformBucketLevelAccess": True,
+            "versioning": {"enabled": True}, "labels": LABELS}),
+        res("gcp:storage/bucketIAMMember:BucketIAMMember", "fraud-checkpoints-writer", {
+            "bucket": f"{PROJECT}-fraud-checkpoints", "role": "roles/storage.objectAdmin",
+            "member": f"serviceAccount:{SA}"}),
+        res("kubernetes:core/v1:Namespace", "fraud-ns", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS}}),
+        res("kubernetes:core/v1:ResourceQuota", "fraud-quota", {
+            "kind": "ResourceQuota", "metadata": {**ns, "name": "dagger-fraud"},
+            "spec": {"hard": {"requests.cpu": "160", "requests.memory": "640Gi", "pods": "200"}}}),
+        res("kubernetes:core/v1:LimitRange", "fraud-limits", {
+            "kind": "LimitRange", "metadata": {**ns, "name": "dagger-fraud"},
+            "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}),
+        res("kubernetes:networking.k8s.io/v1:NetworkPolicy", "fraud-default-deny", {
+            "kind": "NetworkPolicy", "metadata": {**ns, "name": "default-deny"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}),
+        res("kubernetes:networking.k8s.io/v1:NetworkPolicy", "fraud-allow-spark", {
+            "kind": "NetworkPolicy", "metadata": {**ns, "name": "allow-spark"},
+            "spec": {"podSelector": {"matchLabels": {"app": "spark"}}, "policyTypes": ["Ingress"],
+                     "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "spark"}}}]}]}}),
+        res("kubernetes:core/v1:ServiceAccount", "fraud-ksa", {
+            "kind": "ServiceAccount", "metadata": {**ns, "name": "spark",
+                                                   "annotations": {"iam.gke.io/gcp-service-account": SA}}}),
+        res("kubernetes:rbac.authorization.k8s.io/v1:Role", "fraud-role", {
+            "kind": "Role", "metadata": {**ns, "name": "spark"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "delete"]}]}),
+        res("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "fraud-binding", {
+            "kind": "RoleBinding", "metadata": {**ns, "name": "spark"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "spark"},
+            "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}]}),
+        res("kubernetes:apps/v1:Deployment", "fraud-master", {
+            "kind": "Deployment", "metadata": {**ns, "name": "spark-master"},
+            "spec": {"template": {"spec": {"containers": [{"name": "master", "image": "apache/spark:4.0.0",
+                                                           "env": [{"name": "CHECKPOINTS",
+                                                                    "value": f"gs://{PROJECT}-fraud-checkpoints"}]}]}}}}),
+    ]
+
+
+def find(stack: list[Resource], name: str) -> Resource:
+    return next(r for r in stack if r.name == name)
+
+
+def check(r: Resource, team: str = "fraud") -> list[rules.Violation]:
+    return rules.check_resource(r.type, r.props, r.urn, team, TEAMS)
+
+
+def violations_of(r: Resource, rule: str, team: str = "fraud") -> list[str]:
+    """The violations of one rule, each asserted to name the rule and the resource's URN."""
+    found = [v for v in check(r, team) if v.rule == rule]
+    for v in found:
+        assert str(v).startswith(f"{rule}: {r.urn}: "), str(v)
+    return [str(v) for v in found]
+
+
+def changed(r: Resource, change) -> Resource:
+    props = copy.deepcopy(dict(r.props))
+    change(props)
+    return Resource(r.type, r.urn, props)
+
+
+# -- the compliant stack ----------------------------------------------------------------------------
+
+def test_a_compliant_team_stack_breaks_no_rule():
+    assert rules.check_stack(fraud_stack(), "fraud", TEAMS) == []
+
+
+def test_the_team_is_read_from_the_urns_stack():
+    stack = fraud_stack()
+    assert rules.stack_of(stack[0].urn) == "fraud"
+    assert rules.check_stack(stack, teams=TEAMS) == []
+    bucket = changed(find(stack, "fraud-checkpoints"), lambda p: p["labels"].update(team="growth"))
+    assert rules.check_resource(bucket.type, bucket.props, bucket.urn, teams=TEAMS)
+
+
+# -- no public buckets ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda p: p.update(publicAccessPrevention="inherited"), "publicAccessPrevention is 'inherited'; it must be 'enforced'"),
+    (lambda p: p.pop("publicAccessPrevention"), "publicAccessPrevention is None"),
+    (lambda p: p.update(uniformBucketLevelAccess=False), "uniformBucketLevelAccess is False; it must be true"),
+    (lambda p: p.pop("uniformBucketLevelAccess"), "uniformBucketLevelAccess is None"),
+])
+def test_a_bucket_without_public_access_prevention_or_uniform_access_is_refused(change, expected):
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), change)
+    found = violations_of(bucket, rules.NO_PUBLIC_BUCKETS)
+    assert len(found) == 1 and expected in found[0]
+
+
+@pytest.mark.parametrize("member", ["allUsers", "allAuthenticatedUsers"])
+def test_no_iam_member_grants_everyone(member):
+    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
+    assert violations_of(grant, rules.NO_PUBLIC_BUCKETS) == [
+        f"{rules.NO_PUBLIC_BUCKETS}: {grant.urn}: member grants {member}: nothing is public"]
+    binding = res("gcp:storage/bucketIAMBinding:BucketIAMBinding", "b", {
+        "bucket": f"{PROJECT}-fraud-checkpoints", "role": "roles/storage.objectViewer",
+        "members": [f"serviceAccount:{SA}", member]})
+    assert "members[1] grants" in violations_of(binding, rules.NO_PUBLIC_BUCKETS)[0]
+    project = res("gcp:projects/iAMMember:IAMMember", "p", {"project": PROJECT, "role": "roles/logging.logWriter",
+                                                             "member": member})
+    assert violations_of(project, rules.NO_PUBLIC_BUCKETS)
+
+
+def test_no_bucket_acl_or_iam_policy_grants_everyone():
+    acl = res("gcp:storage/bucketAccessControl:BucketAccessControl", "acl", {
+        "bucket": f"{PROJECT}-fraud-checkpoints", "entity": "allUsers", "role": "READER"})
+    assert "entity grants allUsers" in violations_of(acl, rules.NO_PUBLIC_BUCKETS)[0]
+    policy = res("gcp:storage/bucketIAMPolicy:BucketIAMPolicy", "pol", {
+        "bucket": f"{PROJECT}-fraud-checkpoints",
+        "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["allAuthenticatedUsers"]}]}'})
+    assert "policyData grants allAuthenticatedUsers" in violations_of(policy, rules.NO_PUBLIC_BUCKETS)[0]
+
+
+# -- team isolation -------------------------------------------------------------------------------
+
+def test_a_grant_on_another_teams_bucket_is_refused():
+    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"),
+                    lambda p: p.update(bucket=f"{PROJECT}-growth-checkpoints"))
+    assert violations_of(grant, rules.TEAM_ISOLATION) == [
+        f"{rules.TEAM_ISOLATION}: {grant.urn}: bucket = '{PROJECT}-growth-checkpoints' names team growth's "
+        "resources; the fraud stack may only reference the fraud team's"]
+
+
+def test_granting_another_teams_identity_is_refused():
+    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"),
+                    lambda p: p.update(member=f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com"))
+    assert "member = 'serviceAccount:dagger-growth@" in violations_of(grant, rules.TEAM_ISOLATION)[0]
+    wi = changed(find(fraud_stack(), "fraud-wi"),
+                 lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/spark]"))
+    assert "names team growth's resources" in violations_of(wi, rules.TEAM_ISOLATION)[0]
+
+
+def test_a_longer_team_name_is_told_apart_from_its_prefix():
+    assert TEAMS.named_in("dagger-fraud-ops-spark") == {"fraud-ops"}
+    assert TEAMS.named_in("dagger-fraud-spark-master") == {"fraud"}
+    assert TEAMS.named_in(f"gs://{PROJECT}-fraud-ops-checkpoints/x") == {"fraud-ops"}
+    assert TEAMS.named_in("daggers-vpc dagger-nobody dagger-growthy") == set()
+    grant = changed(find(fraud_stack(), "fraud-wi"),
+                    lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud-ops/spark]"))
+    assert "names team fraud-ops's" in violations_of(grant, rules.TEAM_ISOLATION)[0]
+
+
+def test_a_rolebinding_subject_in_another_teams_namespace_is_refused():
+    binding = changed(find(fraud_stack(), "fraud-binding"),
+                      lambda p: p["subjects"].append({"kind": "ServiceAccount", "name": "spark",
+                                                       "namespace": "dagger-growth"}))
+    found = violations_of(binding, rules.TEAM_ISOLATION)
+    assert len(found) == 1 and "subjects[1].namespace = 'dagger-growth' names team growth's" in found[0]
+
+
+def test_an_object_in_another_teams_namespace_is_refused():
+    deployment = changed(find(fraud_stack(), "fraud-master"), lambda p: p["metadata"].update(namespace="dagger-growth"))
+    assert "metadata.namespace = 'dagger-growth' names team growth's" in violations_of(deployment, rules.TEAM_ISOLATION)[0]
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "default", None])
+def test_a_team_object_outside_the_teams_namespace_is_refused(namespace):
+    def move(p):
+        if namespace is None:
+            p["metadata"].pop("namespace")
+        else:
+            p["metadata"]["namespace"] = namespace
+
+    deployment = changed(find(fraud_stack(), "fraud-master"), move)
+    found = violations_of(deployment, rules.TEAM_ISOLATION)
+    assert len(found) == 1 and found[0].endswith("; the fraud stack's objects live in dagger-fraud")
+    assert (f"metadata.namespace is {namespace!r}" if namespace else "metadata.namespace is not set") in found[0]
+
+
+def test_cluster_scoped_objects_have_no_namespace_to_check():
+    role = res("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "fraud-reader", {
+        "kind": "ClusterRole", "metadata": {"name": "dagger-fraud-reader", "labels": K8S_LABELS}, "rules": []})
+    assert check(role) == []
+
+
+def test_a_firewall_admitting_another_teams_range_is_refused():
+    firewall = changed(find(fraud_stack(), "fraud-internal"),
+                       lambda p: p.update(sourceRanges=["10.64.16.0/20", "10.64.40.0/24"]))
+    assert violations_of(firewall, rules.TEAM_ISOLATION) == [
+        f"{rules.TEAM_ISOLATION}: {firewall.urn}: sourceRanges[1] = 10.64.40.0/24 admits team growth's range "
+        "10.64.40.0/22"]
+    everything = changed(find(fraud_stack(), "fraud-internal"), lambda p: p.update(sourceRanges=["10.0.0.0/8"]))
+    assert len(violations_of(everything, rules.TEAM_ISOLATION)) == 2       # fraud-ops and growth
+
+
+def test_a_network_policy_admitting_another_teams_range_is_refused():
+    def egress_to(cidr: str, excepted: list[str] | None = None):
+        block = {"cidr": cidr, **({"except": excepted} if excepted else {})}
+        return lambda p: p["spec"].update(policyTypes=["Egress"], egress=[{"to": [{"ipBlock": block}]}])
+
+    allow = find(fraud_stack(), "fraud-allow-spark")
+    growth = changed(allow, egress_to("10.64.40.0/22"))
+    assert violations_of(growth, rules.TEAM_ISOLATION) == [
+        f"{rules.TEAM_ISOLATION}: {growth.urn}: spec.egress[0].to[0].ipBlock.cidr = 10.64.40.0/22 admits team "
+        "growth's range 10.64.40.0/22"]
+    carved = changed(allow, egress_to("10.64.0.0/16", ["10.64.40.0/22", "10.64.48.0/22"]))
+    assert violations_of(carved, rules.TEAM_ISOLATION) == []
+    ingress = changed(allow, lambda p: p["spec"].update(ingress=[{"from": [{"ipBlock": {"cidr": "10.64.48.0/24"}}]}]))
+    assert "spec.ingress[0].from[0].ipBlock.cidr = 10.64.48.0/24 admits team fraud-ops's" in \
+        violations_of(ingress, rules.TEAM_ISOLATION)[0]
+    own = changed(allow, egress_to("10.64.16.0/20"))
+    assert violations_of(own, rules.TEAM_ISOLATION) == []
+
+
+def test_a_deny_rule_over_every_range_grants_nothing():
+    assert violations_of(find(fraud_stack(), "fraud-deny-all"), rules.TEAM_ISOLATION) == []
+
+
+def test_a_project_wide_role_is_refused_because_it_reaches_every_team():
+    grant = changed(find(fraud_stack(), "fraud-logs"), lambda p: p.update(role="roles/storage.objectAdmin"))
+    assert "grants roles/storage.objectAdmin on the whole project" in violations_of(grant, rules.TEAM_ISOLATION)[0]
+    gke = changed(find(fraud_stack(), "fraud-logs"), lambda p: p.update(role="roles/container.developer"))
+    assert violations_of(gke, rules.TEAM_ISOLATION)
+
+
+def test_the_platform_stack_is_not_a_team():
+    grant = res("gcp:projects/iAMMember:IAMMember", "ci", {"project": PROJECT, "role": "roles/container.admin",
+                                                            "member": "serviceAccount:ci@x"}, stack="platform")
+    assert violations_of(grant, rules.TEAM_ISOLATION, team="platform") == []
+
+
+# -- labels ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["fraud-checkpoints", "fraud-worker-0"])
+@pytest.mark.parametrize("missing", ["team", "tier", "managed-by"])
+def test_a_gcp_resource_without_its_labels_is_refused(name, missing):
+    r = changed(find(fraud_stack(), name), lambda p: p["labels"].pop(missing))
+    found = violations_of(r, rules.LABELS_PRESENT)
+    assert len(found) == 1 and f"labels lacks {missing}" in found[0]
+
+
+def test_a_node_pool_carries_gcp_labels_not_only_node_labels():
+    pool = changed(find(fraud_stack(), "fraud-pool"), lambda p: p["nodeConfig"].pop("resourceLabels"))
+    assert "nodeConfig.resourceLabels lacks team, tier, managed-by" in violations_of(pool, rules.LABELS_PRESENT)[0]
+
+
+def test_a_label_naming_another_team_or_breaking_gcps_rules_is_refused():
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p["labels"].update(team="growth"))
+    assert "labels.team is 'growth' in the fraud stack" in violations_of(bucket, rules.LABELS_PRESENT)[0]
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p["labels"].update(cost_center="CC 5100"))
+    assert "labels.cost_center = 'CC 5100' breaks GCP's label rules" in violations_of(bucket, rules.LABELS_PRESENT)[0]
+
+
+@pytest.mark.parametrize("key", ["daggers.dev/team", "team"])
+def test_a_kubernetes_object_needs_a_team_label_under_either_key(key):
+    deployment = find(fraud_stack(), "fraud-master")
+    labelled = changed(deployment, lambda p: p["metadata"].update(labels={key: "fraud"}))
+    assert violations_of(labelled, rules.LABELS_PRESENT) == []
+    bare = changed(deployment, lambda p: p["metadata"].pop("labels"))
+    assert "metadata.labels lacks a team label (daggers.dev/team or team)" in violations_of(bare, rules.LABELS_PRESENT)[0]
+    other = changed(deployment, lambda p: p["metadata"].update(labels={key: "growth"}))
+    assert f"metadata.labels.{key} is 'growth' in the fraud stack" in violations_of(other, rules.LABELS_PRESENT)[0]
+
+
+def test_resources_without_labels_in_gcp_are_not_asked_for_them():
+    for name in ("fraud-sa", "fraud-subnet", "fraud-internal", "fraud-checkpoints-writer"):
+        assert violations_of(find(fraud_stack(), name), rules.LABELS_PRESENT) == []
+
+
+# -- names within limits --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ab", "a" * 64, "Daggers-Checkpoints", "-daggers", "daggers-", "goog-daggers",
+                                  "my-google-bucket", "daggers checkpoints"])
+def test_a_bucket_name_gcp_refuses_is_refused(name):
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(name=name))
+    found = violations_of(bucket, rules.NAME_LIMITS)
+    assert len(found) == 1 and f"name {name!r}" in found[0] and "is not a bucket name" in found[0]
+
+
+@pytest.mark.parametrize("name", ["abc", "a" * 63, "a.b_c-d"])
+def test_bucket_names_at_the_limits_pass(name):
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(name=name))
+    assert violations_of(bucket, rules.NAME_LIMITS) == []
+
+
+def test_an_auto_named_bucket_is_judged_by_the_name_pulumi_will_give_it():
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.pop("name"))
+    assert violations_of(bucket, rules.NAME_LIMITS) == []         # fraud-checkpoints-xxxxxxx
+    long = Resource(bucket.type, urn(bucket.type, "c" * 56), bucket.props)
+    assert "auto-name from" in violations_of(long, rules.NAME_LIMITS)[0]
+
+
+@pytest.mark.parametrize("account_id, ok", [("dagger-fraud", True), ("abcdef", True), ("a" * 30, True),
+                                            ("abcde", False), ("a" * 31, False), ("1dagger", False),
+                                            ("dagger_fraud", False), ("Dagger-fraud", False), ("dagger-", False)])
+def test_service_account_ids_are_6_to_30_characters(account_id, ok):
+    sa = changed(find(fraud_stack(), "fraud-sa"), lambda p: p.update(accountId=account_id))
+    found = violations_of(sa, rules.NAME_LIMITS)
+    assert (found == []) == ok, found
+    if not ok:
+        assert f"accountId {account_id!r}" in found[0] and "6 to 30" in found[0]
+
+
+@pytest.mark.parametrize("resource", ["fraud-worker-0", "fraud-subnet", "fraud-internal"])
+@pytest.mark.parametrize("name", ["a" * 64, "1worker", "Worker", "worker-", "dagger_fraud"])
+def test_compute_names_are_rfc1035_labels(resource, name):
+    r = changed(find(fraud_stack(), resource), lambda p: p.update(name=name))
+    found = violations_of(r, rules.NAME_LIMITS)
+    assert len(found) == 1 and "is not an RFC 1035 name" in found[0]
+    ok = changed(find(fraud_stack(), resource), lambda p: p.update(name="a" * 63))
+    assert violations_of(ok, rules.NAME_LIMITS) == []
+
+
+def test_node_pool_and_namespace_names_are_within_their_limits():
+    pool = changed(find(fraud_stack(), "fraud-pool"), lambda p: p.update(name="p" * 41))
+    assert "at most 40 characters" in violations_of(pool, rules.NAME_LIMITS)[0]
+    ns = changed(find(fraud_stack(), "fraud-ns"), lambda p: p["metadata"].update(name="Dagger.Fraud"))
+    assert "is not a namespace name" in violations_of(ns, rules.NAME_LIMITS)[0]
+
+
+# -- no external IPs, no ClusterRoleBinding -------------------------------------------------------
+
+def test_an_instance_with_an_external_address_is_refused():
+    worker = changed(find(fraud_stack(), "fraud-worker-0"),
+                     lambda p: p["networkInterfaces"][0].update(accessConfigs=[{}]))
+    assert violations_of(worker, rules.NO_EXTERNAL_IPS) == [
+        f"{rules.NO_EXTERNAL_IPS}: {worker.urn}: networkInterfaces[0].accessConfigs gives the instance an "
+        "external address; remove it"]
+    v6 = changed(find(fraud_stack(), "fraud-worker-0"),
+                 lambda p: p["networkInterfaces"][0].update(ipv6AccessConfigs=[{"networkTier": "PREMIUM"}]))
+    assert "ipv6AccessConfigs" in violations_of(v6, rules.NO_EXTERNAL_IPS)[0]
+    template = res("gcp:compute/instanceTemplate:InstanceTemplate", "tpl", {
+        "name": "dagger-fraud-worker", "labels": LABELS,
+        "networkInterfaces": [{"subnetwork": "dagger-fraud", "accessConfigs": [{"natIp": "1.2.3.4"}]}]})
+    assert violations_of(template, rules.NO_EXTERNAL_IPS)
+
+
+def test_a_cluster_role_binding_is_refused():
+    crb = res("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "fraud-crb", {
+        "kind": "ClusterRoleBinding", "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}]})
+    found = violations_of(crb, rules.NO_CLUSTER_ROLE_BINDINGS)
+    assert len(found) == 1 and "grants in every namespace" in found[0]
+    assert violations_of(find(fraud_stack(), "fraud-binding"), rules.NO_CLUSTER_ROLE_BINDINGS) == []
+
+
+# -- the stack rule: quota and default-deny per namespace -----------------------------------------
+
+def stack_violations(stack: list[Resource]) -> list[str]:
+    found = [v for v in rules.namespace_guards(stack, "fraud", TEAMS)]
+    for v in found:
+        assert str(v).startswith(f"{rules.NAMESPACE_GUARDS}: {v.urn}: ")
+    return [str(v) for v in found]
+
+
+def without(stack: list[Resource], *names: str) -> list[Resource]:
+    return [r for r in stack if r.name not in names]
+
+
+def test_a_namespace_without_a_quota_is_refused():
+    ns_urn = find(fraud_stack(), "fraud-ns").urn
+    assert stack_violations(without(fraud_stack(), "fraud-quota")) == [
+        f"{rules.NAMESPACE_GUARDS}: {ns_urn}: namespace dagger-fraud has no ResourceQuota with hard limits"]
+
+
+def test_a_namespace_without_a_default_deny_policy_is_refused():
+    found = stack_violations(without(fraud_stack(), "fraud-default-deny"))
+    assert len(found) == 1 and "namespace dagger-fraud has no default-deny NetworkPolicy" in found[0]
+
+
+@pytest.mark.parametrize("change", [
+    lambda s: s.update(podSelector={"matchLabels": {"app": "spark"}}),
+    lambda s: s.update(policyTypes=["Egress"]),
+    lambda s: s.update(ingress=[{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]),
+    lambda s: s.update(egress=[{}]),
+    lambda s: s.pop("podSelector"),
+])
+def test_a_policy_that_lets_traffic_in_is_not_a_default_deny(change):
+    stack = fraud_stack()
+    deny = find(stack, "fraud-default-deny")
+    stack[stack.index(deny)] = changed(deny, lambda p: change(p["spec"]))
+    assert len(stack_violations(stack)) == 1
+
+
+def test_a_quota_or_policy_in_another_namespace_does_not_count():
+    stack = fraud_stack()
+    quota = find(stack, "fraud-quota")
+    stack[stack.index(quota)] = changed(quota, lambda p: p["metadata"].update(namespace="default"))
+    assert "no ResourceQuota" in stack_violations(stack)[0]
+    empty = changed(find(fraud_stack(), "fraud-quota"), lambda p: p["spec"].update(hard={}))
+    assert stack_violations([*without(fraud_stack(), "fraud-quota"), empty])
+
+
+def test_every_namespace_is_checked():
+    second = res("kubernetes:core/v1:Namespace", "fraud-ns-2", {
+        "kind": "Namespace", "metadata": {"name": "dagger-fraud-jobs", "labels": K8S_LABELS}})
+    assert len(stack_violations([*fraud_stack(), second])) == 2
+
+
+def test_unknown_values_are_not_judged_during_a_preview():
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"),
+                     lambda p: p.update(publicAccessPrevention=rules.UNKNOWN, labels=rules.UNKNOWN))
+    assert check(bucket) == []
+
+
+# -- every sample team's declared resources pass every rule ---------------------------------------
+
+@pytest.fixture(scope="module")
+def declared():
+    """Each sample team's program under Pulumi's mocks, as the rules see it."""
+    from infra.mocks import declare
+
+    platform = spec.load_platform()
+    return {s.name: [Resource(d.type, d.urn, d.inputs) for d in declare(s, platform)] for s in spec.load_all()}
+
+
+@pytest.mark.parametrize("team", [s.name for s in spec.load_all()])
+def test_every_sample_teams_declared_resources_pass_every_rule(declared, team):
+    stack = declared[team]
+    teams = Teams.from_specs(spec.load_all())
+    assert [str(v) for v in rules.check_stack(stack, team, teams)] == []
+    types = {r.type for r in stack}
+    # not vacuous: the rules saw the team's identity and bucket
+    assert {"gcp:serviceaccount/account:Account", "gcp:storage/bucket:Bucket"} <= types, sorted(types)
+
+
+def test_the_platform_stack_passes_every_rule():
+    from infra.mocks import declare_platform
+
+    stack = [Resource(d.type, d.urn, d.inputs) for d in declare_platform(spec.load_platform())]
+    assert {rules.stack_of(r.urn) for r in stack} == {rules.PLATFORM_STACK}
+    assert [str(v) for v in rules.check_stack(stack, teams=Teams.from_specs(spec.load_all()))] == []
+
+
+@pytest.mark.parametrize("team", [s.name for s in spec.load_all()])
+def test_the_declared_urns_name_the_teams_stack(declared, team):
+    """The pack reads the team from the URN's stack, as `pulumi up -s <team>` names it."""
+    assert {rules.stack_of(r.urn) for r in declared[team]} == {team}
+
+
+def test_a_gke_team_declares_a_guarded_namespace(declared):
+    gke = [s for s in spec.load_all() if s.spark.flavour == "gke"]
+    for s in gke:
+        namespaces = [r for r in declared[s.name] if r.type == rules.NAMESPACE]
+        assert [r.props["metadata"]["name"] for r in namespaces] == [s.namespace]
+
+
+# -- the CrossGuard pack --------------------------------------------------------------------------
+
+class _Served(Exception):
+    """Raised where the pack would start serving: the test stops there, no port is opened."""
+
+
+@pytest.fixture
+def servicer(monkeypatch):
+    import pulumi_policy.policy as policy_module
+
+    captured = {}
+
+    class FakeServer:
+        def add_insecure_port(self, address):
+            return 0
+
+        def start(self):
+            raise _Served()
+
+    monkeypatch.setattr(policy_module.grpc, "server", lambda *a, **k: FakeServer())
+    monkeypatch.setattr(policy_module.analyzer_pb2_grpc, "add_AnalyzerServicer_to_server",
+                        lambda s, server: captured.setdefault("servicer", s))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(_Served):
+        runpy.run_path(str(spec.INFRA / "policy" / "__main__.py"), run_name="__main__")
+    return captured["servicer"]
+
+
+def test_the_pack_registers_every_rule_as_a_mandatory_policy(servicer):
+    from pulumi.runtime import proto
+
+    info = servicer.GetAnalyzerInfo(None, None)
+    assert info.name == "daggers-platform"
+    kinds = {p.name: (p.policy_type, p.enforcementLevel) for p in info.policies}
+    assert kinds == {**{r.name: (proto.PolicyType.POLICY_TYPE_RESOURCE, proto.MANDATORY) for r in rules.RESOURCE_RULES},
+                     **{r.name: (proto.PolicyType.POLICY_TYPE_STACK, proto.MANDATORY) for r in rules.STACK_RULES}}
+
+
+def _struct(props: dict):
+    from google.protobuf import struct_pb2
+
+    s = struct_pb2.Struct()
+    s.update(props)
+    return s
+
+
+def test_the_pack_reports_a_violation_through_the_engines_protocol(servicer):
+    from pulumi.runtime import proto
+
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(publicAccessPrevention="inherited"))
+    response = servicer.Analyze(proto.AnalyzeRequest(type=bucket.type, urn=bucket.urn, name=bucket.name,
+                                                     properties=_struct(dict(bucket.props))), None)
+    assert [(d.policyName, d.urn, d.enforcementLevel) for d in response.diagnostics] == [
+        (rules.NO_PUBLIC_BUCKETS, bucket.urn, proto.MANDATORY)]
+    assert f"{bucket.urn}: publicAccessPrevention is 'inherited'" in response.diagnostics[0].message
+
+
+def test_the_pack_leaves_values_unknown_during_a_preview_alone(servicer):
+    from pulumi.runtime import proto
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    bucket = changed(find(fraud_stack(), "fraud-checkpoints"),
+                     lambda p: p.update(publicAccessPrevention=UNKNOWN_STRING_VALUE))
+    response = servicer.Analyze(proto.AnalyzeRequest(type=bucket.type, urn=bucket.urn, name=bucket.name,
+                                                     properties=_struct(dict(bucket.props))), None)
+    assert list(response.diagnostics) == []
+
+
+def test_the_pack_checks_a_whole_stack_through_the_engines_protocol(servicer):
+    from pulumi.runtime import proto
+
+    stack = without(fraud_stack(), "fraud-quota")
+    request = proto.AnalyzeStackRequest(resources=[
+        proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
+        for r in stack])
+    response = servicer.AnalyzeStack(request, None)
+    assert [(d.policyName, d.urn) for d in response.diagnostics] == [
+        (rules.NAMESPACE_GUARDS, find(stack, "fraud-ns").urn)]
+    assert "namespace dagger-fraud has no ResourceQuota" in response.diagnostics[0].message
+    clean = proto.AnalyzeStackRequest(resources=[
+        proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
+        for r in fraud_stack()])
+    assert list(servicer.AnalyzeStack(clean, None).diagnostics) == []
+
+
+def test_the_pack_knows_every_committed_team():
+    from infra.policy.pack import load_teams
+
+    assert load_teams() == Teams.from_specs(spec.load_all())

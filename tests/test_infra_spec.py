@@ -1,0 +1,304 @@
+"""A team's spec (infra/teams/<team>.yaml) is refused with a message naming the file, the field and
+the problem; a valid one is filled in from its tier's defaults."""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from infra import spec
+from infra.tiers import SIZES, TIERS
+
+SOURCE = "infra/teams/search.yaml"
+MINIMAL = """\
+team: search
+owners: ["@gojek/search"]
+tier: standard
+network: {cidr: 10.65.0.0/24}
+"""
+
+
+@pytest.fixture(scope="module")
+def platform() -> spec.Platform:
+    return spec.load_platform()
+
+
+def refused(text: str, platform: spec.Platform | None = None, source: str = SOURCE) -> list[str]:
+    with pytest.raises(spec.SpecError) as e:
+        spec.parse(textwrap.dedent(text), source=source, platform=platform)
+    assert str(e.value).startswith("invalid team spec:")
+    return e.value.problems
+
+
+def one(problems: list[str]) -> str:
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# -- the schema: shape and types ------------------------------------------------------------------
+
+def test_the_minimal_spec_is_valid(platform):
+    s = spec.parse(MINIMAL, source=SOURCE, platform=platform)
+    assert (s.name, s.tier, s.owners, s.cidr) == ("search", "standard", ("@gojek/search",),
+                                                 ipaddress.IPv4Network("10.65.0.0/24"))
+
+
+def test_a_missing_owners_field_is_named():
+    problem = one(refused(MINIMAL.replace('owners: ["@gojek/search"]\n', "")))
+    assert problem == f"{SOURCE}: (top level): 'owners' is a required property"
+
+
+def test_a_wrong_type_names_the_field_and_the_value():
+    problem = one(refused(MINIMAL + "spark: {workers: four}\n"))
+    assert problem.startswith(f"{SOURCE}: spark.workers: ")
+    assert "'four' is not of type 'integer'" in problem
+
+
+def test_an_unknown_field_is_named_so_a_typo_is_found():
+    problem = one(refused(MINIMAL + "sprak: {flavour: gke}\n"))
+    assert problem.startswith(f"{SOURCE}: (top level): unknown field(s)")
+    assert "'sprak'" in problem
+
+
+def test_a_bad_enum_names_the_field_and_the_allowed_values():
+    problem = one(refused(MINIMAL + "spark: {flavour: k8s}\n"))
+    assert problem.startswith(f"{SOURCE}: spark.flavour: ")
+    assert "'k8s' is not one of ['gke', 'vm']" in problem
+
+
+def test_several_schema_problems_are_reported_at_once():
+    problems = refused("""\
+        team: search
+        tier: standard
+        network: {cidr: 10.65.0.0/24}
+        spark: {flavour: k8s, workers: four}
+        sprak: {}
+        """)
+    assert len(problems) == 4, problems
+    text = "\n".join(problems)
+    for expected in ("'owners' is a required property", "'sprak'", "spark.flavour: 'k8s'",
+                     "spark.workers: 'four'"):
+        assert expected in text
+
+
+def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused():
+    assert "not valid YAML" in one(refused("team: [search\n"))
+    assert "expected a mapping of fields, got list" in one(refused("- team: search\n"))
+
+
+# -- the team's name: GCP's rules for the names derived from it -------------------------------------
+
+@pytest.mark.parametrize("name, why", [
+    ("Search", "uppercase"),
+    ("9search", "leading digit"),
+    ("search_team", "underscore"),
+    ("search-", "trailing hyphen"),
+    ("a" * 21, "longer than 20"),
+    ("a" * 24, "service account id dagger-<team> longer than 30"),
+])
+def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
+    problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
+    assert problem.startswith(f"{SOURCE}: team: {name!r} does not match"), why
+    assert "lowercase letters, digits and '-', 3 to 20 characters" in problem
+
+
+def test_the_schema_keeps_the_service_account_id_within_30_characters():
+    longest = "a" * 20
+    assert spec.parse(MINIMAL.replace("team: search", f"team: {longest}"), source=SOURCE)
+    assert len(f"dagger-{longest}") <= spec.SA_ID_MAX
+
+
+def test_a_bucket_name_over_63_characters_is_refused(platform):
+    long_project = dataclasses.replace(platform, project="gojek-daggers-platform-production")
+    name = "a" * 20
+    bucket = f"{long_project.project}-{name}-checkpoints"
+    assert len(bucket) > spec.BUCKET_MAX
+    problem = one(refused(MINIMAL.replace("team: search", f"team: {name}"), platform=long_project))
+    assert problem == f"{SOURCE}: team: bucket name {bucket} is longer than 63 characters"
+
+
+def test_the_file_must_be_named_after_the_team(tmp_path):
+    path = write(tmp_path, "search-team.yaml", MINIMAL)
+    with pytest.raises(spec.SpecError) as e:
+        spec.load(path)
+    assert one(e.value.problems) == f"{path}: team: the file must be named after the team (search.yaml)"
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(spec.SpecError) as e:
+        spec.load(tmp_path / "nobody.yaml")
+    assert one(e.value.problems).endswith("nobody.yaml: no such file")
+
+
+# -- the platform: network range, Kafka catalog -----------------------------------------------------
+
+def test_a_range_outside_the_platforms_range_is_refused(platform):
+    problem = one(refused(MINIMAL.replace("10.65.0.0/24", "192.168.10.0/24")))
+    assert problem == (f"{SOURCE}: network.cidr: 192.168.10.0/24 is outside the platform's range "
+                       f"{platform.network_range}")
+
+
+def test_a_range_with_host_bits_set_is_refused():
+    problem = one(refused(MINIMAL.replace("10.65.0.0/24", "10.65.0.7/24")))
+    assert problem.startswith(f"{SOURCE}: network.cidr: '10.65.0.7/24' is not a network address")
+
+
+def test_an_unknown_kafka_cluster_is_named_with_the_known_ones(platform):
+    problem = one(refused(MINIMAL + "kafka: [{cluster: esb-critcal, mirrored: true}]\n"))
+    known = ", ".join(sorted(platform.kafka_clusters))
+    assert problem == f"{SOURCE}: kafka[0].cluster: unknown Kafka cluster 'esb-critcal' (the platform has: {known})"
+
+
+def test_a_kafka_cluster_not_allowed_for_the_tier_is_refused(platform):
+    problem = one(refused(MINIMAL.replace("tier: standard", "tier: experimental")
+                          + "kafka: [{cluster: playground}, {cluster: esb-critical}]\n"))
+    tiers = ", ".join(platform.kafka_clusters["esb-critical"].tiers)
+    assert problem == f"{SOURCE}: kafka[1].cluster: esb-critical is for tiers {tiers}, not experimental"
+
+
+# -- labels and quotas ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("label", ["team", "tier", "managed-by"])
+def test_a_label_the_platform_sets_is_refused(label):
+    problem = one(refused(MINIMAL + f"labels: {{{label}: mine, cost_center: cc-1}}\n"))
+    assert problem == f"{SOURCE}: labels.{label}: set by the platform; remove it"
+
+
+def test_a_label_that_breaks_gcps_rules_is_refused():
+    problem = one(refused(MINIMAL + "labels: {CostCenter: cc-1}\n"))
+    assert problem.startswith(f"{SOURCE}: labels: ")
+    assert "'CostCenter'" in problem
+
+
+def test_a_quota_too_small_for_the_spark_cluster_is_refused():
+    size = SIZES[TIERS["standard"]["spark"]["size"]]
+    cpu = size["workers"] * size["worker_cores"] + 2
+    memory = size["workers"] * size["worker_memory_gb"] + 4
+    problem = one(refused(MINIMAL + f"quota: {{cpu: {cpu - 1}}}\n"))
+    assert problem.startswith(f"{SOURCE}: quota: {cpu - 1} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
+                              "cannot hold the Spark cluster")
+    assert f"needs {cpu} / {memory}" in problem
+
+
+def test_the_namespace_quota_does_not_bind_a_vm_cluster(platform):
+    s = spec.parse(MINIMAL + "spark: {flavour: vm}\nquota: {cpu: 1, memory_gb: 1}\n", source=SOURCE,
+                   platform=platform)
+    assert s.spark.flavour == "vm"
+
+
+def test_several_semantic_problems_are_reported_at_once():
+    problems = refused("""\
+        team: search
+        owners: ["@gojek/search"]
+        tier: standard
+        network: {cidr: 172.16.0.0/24}
+        kafka: [{cluster: nowhere}]
+        labels: {team: search}
+        quota: {cpu: 2}
+        """)
+    fields = {p.removeprefix(f"{SOURCE}: ").split(": ")[0] for p in problems}
+    assert len(problems) == 4, problems
+    assert fields == {"kafka[0].cluster", "network.cidr", "labels.team", "quota"}
+
+
+# -- across teams -----------------------------------------------------------------------------------
+
+def test_overlapping_ranges_between_two_teams_are_refused_by_load_all(tmp_path):
+    write(tmp_path, "search.yaml", MINIMAL.replace("10.65.0.0/24", "10.65.0.0/16"))
+    write(tmp_path, "maps.yaml", MINIMAL.replace("search", "maps").replace("10.65.0.0/24", "10.65.4.0/24"))
+    with pytest.raises(spec.SpecError) as e:
+        spec.load_all(tmp_path)
+    assert one(e.value.problems) == (f"{tmp_path / 'search.yaml'}: network.cidr: 10.65.0.0/16 overlaps maps's "
+                                     f"10.65.4.0/24 ({tmp_path / 'maps.yaml'})")
+
+
+def test_load_all_reports_every_file_and_every_overlap_at_once(tmp_path):
+    write(tmp_path, "search.yaml", MINIMAL)
+    write(tmp_path, "maps.yaml", MINIMAL.replace("search", "maps"))
+    write(tmp_path, "broken.yaml", MINIMAL.replace("search", "broken").replace("tier: standard", "tier: gold"))
+    with pytest.raises(spec.SpecError) as e:
+        spec.load_all(tmp_path)
+    text = "\n".join(e.value.problems)
+    assert len(e.value.problems) == 2, text
+    assert "broken.yaml: tier: 'gold' is not one of" in text
+    assert "network.cidr: 10.65.0.0/24 overlaps" in text
+
+
+def test_check_all_refuses_overlaps_and_duplicate_names(platform):
+    a = spec.parse(MINIMAL, source="a.yaml", platform=platform)
+    b = spec.parse(MINIMAL.replace("10.65.0.0/24", "10.65.1.0/24"), source="b.yaml", platform=platform)
+    c = spec.parse(MINIMAL.replace("search", "maps"), source="c.yaml", platform=platform)
+    problems = spec.check_all([a, b, c])
+    assert "b.yaml: team: search is already used by a.yaml" in problems
+    assert "c.yaml: network.cidr: 10.65.0.0/24 overlaps search's 10.65.0.0/24 (a.yaml)" in problems
+    assert spec.check_all([a, spec.parse(MINIMAL.replace("search", "maps").replace("10.65.0.0", "10.65.1.0"),
+                                         source="d.yaml", platform=platform)]) == []
+
+
+def test_a_committed_teams_range_is_not_free_for_a_new_team(tmp_path):
+    """The pull-request check: a new team against every team already committed."""
+    from infra.validate import validate
+
+    taken = spec.load_all()[0]
+    new = write(tmp_path, "search.yaml", MINIMAL.replace("10.65.0.0/24", str(taken.cidr)))
+    specs, problems = validate([new])
+    assert [s.name for s in specs] == ["search"]
+    assert problems == [f"{new}: network.cidr: {taken.cidr} overlaps {taken.name}'s {taken.cidr} ({taken.source})"]
+
+
+# -- defaults by tier -------------------------------------------------------------------------------
+
+def test_tier_defaults_fill_the_smallest_request(platform):
+    path = spec.TEAMS_DIR / "growth.yaml"
+    fields = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert len(fields) == 4, fields
+    growth = spec.load(path, platform)
+    tier = TIERS[growth.tier]
+    size = SIZES[tier["spark"]["size"]]
+    assert growth.region == platform.region
+    assert growth.spark == spec.SparkSpec(flavour=tier["spark"]["flavour"], size=tier["spark"]["size"], **size)
+    assert growth.kafka == tuple(spec.KafkaRead(k["cluster"], k["mirrored"]) for k in tier["kafka"])
+    assert growth.kafka[0].topics == (".*",)
+    assert growth.checkpoint_retention_days == tier["checkpoints"]["retention_days"]
+    assert growth.quota == spec.Quota(**tier["quota"])
+    assert growth.labels == {}
+    assert growth.all_labels == {"team": "growth", "tier": growth.tier, "managed-by": "daggers-infra"}
+
+
+def test_a_field_in_the_spec_overrides_only_that_default(platform):
+    fraud = spec.load(spec.TEAMS_DIR / "fraud.yaml", platform)
+    size = SIZES["medium"]
+    assert (fraud.spark.flavour, fraud.spark.workers) == ("vm", 6)
+    assert (fraud.spark.worker_cores, fraud.spark.machine_type) == (size["worker_cores"], size["machine_type"])
+    assert fraud.quota == spec.Quota(**TIERS["critical"]["quota"])
+    assert fraud.kafka == (spec.KafkaRead("esb-critical", True, ("GO_.*-booking-log", "payment-.*")),)
+
+
+def test_every_tiers_defaults_make_a_valid_spec(platform):
+    for tier in TIERS:
+        s = spec.parse(MINIMAL.replace("tier: standard", f"tier: {tier}"), source=SOURCE, platform=platform)
+        assert s.spark.size == TIERS[tier]["spark"]["size"]
+
+
+# -- the committed specs ------------------------------------------------------------------------------
+
+def test_every_committed_spec_validates():
+    files = sorted(spec.TEAMS_DIR.glob("*.yaml"))
+    specs = spec.load_all()
+    assert [s.name for s in specs] == [f.stem for f in files]
+    assert [s.source for s in specs] == [f"infra/teams/{f.name}" for f in files]
+
+
+def test_the_sample_teams_exercise_both_flavours_and_every_tier():
+    specs = spec.load_all()
+    assert {s.spark.flavour for s in specs} == {"gke", "vm"}
+    assert {s.tier for s in specs} == set(TIERS)
