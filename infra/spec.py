@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
-from .tiers import SIZES, TIERS
+from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
+                    MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
 
 INFRA = Path(__file__).resolve().parent
 TEAMS_DIR = INFRA / "teams"
@@ -197,12 +198,20 @@ def _build(raw: dict, label: str, platform: Platform) -> TeamSpec:
     bucket = f"{platform.project}-{name}-checkpoints"
     if len(bucket) > BUCKET_MAX:
         problems.append(f"{label}: team: bucket name {bucket} is longer than {BUCKET_MAX} characters")
-    needed_cpu = spark.workers * spark.worker_cores + 2      # workers plus the master
-    needed_mem = spark.workers * spark.worker_memory_gb + 4
+    # the namespace holds the Spark workers and master, and each mirror's brokers and MM2
+    mirrors = sum(1 for k in kafka if k.mirrored)
+    brokers = MIRROR_BROKERS[raw["tier"]]
+    needed_cpu = (spark.workers * spark.worker_cores + 2
+                  + mirrors * (brokers * MIRROR_BROKER_CPU + MIRROR_MM2_CPU))
+    needed_mem = (spark.workers * spark.worker_memory_gb + 4
+                  + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
     if spark.flavour == "gke" and (quota.cpu < needed_cpu or quota.memory_gb < needed_mem):
         problems.append(f"{label}: quota: {quota.cpu} CPUs / {quota.memory_gb} GB cannot hold the Spark cluster "
                         f"({spark.workers} workers x {spark.worker_cores} CPUs / {spark.worker_memory_gb} GB "
-                        f"plus the master needs {needed_cpu} / {needed_mem})")
+                        f"plus the master) and {mirrors} Kafka mirror(s): they need {needed_cpu:g} / {needed_mem:g}")
+    if spark.flavour == "gke" and raw.get("region", platform.region) != platform.region:
+        problems.append(f"{label}: region: gke teams run on the platform's cluster in {platform.region}; "
+                        f"use spark.flavour vm for {raw['region']}")
     if problems:
         raise SpecError(problems)
     return TeamSpec(

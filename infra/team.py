@@ -25,6 +25,7 @@ from .components import (CheckpointBucket, CheckpointBucketArgs, GkePlacement, K
                          WorkloadIdentity)
 from .components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, component_type, merge_inventories
 from .spec import Platform, TeamSpec
+from .tiers import MIRROR_BROKERS
 
 # Project-level roles a team's service account gets, by flavour; nothing else is granted at the
 # project level (the bucket grant is on the bucket).
@@ -33,8 +34,6 @@ PROJECT_ROLES: dict[str, tuple[str, ...]] = {
     # the GKE node role for the team's node pool, which runs as the team's account
     "gke": ("roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/container.defaultNodeServiceAccount"),
 }
-# Brokers of each Kafka mirror by tier (also its replication factor, up to 3).
-MIRROR_BROKERS = {"critical": 3, "standard": 1, "experimental": 1}
 DEFAULT_GROUPS_DOMAIN = "daggers.dev"
 OUTPUT_NAMES = ("spark_master_url", "checkpoint_url", "mirror_bootstrap_servers", "inventory", "namespace",
                 "service_account_email")

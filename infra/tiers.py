@@ -28,3 +28,9 @@ TIERS = {
         "quota": {"cpu": 16, "memory_gb": 64, "pods": 40},
     },
 }
+
+# Brokers of each team's Kafka mirror by tier (also its replication factor, up to 3), and what
+# each mirror pod asks for: spec validation and the KafkaMirror component read the same numbers.
+MIRROR_BROKERS = {"critical": 3, "standard": 1, "experimental": 1}
+MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB = 1, 4
+MIRROR_MM2_CPU, MIRROR_MM2_MEMORY_GB = 0.5, 1

@@ -179,14 +179,27 @@ def test_a_label_that_breaks_gcps_rules_is_refused():
     assert "'CostCenter'" in problem
 
 
-def test_a_quota_too_small_for_the_spark_cluster_is_refused():
+def test_a_quota_too_small_for_the_spark_cluster_and_its_mirrors_is_refused():
+    from infra.tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
+                             MIRROR_MM2_MEMORY_GB)
+
     size = SIZES[TIERS["standard"]["spark"]["size"]]
-    cpu = size["workers"] * size["worker_cores"] + 2
-    memory = size["workers"] * size["worker_memory_gb"] + 4
-    problem = one(refused(MINIMAL + f"quota: {{cpu: {cpu - 1}}}\n"))
-    assert problem.startswith(f"{SOURCE}: quota: {cpu - 1} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
+    mirrors = sum(1 for k in TIERS["standard"]["kafka"] if k["mirrored"])
+    brokers = MIRROR_BROKERS["standard"]
+    cpu = size["workers"] * size["worker_cores"] + 2 + mirrors * (brokers * MIRROR_BROKER_CPU + MIRROR_MM2_CPU)
+    memory = (size["workers"] * size["worker_memory_gb"] + 4
+              + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
+    too_small = int(cpu) - 1
+    problem = one(refused(MINIMAL + f"quota: {{cpu: {too_small}}}\n"))
+    assert problem.startswith(f"{SOURCE}: quota: {too_small} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
                               "cannot hold the Spark cluster")
-    assert f"needs {cpu} / {memory}" in problem
+    assert f"{mirrors} Kafka mirror(s): they need {cpu:g} / {memory:g}" in problem
+
+
+def test_a_gke_team_outside_the_platform_clusters_region_is_refused():
+    problem = one(refused(MINIMAL + "region: europe-west4\n"))
+    assert "region: gke teams run on the platform's cluster in" in problem
+    assert "use spark.flavour vm for europe-west4" in problem
 
 
 def test_the_namespace_quota_does_not_bind_a_vm_cluster(platform):

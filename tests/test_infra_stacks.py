@@ -17,7 +17,8 @@ from infra.components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, TEAM_LAB
 from infra.components.kafka_mirror import IDENTITY_POLICY, LOCAL_ALIAS
 from infra.mocks import PLATFORM_STACK_NAME, Declared, declare, declare_platform, platform_outputs, run, team_mocks
 from infra.spec import INFRA, TEAMS_DIR, TeamSpec, load, load_platform, parse
-from infra.team import MIRROR_BROKERS, OUTPUT_NAMES, PROJECT_ROLES, SharedPlatform, network_tag, owners_group
+from infra.team import OUTPUT_NAMES, PROJECT_ROLES, SharedPlatform, network_tag, owners_group
+from infra.tiers import MIRROR_BROKERS
 
 TEAMS = sorted(p.stem for p in TEAMS_DIR.glob("*.yaml"))
 

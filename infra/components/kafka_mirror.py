@@ -33,11 +33,13 @@ import pulumi_kubernetes as k8s
 from .common import (KAFKA_CONTROLLER_PORT, KAFKA_IMAGE, KAFKA_PORT, ansible_group, child_opts, component_type,
                      internal_ip, inventory_of, k8s_labels, private_instance, team_node_selector, team_tolerations)
 
+from ..tiers import MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_MM2_CPU, MIRROR_MM2_MEMORY_GB
+
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 LOCAL_ALIAS = "local"
 MIRROR_MACHINE_TYPE = "e2-standard-4"
-BROKER_CPU, BROKER_MEMORY = "1", "4Gi"
-MM2_CPU, MM2_MEMORY = "500m", "1Gi"
+BROKER_CPU, BROKER_MEMORY = f"{MIRROR_BROKER_CPU}", f"{MIRROR_BROKER_MEMORY_GB}Gi"
+MM2_CPU, MM2_MEMORY = f"{int(MIRROR_MM2_CPU * 1000)}m", f"{MIRROR_MM2_MEMORY_GB}Gi"
 MM2_CONFIG_KEY = "mm2.properties"
 
 
