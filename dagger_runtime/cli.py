@@ -11,24 +11,19 @@ from .errors import DaggerError
 EXIT_USER_ERROR = 2
 
 
-def _load_plan(path: str, *, schema_version: str | None = None):
+def _load_plan(path: str):
     from .config import load_job
     from .plan import plan_job
 
-    job = load_job(path)
-    if schema_version:
-        job = job.model_copy(update={"schema": job.schema.model_copy(update={"version": schema_version})}) \
-            if hasattr(job, "model_copy") else job
-    return plan_job(job)
+    return plan_job(load_job(path))
 
 
 def cmd_validate(args) -> int:
     plan = _load_plan(args.job)
+    columns = None
     if not args.no_spark:
         from .validate import analyze
         columns = analyze(plan)
-    else:
-        columns = None
     job = plan.job
     info = {
         "job": job.name,

@@ -40,9 +40,6 @@ def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
 
 
 def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr) -> PreviewReport:
-    import pandas as pd
-
-    from .streams import decode
     from .udfs import register_all
 
     records = {table: inputs.read_input(path) for table, path in input_paths.items()}
@@ -52,39 +49,46 @@ def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.
     register_all(spark)
     report = PreviewReport(rows=[])
     for table, recs in records.items():
-        stream = plan.stream(table)
-        framing_errors = [(r.position, r.offset, r.error) for r in recs if r.value is None]
-        good = [r for r in recs if r.value is not None]
-        pdf = pd.DataFrame({"position": [r.position for r in good], "offset": [r.offset for r in good],
-                            "value": [r.value for r in good]})
-        schema = "position long, offset long, value binary"
-        raw = spark.createDataFrame(pdf, schema=schema) if len(pdf) else spark.createDataFrame([], schema)
-        plan_for_file = stream
-        if inputs.is_json(input_paths[table]) and stream.data_type != "JSON":
-            from dataclasses import replace
-            plan_for_file = replace(stream, data_type="JSON")
-        decoded_table, rejected, decoded = decode(spark, raw, plan_for_file, plan.descriptor_set,
-                                                  keep=("position", "offset"))
-        decoded.cache()
-        bad = [(r["position"], r["offset"], r["reason"]) for r in rejected.orderBy("position").collect()]
-        bad = sorted(bad + framing_errors)
+        bad = _register_table(spark, plan, table, input_paths[table], recs, log)
         report.read[table] = len(recs)
         report.rejected[table] = bad
-        unit = "line" if inputs.is_json(input_paths[table]) else "byte"
-        for position, offset, reason in bad:
-            print(f"preview: {table}: {input_paths[table]}: message {position} ({unit} {offset}) skipped: {reason}",
-                  file=log)
-        decoded_table.createOrReplaceTempView(stream.table)
-        print(f"preview: {table}: {len(recs)} messages read, {len(recs) - len(bad)} decoded, "
-              f"{len(bad)} skipped", file=log)
     started = time.monotonic()
-    result = spark.sql(plan.query.spark_sql)
-    rows = rows_as_dicts(result)
+    rows = rows_as_dicts(spark.sql(plan.query.spark_sql))
     if not _has_order_by(plan):
         rows.sort(key=sort_key)
     report.rows = rows
     print(f"preview: {len(rows)} result rows in {time.monotonic() - started:.1f}s", file=log)
     return report
+
+
+def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inputs.Record], log) -> list:
+    """Decode one input file into the stream's table; report and return the messages set aside."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from .streams import decode
+
+    stream = plan.stream(table)
+    # the file's format wins: a .jsonl file holds proto3 JSON whatever the stream's Kafka format
+    if inputs.is_json(path):
+        stream = replace(stream, data_type="JSON")
+    good = [r for r in recs if r.value is not None]
+    schema = "position long, offset long, value binary"
+    pdf = pd.DataFrame({"position": [r.position for r in good], "offset": [r.offset for r in good],
+                        "value": [r.value for r in good]})
+    raw = spark.createDataFrame(pdf, schema=schema) if good else spark.createDataFrame([], schema)
+    decoded_table, rejected, decoded = decode(spark, raw, stream, plan.descriptor_set, keep=("position", "offset"))
+    decoded.cache()  # decoded once, read twice (the table and the rejected messages)
+    bad = [(r["position"], r["offset"], r["reason"]) for r in rejected.collect()]
+    bad = sorted(bad + [(r.position, r.offset, r.error) for r in recs if r.value is None])
+    unit = "line" if inputs.is_json(path) else "byte"
+    for position, offset, reason in bad:
+        print(f"preview: {table}: {path}: message {position} ({unit} {offset}) skipped: {reason}", file=log)
+    decoded_table.createOrReplaceTempView(stream.table)
+    print(f"preview: {table}: {len(recs)} messages read, {len(recs) - len(bad)} decoded, {len(bad)} skipped",
+          file=log)
+    return bad
 
 
 def _has_order_by(plan: JobPlan) -> bool:
