@@ -20,8 +20,15 @@ public final class Functions {
    */
   public static String registerDecoder(SparkSession spark, String name, byte[] descriptorSet,
                                        String messageName, String format, int eventTimeField) {
+    return registerDecoder(spark, name, descriptorSet, messageName, format, eventTimeField, "wire");
+  }
+
+  /** reader: "wire" (WireReader, the fast path) or "reflective" (DynamicMessage, the reference). */
+  public static String registerDecoder(SparkSession spark, String name, byte[] descriptorSet,
+                                       String messageName, String format, int eventTimeField, String reader) {
     boolean json = "JSON".equalsIgnoreCase(format);
-    ProtobufDecoder decoder = new ProtobufDecoder(descriptorSet, messageName, json, eventTimeField);
+    ProtobufDecoder decoder = new ProtobufDecoder(descriptorSet, messageName, json, eventTimeField,
+        "reflective".equals(reader));
     StructType message = RowConverter.schema(decoder.descriptor());
     StructType result = DataTypes.createStructType(new org.apache.spark.sql.types.StructField[] {
         DataTypes.createStructField("message", message, true),

@@ -24,11 +24,20 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
   private final String messageName;
   private final boolean json;
   private final int eventTimeField;
+  private final boolean reflective;  // DynamicMessage instead of WireReader: the reference the tests compare with
   // Descriptors are not serializable: each executor rebuilds them once from the set's bytes.
   private transient Descriptor descriptor;
   private transient JsonFormat.Parser jsonParser;
+  private transient WireReader.Layout layout;
+  private transient boolean layoutChecked;
 
   public ProtobufDecoder(byte[] descriptorSet, String messageName, boolean json, int eventTimeField) {
+    this(descriptorSet, messageName, json, eventTimeField, false);
+  }
+
+  public ProtobufDecoder(byte[] descriptorSet, String messageName, boolean json, int eventTimeField,
+                         boolean reflective) {
+    this.reflective = reflective;
     this.descriptorSet = descriptorSet;
     this.messageName = messageName;
     this.json = json;
@@ -59,6 +68,15 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
         jsonParser.merge(text, b);
         return decoded(b.build());
       }
+      if (!layoutChecked) {
+        layout = reflective ? null : WireReader.Layout.of(descriptor());
+        layoutChecked = true;
+      }
+      if (layout != null) {
+        Object[] read = WireReader.read(layout, (byte[]) value, eventTimeField);
+        if (read[1] == null) return notSet();
+        return RowFactory.create(read[0], read[1], null);
+      }
       return decoded(DynamicMessage.parseFrom(descriptor(), (byte[]) value));
     } catch (Exception e) {
       String reason = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
@@ -69,9 +87,12 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
   private Row decoded(DynamicMessage m) {
     FieldDescriptor f = descriptor().findFieldByNumber(eventTimeField);
     java.time.Instant rowtime = RowConverter.eventTime(m, f);
-    if (rowtime == null) {
-      return RowFactory.create(null, null, "event time field " + f.getName() + " (" + eventTimeField + ") is not set");
-    }
+    if (rowtime == null) return notSet();
     return RowFactory.create(RowConverter.toRow(m), rowtime, null);
+  }
+
+  private Row notSet() {
+    FieldDescriptor f = descriptor().findFieldByNumber(eventTimeField);
+    return RowFactory.create(null, null, "event time field " + f.getName() + " (" + eventTimeField + ") is not set");
   }
 }

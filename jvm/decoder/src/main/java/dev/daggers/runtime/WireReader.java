@@ -1,0 +1,230 @@
+package dev.daggers.runtime;
+
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.Descriptors.Descriptor;
+import com.google.protobuf.Descriptors.EnumValueDescriptor;
+import com.google.protobuf.Descriptors.FieldDescriptor;
+import com.google.protobuf.Descriptors.FileDescriptor;
+import com.google.protobuf.DynamicMessage;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.WireFormat;
+import com.google.protobuf.util.JsonFormat;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+
+import java.io.IOException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Reads protobuf wire format straight into rows of {@link RowConverter}'s layout, without building
+ * a DynamicMessage first (which is where decoding spent its time). Semantics follow protobuf-java's
+ * parser, which the tests hold it to: the last value of a singular field wins, a singular message
+ * seen twice is merged, repeated scalars may be packed or not, a field whose wire type does not
+ * match its declaration is skipped as unknown, proto3 strings must be valid UTF-8.
+ */
+final class WireReader {
+  private static final Set<String> JSON_TYPES = Set.of(
+      "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue");
+  private static final JsonFormat.Printer JSON = JsonFormat.printer().omittingInsignificantWhitespace();
+
+  /** How one message type maps onto row slots; built once per type. */
+  static final class Layout {
+    final Descriptor descriptor;
+    final FieldDescriptor[] fields;          // by slot
+    final Map<Integer, Integer> slotOf = new HashMap<>();
+    final Layout[] nested;                   // by slot, for message-typed fields
+    final Map<Integer, String>[] enumNames;  // by slot, for enum fields
+    final boolean[] utf8;                    // by slot: proto3 strings are checked
+    Row defaults;
+
+    @SuppressWarnings("unchecked")
+    private Layout(Descriptor d, Map<String, Layout> cache) {
+      descriptor = d;
+      cache.put(d.getFullName(), this);
+      List<FieldDescriptor> fs = d.getFields();
+      fields = fs.toArray(new FieldDescriptor[0]);
+      nested = new Layout[fields.length];
+      enumNames = new Map[fields.length];
+      utf8 = new boolean[fields.length];
+      boolean proto3 = d.getFile().toProto().getSyntax().equals("proto3");
+      for (int i = 0; i < fields.length; i++) {
+        FieldDescriptor f = fields[i];
+        slotOf.put(f.getNumber(), i);
+        utf8[i] = proto3 && f.getType() == FieldDescriptor.Type.STRING;
+        if (f.getJavaType() == FieldDescriptor.JavaType.MESSAGE && !JSON_TYPES.contains(f.getMessageType().getFullName())) {
+          Layout known = cache.get(f.getMessageType().getFullName());
+          nested[i] = known != null ? known : new Layout(f.getMessageType(), cache);
+        } else if (f.getJavaType() == FieldDescriptor.JavaType.ENUM) {
+          Map<Integer, String> names = new HashMap<>();
+          // the first value with a number wins, as protobuf-java resolves aliases
+          for (EnumValueDescriptor v : f.getEnumType().getValues()) names.putIfAbsent(v.getNumber(), v.getName());
+          enumNames[i] = names;
+        }
+      }
+    }
+
+    /** The layout of a message type, or null when it uses proto2 groups (read reflectively then). */
+    static Layout of(Descriptor d) {
+      Layout layout = new Layout(d, new HashMap<>());
+      return layout.hasGroups(new java.util.HashSet<>()) ? null : layout;
+    }
+
+    private boolean hasGroups(Set<String> seen) {
+      if (!seen.add(descriptor.getFullName())) return false;
+      for (int i = 0; i < fields.length; i++) {
+        if (fields[i].getType() == FieldDescriptor.Type.GROUP) return true;
+        if (nested[i] != null && nested[i].hasGroups(seen)) return true;
+      }
+      return false;
+    }
+  }
+
+  private WireReader() {}
+
+  /** The message as a row, and its event time (null when that field is unset). */
+  static Object[] read(Layout layout, byte[] bytes, int eventTimeField) throws IOException {
+    Object[] slots = new Object[layout.fields.length];
+    CodedInputStream in = CodedInputStream.newInstance(bytes);
+    readInto(layout, slots, in);
+    in.checkLastTagWas(0);
+    Instant rowtime = null;
+    Integer ts = layout.slotOf.get(eventTimeField);
+    if (ts != null && slots[ts] instanceof Object[]) {
+      Object[] t = (Object[]) slots[ts];
+      long seconds = t[0] == null ? 0L : (Long) t[0];
+      int nanos = t[1] == null ? 0 : (Integer) t[1];
+      rowtime = Instant.ofEpochSecond(seconds, nanos);
+    }
+    return new Object[] {finish(layout, slots), rowtime};
+  }
+
+  @SuppressWarnings("unchecked")
+  private static void readInto(Layout layout, Object[] slots, CodedInputStream in) throws IOException {
+    while (true) {
+      int tag = in.readTag();
+      if (tag == 0) return;
+      Integer slot = layout.slotOf.get(WireFormat.getTagFieldNumber(tag));
+      if (slot == null) {
+        if (!in.skipField(tag)) return;  // an end-group tag ends this message
+        continue;
+      }
+      FieldDescriptor f = layout.fields[slot];
+      int wire = WireFormat.getTagWireType(tag);
+      int expected = f.getLiteType().getWireType();
+      boolean packed = f.isRepeated() && f.isPackable() && wire == WireFormat.WIRETYPE_LENGTH_DELIMITED;
+      if (wire != expected && !packed) {
+        if (!in.skipField(tag)) return;  // protobuf-java keeps it as an unknown field
+        continue;
+      }
+      if (packed) {
+        List<Object> list = list(slots, slot);
+        int limit = in.pushLimit(in.readRawVarint32());
+        while (in.getBytesUntilLimit() > 0) list.add(scalar(layout, slot, f, in));
+        in.popLimit(limit);
+      } else if (f.getJavaType() == FieldDescriptor.JavaType.MESSAGE) {
+        Layout sub = layout.nested[slot];
+        if (sub == null) {  // Struct/Value/ListValue: as JSON text, via the reflective parser
+          String json = JSON.print(DynamicMessage.parseFrom(f.getMessageType(), in.readBytes()));
+          if (f.isRepeated()) list(slots, slot).add(json); else slots[slot] = json;
+          continue;
+        }
+        Object[] target;
+        if (f.isRepeated()) {
+          target = new Object[sub.fields.length];
+          list(slots, slot).add(target);
+        } else {
+          target = slots[slot] instanceof Object[] ? (Object[]) slots[slot] : new Object[sub.fields.length];
+          slots[slot] = target;  // a singular message seen again is merged into the same slots
+        }
+        int limit = in.pushLimit(in.readRawVarint32());
+        readInto(sub, target, in);
+        in.checkLastTagWas(0);
+        in.popLimit(limit);
+      } else if (f.isRepeated()) {
+        list(slots, slot).add(scalar(layout, slot, f, in));
+      } else {
+        slots[slot] = scalar(layout, slot, f, in);
+      }
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Object> list(Object[] slots, int slot) {
+    if (!(slots[slot] instanceof List)) slots[slot] = new ArrayList<>();
+    return (List<Object>) slots[slot];
+  }
+
+  private static Object scalar(Layout layout, int slot, FieldDescriptor f, CodedInputStream in) throws IOException {
+    switch (f.getType()) {
+      case INT32: return in.readInt32();
+      case SINT32: return in.readSInt32();
+      case SFIXED32: return in.readSFixed32();
+      case UINT32: return in.readUInt32();
+      case FIXED32: return in.readFixed32();
+      case INT64: return in.readInt64();
+      case SINT64: return in.readSInt64();
+      case SFIXED64: return in.readSFixed64();
+      case UINT64: return in.readUInt64();
+      case FIXED64: return in.readFixed64();
+      case FLOAT: return in.readFloat();
+      case DOUBLE: return in.readDouble();
+      case BOOL: return in.readBool();
+      case STRING: return layout.utf8[slot] ? in.readStringRequireUtf8() : in.readString();
+      case BYTES: return in.readByteArray();
+      case ENUM: {
+        int n = in.readEnum();
+        String name = layout.enumNames[slot].get(n);
+        return name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n;
+      }
+      default:
+        throw new InvalidProtocolBufferException("unsupported field type " + f.getType() + " of " + f.getFullName());
+    }
+  }
+
+  /** Slots to a row: defaults for what was absent, lists for repeated fields, rows for messages. */
+  private static Row finish(Layout layout, Object[] slots) {
+    Object[] values = new Object[slots.length];
+    for (int i = 0; i < slots.length; i++) {
+      FieldDescriptor f = layout.fields[i];
+      Object v = slots[i];
+      Layout sub = layout.nested[i];
+      if (f.isRepeated()) {
+        List<?> in = v == null ? List.of() : (List<?>) v;
+        List<Object> out = new ArrayList<>(in.size());
+        for (Object e : in) out.add(sub != null ? finish(sub, (Object[]) e) : e);
+        values[i] = out;
+      } else if (sub != null) {
+        values[i] = v == null ? defaults(sub) : finish(sub, (Object[]) v);
+      } else {
+        values[i] = v != null ? v : defaultOf(layout, i);
+      }
+    }
+    return RowFactory.create(values);
+  }
+
+  private static Row defaults(Layout layout) {
+    if (layout.defaults == null) layout.defaults = finish(layout, new Object[layout.fields.length]);
+    return layout.defaults;
+  }
+
+  private static Object defaultOf(Layout layout, int slot) {
+    FieldDescriptor f = layout.fields[slot];
+    switch (f.getJavaType()) {
+      case ENUM: return ((EnumValueDescriptor) f.getDefaultValue()).getName();
+      case BYTE_STRING: return ((com.google.protobuf.ByteString) f.getDefaultValue()).toByteArray();
+      case MESSAGE:  // Struct/Value/ListValue left unset: the JSON of the default instance
+        try {
+          return JSON.print(DynamicMessage.getDefaultInstance(f.getMessageType()));
+        } catch (Exception e) {
+          return null;
+        }
+      default: return f.getDefaultValue();
+    }
+  }
+
+}
