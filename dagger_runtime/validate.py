@@ -1,6 +1,9 @@
 """Spark's analysis of a planned query against the streams' schemas: names and types, no data."""
 from __future__ import annotations
 
+import difflib
+import logging
+
 from .errors import QueryError
 from .plan import JobPlan
 
@@ -15,17 +18,59 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
 
     spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1)
     register_all(spark)
+    columns: list[str] = []
     for stream in plan.streams:
         raw = spark.createDataFrame([], "value binary")
         table, _, _ = decode(spark, raw, stream, plan.descriptor_set)
         table.createOrReplaceTempView(stream.table)
+        columns += table.columns
     _check_literal_arguments(plan, spark)
+    # PySpark logs every analysis error with its JVM stack trace; the QueryError below says it better
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     try:
         schema = spark.sql(plan.query.spark_sql).schema
     except AnalysisException as e:
-        message = str(e).split("\n")[0]
-        raise QueryError(f"does not fit the streams' schemas: {message}") from None
+        raise explain(e, plan.query.source, columns) from None
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
+
+
+def _unquote(name: str) -> str:
+    return name.replace("`", "").replace('"', "")
+
+
+def explain(error, sql: str, columns: list[str] = ()) -> QueryError:
+    """Spark's analysis error, said in the analyst's terms and pointed at in the analyst's SQL
+    (Spark only knows the translated query)."""
+    from sqlglot import exp
+
+    from .sql.positions import locate
+    from .sql.translate import parse
+
+    condition = (error.getCondition() if hasattr(error, "getCondition") else error.getErrorClass()) or ""
+    params = error.getMessageParameters() or {}
+    tree = parse(sql)
+    node, message = None, None
+    if condition.startswith("UNRESOLVED_COLUMN"):
+        name = _unquote(params.get("objectName", ""))
+        leaf = name.split(".")[-1].lower()
+        node = next((c for c in tree.find_all(exp.Column) if c.name.lower() == leaf), None)
+        # suggest from the streams' own columns (Spark also proposes its internal `window`)
+        proposals = difflib.get_close_matches(leaf, sorted(set(columns)), n=1, cutoff=0.5)
+        message = f"unknown column `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
+    elif condition.startswith("UNRESOLVED_ROUTINE"):
+        name = _unquote(params.get("routineName", ""))
+        node = next((f for f in tree.find_all(exp.Anonymous) if str(f.this).lower() == name.lower()), None)
+        message = f"unknown function {node.this if node is not None else name}()"
+    elif condition.startswith(("MISSING_AGGREGATION", "MISSING_GROUP_BY")):
+        name = _unquote(params.get("expression", ""))
+        node = next((c for c in tree.find_all(exp.Column) if c.sql().lower() == name.lower()), None)
+        message = (f"{name} is neither in GROUP BY nor inside an aggregate" if name
+                   else "the query aggregates without GROUP BY")
+    if message is None:
+        first = str(error).split("\n")[0]
+        message = "does not fit the streams' schemas: " + first.split(" SQLSTATE")[0]
+    line, col = locate(sql, node) if node is not None else (None, None)
+    return QueryError(message, line=line, col=col, sql=sql)
 
 
 def _check_literal_arguments(plan: JobPlan, spark) -> None:

@@ -80,13 +80,35 @@ def test_the_cli_reports_every_config_problem_at_once(tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_spark_analysis_names_an_unknown_column(tmp_path, spark):
+def test_an_unknown_column_is_pointed_at_in_the_analysts_sql_with_a_suggestion(tmp_path, spark):
     from dagger_runtime.validate import analyze
 
     path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "vehicle AS tag_vehicle_type"))
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
-    assert "vehicle" in str(info.value) and "does not fit the streams' schemas" in str(info.value)
+    assert "unknown column `vehicle`; did you mean `vehicle_type`?" in str(info.value)
+    assert (info.value.line, info.value.col) == (3, 8)   # where the analyst wrote it, not Spark's SQL
+
+
+@pytest.mark.spark
+def test_an_unknown_function_is_named_and_pointed_at(tmp_path, spark):
+    from dagger_runtime.validate import analyze
+
+    path = job_file(tmp_path, BASE.replace("count(1) AS num_of_bookings", "NoSuchFn(1) AS num_of_bookings"))
+    with pytest.raises(QueryError) as info:
+        analyze(plan_job(load_job(path)), spark=spark)
+    assert "unknown function NoSuchFn()" in str(info.value) and info.value.line == 4
+
+
+@pytest.mark.spark
+def test_a_column_outside_group_by_and_aggregates_is_explained(tmp_path, spark):
+    from dagger_runtime.validate import analyze
+
+    path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "order_number AS tag_vehicle_type"))
+    with pytest.raises(QueryError) as info:
+        analyze(plan_job(load_job(path)), spark=spark)
+    assert "order_number is neither in GROUP BY nor inside an aggregate" in str(info.value)
+    assert info.value.line == 3
 
 
 @pytest.mark.spark
