@@ -50,6 +50,10 @@ def plan_streams(job, descriptor_set) -> list[StreamPlan]:
     plans = []
     for i, stream in enumerate(job.streams):
         where = f"streams[{i}] ({stream.table})"
+        if not stream.proto_class:
+            raise DaggerError(f"{where}: JSON input needs `proto`, the message whose proto3 JSON the topic "
+                              "carries (it gives the table its columns); input described only by a JSON "
+                              "Schema is not supported yet")
         try:
             descriptor = descriptor_set.message_descriptor(stream.proto_class)
         except Exception as e:  # SchemaError names the message and close matches

@@ -153,3 +153,21 @@ def test_an_unreachable_stencil_url_is_named(tmp_path):
     with pytest.raises(DaggerError) as info:
         plan_job(load_job(job_file(tmp_path, text, "job.properties")))
     assert "missing.desc" in str(info.value)
+
+
+def test_a_json_stream_without_a_proto_message_is_refused_with_the_reason(tmp_path):
+    path = job_file(tmp_path, """\
+name: j
+streams:
+  - table: t
+    data_type: JSON
+    json_schema: '{"type": "object"}'
+    topics: [x]
+    event_time: ts
+    kafka: {bootstrap_servers: 127.0.0.1:9092}
+sql: SELECT count(1) AS n FROM t
+sink: {type: log}
+""")
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "streams[0] (t): JSON input needs `proto`" in str(info.value)
