@@ -56,7 +56,7 @@ def cmd_preview(args) -> int:
 
     plan = _load_plan(args.job)
     paths = parse_inputs(args.input, plan)
-    report = run_preview(plan, paths)
+    report = run_preview(plan, paths, rejected_dir=args.rejected)
     print_rows(report.rows)
     return 0
 
@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--input", "-i", action="append", default=[], metavar="TABLE=PATH",
                     help="messages for one stream table: length-delimited protobuf (writeDelimitedTo), "
                          "or proto3 JSON lines if PATH ends in .jsonl; repeat per table")
+    pv.add_argument("--rejected", metavar="DIR",
+                    help="also keep every message set aside in DIR/<table>.rejected.jsonl: its position, "
+                         "reason and bytes (base64), so nothing is lost")
     pv.set_defaults(func=cmd_preview)
     return p
 

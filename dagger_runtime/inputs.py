@@ -13,6 +13,7 @@ class Record:
     offset: int          # byte offset of the record (protobuf) or its line number (JSON)
     value: bytes | None  # None: the framing itself is broken (the error says why)
     error: str | None = None
+    rest: bytes | None = None  # with a broken frame: the bytes from there to the end, kept
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -42,11 +43,11 @@ def read_delimited(data: bytes) -> list[Record]:
         try:
             length, pos = _varint(data, pos)
         except ValueError as e:
-            records.append(Record(n, start, None, str(e)))
+            records.append(Record(n, start, None, str(e), data[start:]))
             break
         if pos + length > len(data):
             records.append(Record(n, start, None, f"truncated message: the prefix says {length} bytes, "
-                                                  f"{len(data) - pos} remain"))
+                                                  f"{len(data) - pos} remain", data[start:]))
             break
         records.append(Record(n, start, data[pos:pos + length]))
         pos += length

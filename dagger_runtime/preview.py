@@ -5,9 +5,12 @@ aside go to stderr, so `preview ... | jq` works.
 """
 from __future__ import annotations
 
+import base64
+import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import inputs
 from .errors import DaggerError
@@ -39,7 +42,8 @@ def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
     return out
 
 
-def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr) -> PreviewReport:
+def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr,
+                rejected_dir: str | None = None) -> PreviewReport:
     from .udfs import register_all
 
     records = {table: inputs.read_input(path) for table, path in input_paths.items()}
@@ -52,6 +56,8 @@ def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.
         bad = _register_table(spark, plan, table, input_paths[table], recs, log)
         report.read[table] = len(recs)
         report.rejected[table] = bad
+        if rejected_dir and bad:
+            _keep_rejected(Path(rejected_dir), table, recs, bad, log)
     started = time.monotonic()
     rows = rows_as_dicts(spark.sql(plan.query.spark_sql))
     if not _has_order_by(plan):
@@ -89,6 +95,20 @@ def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inpu
     print(f"preview: {table}: {len(recs)} messages read, {len(recs) - len(bad)} decoded, {len(bad)} skipped",
           file=log)
     return bad
+
+
+def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: list, log) -> None:
+    """Every message set aside, with its reason and its bytes exactly as read, one JSON per line."""
+    directory.mkdir(parents=True, exist_ok=True)
+    by_position = {r.position: r for r in recs}
+    path = directory / f"{table}.rejected.jsonl"
+    with path.open("w") as out:
+        for position, offset, reason in bad:
+            rec = by_position[position]
+            raw = rec.value if rec.value is not None else rec.rest or b""
+            out.write(json.dumps({"table": table, "position": position, "offset": offset, "reason": reason,
+                                  "value_base64": base64.b64encode(raw).decode("ascii")}) + "\n")
+    print(f"preview: {table}: {len(bad)} messages set aside kept in {path}", file=log)
 
 
 def _has_order_by(plan: JobPlan) -> bool:

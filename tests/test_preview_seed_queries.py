@@ -95,15 +95,21 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
     garbage = [(5, b"\xff\xff\xff\xff"), (50, b"\x08")]  # not protobuf; truncated varint field
     path = write_events(tmp_path, "bookings.bin", traffic.BOOKING, events, dset, garbage)
     env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
+    kept = tmp_path / "rejected"
     proc = subprocess.run(
         [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
-         "--input", f"data_stream={path}"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+         "--input", f"data_stream={path}", "--rejected", str(kept)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     completed = [e for e in events if e["status"] == "COMPLETED"]
     assert sum(r["num_of_bookings"] for r in rows) == len(completed)
     assert "message 6 (byte" in proc.stderr and "message 51 (byte" in proc.stderr
     assert "302 messages read, 300 decoded, 2 skipped" in proc.stderr
+    import base64
+    aside = [json.loads(line) for line in (kept / "data_stream.rejected.jsonl").read_text().splitlines()]
+    assert [(a["position"], base64.b64decode(a["value_base64"])) for a in aside] == \
+        [(6, garbage[0][1]), (51, garbage[1][1])]          # nothing lost: the exact bytes, kept aside
 
 
 def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_path, dset):
