@@ -25,7 +25,9 @@ _SPARK_EXTRAS = (
 
 
 def jvm_dir() -> Path:
-    return Path(os.environ.get("DAGGER_JVM_DIR", REPO_ROOT / ".jvm"))
+    """The directory `make jars` fills: $DAGGER_JVM_DIR, default <repo>/.jvm."""
+    env = os.environ.get("DAGGER_JVM_DIR")
+    return Path(env).expanduser().resolve() if env else REPO_ROOT / ".jvm"
 
 
 def spark_jars() -> list[Path]:

@@ -54,10 +54,11 @@ import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections import deque
 from pathlib import Path
 from typing import Mapping
+
+from dagger_runtime.jvm import jvm_dir
 
 __all__ = [
     "KafkaBroker",
@@ -100,12 +101,6 @@ class KafkaJarsMissing(KafkaBrokerError):
 
 # --------------------------------------------------------------------------- jars
 
-def jvm_dir() -> Path:
-    """The directory `make jars` fills: $DAGGER_JVM_DIR, default <repo>/.jvm."""
-    env = os.environ.get("DAGGER_JVM_DIR")
-    return Path(env).expanduser().resolve() if env else REPO_ROOT / ".jvm"
-
-
 def _find_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").is_file():
@@ -114,44 +109,6 @@ def _find_java() -> str:
     if not java:
         raise KafkaBrokerError("no `java` on PATH (and JAVA_HOME unset): Kafka needs Java 17+")
     return java
-
-
-def _slf4j2_api_jar(kafka_dir: Path, base: Path) -> Path | None:
-    """An slf4j-api 2.x jar to put first on the classpath, if the jar set needs one.
-
-    Kafka 4.3.1's poms pin slf4j-api 1.7.36, while jvm/kafka/pom.xml brings the
-    slf4j *2* binding (log4j-slf4j2-impl).  slf4j 1.7 cannot see that binding and
-    falls back to NOP: the broker would log nothing at all (not even why it died).
-    An slf4j-api 2.x first on the classpath fixes that (2.x is API compatible with
-    1.7 callers).  pyspark, a dependency of this project, ships one.
-    """
-    names = [p.name for p in kafka_dir.glob("*.jar")]
-    has_api1 = any(n.startswith("slf4j-api-1.") for n in names)
-    has_binding1 = any(n.startswith("log4j-slf4j-impl-") for n in names)
-    has_binding2 = any(n.startswith("log4j-slf4j2-impl-") for n in names)
-    if not has_api1 or has_binding1 or not has_binding2:
-        return None
-    search = [base / "spark" / "deps"]
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("pyspark")
-        if spec is not None and spec.submodule_search_locations:
-            search += [Path(p) / "jars" for p in spec.submodule_search_locations]
-    except (ImportError, ValueError):
-        pass
-    for d in search:
-        jars = sorted(d.glob("slf4j-api-2.*.jar"))
-        if jars:
-            return jars[-1]
-    warnings.warn(
-        f"{kafka_dir} has slf4j-api 1.x with the slf4j 2 log4j binding and no slf4j-api 2.x "
-        "was found: the Kafka broker will not write any log (add slf4j-api 2.x or "
-        "log4j-slf4j-impl to jvm/kafka/pom.xml)",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-    return None
 
 
 def kafka_classpath(base: Path | None = None) -> str:
@@ -173,11 +130,7 @@ def kafka_classpath(base: Path | None = None) -> str:
             f"{', '.join(missing)}): run `make jars` in {REPO_ROOT} "
             "(or point DAGGER_JVM_DIR at a directory whose kafka/ holds them)"
         )
-    entries = [f"{kafka_dir}{os.sep}*"]
-    slf4j = _slf4j2_api_jar(kafka_dir, base)
-    if slf4j is not None:
-        entries.insert(0, str(slf4j))
-    return os.pathsep.join(entries)
+    return f"{kafka_dir}{os.sep}*"
 
 
 # ------------------------------------------------------------------- processes
