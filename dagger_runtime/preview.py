@@ -44,13 +44,14 @@ def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
 
 def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr,
                 rejected_dir: str | None = None) -> PreviewReport:
-    from .udfs import register_all
+    from .validate import analyze, checked_query
 
-    records = {table: inputs.read_input(path) for table, path in input_paths.items()}
     if spark is None:
         from .session import build_session
         spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2))
-    register_all(spark)
+    # validate's checks, with validate's messages, before a single message is read or decoded
+    analyze(plan, spark)
+    records = {table: inputs.read_input(path) for table, path in input_paths.items()}
     report = PreviewReport(rows=[])
     for table, recs in records.items():
         bad = _register_table(spark, plan, table, input_paths[table], recs, log)
@@ -59,8 +60,8 @@ def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.
         if rejected_dir and bad:
             _keep_rejected(Path(rejected_dir), table, recs, bad, log)
     started = time.monotonic()
-    rows = rows_as_dicts(spark.sql(plan.query.spark_sql))
-    if not _has_order_by(plan):
+    rows = rows_as_dicts(checked_query(spark, plan))
+    if not plan.query.ordered:
         rows.sort(key=sort_key)
     report.rows = rows
     print(f"preview: {len(rows)} result rows in {time.monotonic() - started:.1f}s", file=log)
@@ -109,14 +110,6 @@ def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: 
             out.write(json.dumps({"table": table, "position": position, "offset": offset, "reason": reason,
                                   "value_base64": base64.b64encode(raw).decode("ascii")}) + "\n")
     print(f"preview: {table}: {len(bad)} messages set aside kept in {path}", file=log)
-
-
-def _has_order_by(plan: JobPlan) -> bool:
-    from sqlglot import exp
-
-    from .sql.translate import parse
-    tree = parse(plan.query.source)
-    return tree.args.get("order") is not None if isinstance(tree, exp.Query) else False
 
 
 def print_rows(rows: list[dict], out=sys.stdout) -> None:

@@ -12,6 +12,23 @@ log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
+# Spark settings that close what neither sandbox check needs to allow (dagger_runtime.sql.guard,
+# dagger_runtime.sandbox). PlanGuard.java refuses to check a query in a session without the first two.
+SANDBOX_CONF: dict[str, str] = {
+    # `${env:SECRET}`, `${system:user.home}` in any part of the SQL text would be replaced by the
+    # driver's environment and system properties before parsing
+    "spark.sql.variable.substitute": "false",
+    # SELECT * FROM parquet.`/etc/...`: files by path, not the job's streams
+    "spark.sql.runSQLOnFiles": "false",
+    # no metastore: no catalog tables to reach, nothing persistent to change
+    "spark.sql.catalogImplementation": "in-memory",
+    # SQL scripting (BEGIN ... END blocks, loops, variables) is not a dagger query
+    "spark.sql.scripting.enabled": "false",
+    # the web UI shows every query, its plan and the environment to anyone who reaches the port
+    "spark.ui.enabled": os.environ.get("DAGGER_SPARK_UI", "false"),
+}
+
+
 def build_session(app_name: str = "dagger", *, master: str | None = None, parallelism: int = 2,
                   extra_conf: dict[str, str] | None = None):
     """A Spark session with the runtime's jars, UTC time, and quiet logs.
@@ -41,15 +58,12 @@ def build_session(app_name: str = "dagger", *, master: str | None = None, parall
         .config("spark.sql.shuffle.partitions", str(max(parallelism, 1)))
         .config("spark.default.parallelism", str(max(parallelism, 1)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.ui.enabled", os.environ.get("DAGGER_SPARK_UI", "false"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
-        # the analyst's SQL must not reach files by path (SELECT * FROM parquet.`/etc`)
-        .config("spark.sql.runSQLOnFiles", "false")
     )
-    for key, value in (extra_conf or {}).items():
+    for key, value in {**SANDBOX_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "ERROR"))

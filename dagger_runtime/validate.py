@@ -9,46 +9,58 @@ from .plan import JobPlan
 
 
 def analyze(plan: JobPlan, spark=None) -> list[dict]:
-    """Resolve the translated query over empty tables of the streams' schemas; return its columns."""
-    from pyspark.errors import AnalysisException
-
+    """Every check, over empty tables of the streams' schemas: nothing is read and nothing runs.
+    Returns the query's output columns. validate, preview and run all start here."""
     from .session import build_session
     from .streams import decode
     from .udfs import register_all
 
     spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1)
     register_all(spark)
-    columns: list[str] = []
     for stream in plan.streams:
         raw = spark.createDataFrame([], "value binary")
         table, _, _ = decode(spark, raw, stream, plan.descriptor_set)
         table.createOrReplaceTempView(stream.table)
-        columns += table.columns
+    schema = checked_query(spark, plan).schema
+    return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
+
+
+def checked_query(spark, plan: JobPlan):
+    """The job's query as a DataFrame over the stream tables registered in `spark`, after both
+    sandbox checks and Spark's analysis; nothing has executed yet. The one path of checks that
+    validate, preview and run share."""
+    from pyspark.errors import AnalysisException
+
+    from . import sandbox
+
+    tables = [s.table for s in plan.streams]
+    sandbox.check_parsed(spark, plan.query, tables)
     _check_literal_arguments(plan, spark)
     # PySpark logs every analysis error with its JVM stack trace; the QueryError below says it better
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     try:
-        schema = spark.sql(plan.query.spark_sql).schema
+        dataframe = spark.sql(plan.query.spark_sql)
     except AnalysisException as e:
-        raise explain(e, plan.query.source, columns) from None
-    return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
+        columns = [c for t in tables for c in spark.table(t).columns]
+        raise explain(e, plan.query, columns) from None
+    sandbox.check_analyzed(spark, dataframe, plan.query, tables)
+    return dataframe
 
 
 def _unquote(name: str) -> str:
     return name.replace("`", "").replace('"', "")
 
 
-def explain(error, sql: str, columns: list[str] = ()) -> QueryError:
+def explain(error, query, columns: list[str] = ()) -> QueryError:
     """Spark's analysis error, said in the analyst's terms and pointed at in the analyst's SQL
     (Spark only knows the translated query)."""
     from sqlglot import exp
 
     from .sql.positions import locate
-    from .sql.translate import parse
 
     condition = (error.getCondition() if hasattr(error, "getCondition") else error.getErrorClass()) or ""
     params = error.getMessageParameters() or {}
-    tree = parse(sql)
+    sql, tree = query.source, query.tree
     node, message = None, None
     if condition.startswith("UNRESOLVED_COLUMN"):
         name = _unquote(params.get("objectName", ""))
@@ -79,11 +91,10 @@ def _check_literal_arguments(plan: JobPlan, spark) -> None:
     from sqlglot import exp
 
     from .sql.positions import locate
-    from .sql.translate import parse
     from .udfs.java_udfs import check_dart_regex, check_json_path
 
     sql = plan.query.source
-    for node in parse(sql).find_all(exp.Anonymous):
+    for node in plan.query.tree.find_all(exp.Anonymous):
         name = str(node.this).lower()
         args = node.expressions
         if name in ("jsonquery", "jsonupdate", "jsondelete") and len(args) >= 2:

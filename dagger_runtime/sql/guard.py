@@ -1,53 +1,72 @@
-"""What an analyst's query may do: read its own streams, nothing else.
+"""The first sandbox check: an allow-list over the analyst's parsed SQL.
 
-The query runs inside the team's Spark cluster, so anything that reaches past the job's own
-streams (DDL/DML, files by path, other tables, calls into the JVM) is refused before the job
-starts, with the construct and its position named.
+A dagger query runs inside the team's Spark cluster, with the team's credentials and network, so
+it may only read its own streams. Every node of the parsed tree must be of a kind listed here and
+every function one that `allowlist` allows; anything else is refused with the construct named and
+its line and column. What is not listed is refused, so a new spelling cannot slip through: the
+second check (`dagger_runtime.sandbox`, in the JVM) runs on Spark's own plans of the translated
+query and does not depend on this parser agreeing with Spark's.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .positions import locate
+from . import allowlist, functions, windows
+from .positions import locate, offset_to_line_col
 
-# Statements that change state or reach outside the query.
-_REFUSED_NODES: dict[type, str] = {
-    exp.Create: "CREATE (DDL)",
-    exp.Drop: "DROP (DDL)",
-    exp.Alter: "ALTER (DDL)",
-    exp.Insert: "INSERT (DML)",
-    exp.Update: "UPDATE (DML)",
-    exp.Delete: "DELETE (DML)",
-    exp.Merge: "MERGE (DML)",
-    exp.TruncateTable: "TRUNCATE (DML)",
-    exp.Command: "a command",
-    exp.Use: "USE",
-    exp.Set: "SET",
-    exp.LoadData: "LOAD DATA",
-    exp.Cache: "CACHE TABLE",
-    exp.Uncache: "UNCACHE TABLE",
-    exp.Refresh: "REFRESH",
-    exp.Describe: "DESCRIBE",
-}
-for _name in ("Copy", "Pragma", "Analyze", "Grant", "Revoke"):
-    if hasattr(exp, _name):
-        _REFUSED_NODES[getattr(exp, _name)] = _name.upper()
+# The statement a dagger is: one query.
+_QUERIES = (exp.Select, exp.Union, exp.Subquery)
 
-# Functions that call into the JVM, read files, or reveal where the data comes from.
-REFUSED_FUNCTIONS = {
-    "reflect": "calls into the JVM",
-    "java_method": "calls into the JVM",
-    "try_reflect": "calls into the JVM",
-    "read_files": "reads files by path",
-    "input_file_name": "reveals file paths",
-    "input_file_block_start": "reveals file paths",
-    "input_file_block_length": "reveals file paths",
-    "current_catalog": "reveals the cluster's catalog",
-    "current_database": "reveals the cluster's catalog",
-    "current_schema": "reveals the cluster's catalog",
+# Clauses and expression nodes a dagger query may contain. Functions (exp.Func) are checked by
+# name against the allow-list, except the few sqlglot models as functions that are operators.
+_ALLOWED_NODES: frozenset[type] = frozenset({
+    # query structure
+    exp.Select, exp.Union, exp.Subquery, exp.With, exp.CTE, exp.From, exp.Join, exp.Where, exp.Group,
+    exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Distinct, exp.Table, exp.TableAlias,
+    exp.Lateral, exp.Window, exp.WindowSpec, exp.Cube, exp.Rollup, exp.GroupingSets,
+    # names and values
+    exp.Column, exp.Identifier, exp.Star, exp.Literal, exp.Boolean, exp.Null, exp.Alias, exp.Aliases,
+    exp.Paren, exp.Tuple, exp.Dot, exp.Bracket, exp.DataType, exp.DataTypeParam, exp.ColumnDef,
+    exp.Interval, exp.Var, exp.Lambda,
+    # operators
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.BitwiseAnd, exp.BitwiseOr,
+    exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.DPipe, exp.EQ,
+    exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Not, exp.Is,
+    exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Any, exp.All,
+    # how sqlglot holds some arguments: JSON paths of get_json_object, STRUCT's fields
+    exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey, exp.JSONPathSubscript, exp.JSONPathWildcard,
+    exp.JSONPathSlice, exp.JSONPathUnion, exp.PropertyEQ,
+})
+# Names Spark reads as a function call when no column has that name (`SELECT user FROM ...`)
+_LITERAL_FUNCTIONS = frozenset({"current_date", "current_timestamp", "current_time", "current_user", "user",
+                                "session_user", "grouping__id"})
+_OPERATOR_FUNCS: frozenset[type] = frozenset({exp.And, exp.Or, exp.Case, exp.If, exp.Cast, exp.TryCast,
+                                              exp.RegexpLike, exp.Exists})
+
+# What the analyst is told for the constructs most often tried; others are named by their kind.
+_LABELS: dict[type, str] = {
+    exp.QueryTransform: "script transformation (TRANSFORM ... USING) runs a shell command",
+    exp.Hint: "query hints (/*+ ... */) are not allowed: the platform plans the query",
+    exp.Values: "inline tables (VALUES) are not allowed: a dagger query reads only its own streams",
+    exp.TableSample: "TABLESAMPLE is not allowed",
+    exp.Pivot: "PIVOT/UNPIVOT is not allowed",
+    exp.Placeholder: "query parameters are not allowed",
+    exp.Parameter: "query parameters are not allowed",
+    exp.SessionParameter: "session variables are not allowed",
+    exp.Into: "SELECT INTO is not allowed: a dagger query only reads its streams",
+    exp.Sort: "SORT BY is not allowed: the platform decides how data is partitioned",
+    exp.Cluster: "CLUSTER BY is not allowed: the platform decides how data is partitioned",
+    exp.Distribute: "DISTRIBUTE BY is not allowed: the platform decides how data is partitioned",
+    exp.Lock: "FOR UPDATE is not allowed",
+    exp.Kwarg: "named arguments (=>) are not allowed",
+    exp.Except: "EXCEPT is not allowed in a dagger query",
+    exp.Intersect: "INTERSECT is not allowed in a dagger query",
 }
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -62,48 +81,156 @@ class Refusal:
 
 
 def function_name(node: exp.Func) -> str:
+    """The name Spark will resolve for a function node: as written for a call sqlglot does not
+    know, else the name sqlglot writes for Spark (what actually runs)."""
     if isinstance(node, exp.Anonymous):
-        return str(node.this)
-    return node.sql_name() if hasattr(node, "sql_name") else type(node).__name__
+        return node.name
+    match = _CALL.match(node.sql(dialect="spark", comments=False))
+    return (match.group(1) if match else node.sql_name()).lower()
 
 
-def check(sql: str, tree: exp.Expression, tables: set[str]) -> list[Refusal]:
+def _words(class_name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", class_name).lower()
+
+
+def statement_kind(sql: str) -> str:
+    """What a statement is, by its first words as written (EXECUTE IMMEDIATE, SET, TABLE...)."""
+    words = re.findall(r"[A-Za-z_]+", sql)[:2]
+    if not words:
+        return "an empty statement"
+    two = " ".join(words).upper()
+    return two if two in ("EXECUTE IMMEDIATE", "LOAD DATA", "CACHE TABLE", "UNCACHE TABLE", "ADD JAR",
+                          "ADD FILE", "ADD ARCHIVE", "INSERT INTO", "INSERT OVERWRITE") else words[0].upper()
+
+
+def _dialect_function(name: str) -> bool:
+    """Group windows and their bounds (TUMBLE, HOP_END...) and raystack/dagger's UDFs."""
+    upper = name.upper()
+    return (upper in windows.GROUP_FUNCS or windows.AUX_FUNCTION.match(upper) is not None
+            or functions.lookup(name) is not None)
+
+
+def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[str, ...]) -> list[Refusal]:
     """Every refused construct in the query, in order of appearance."""
     refusals: list[Refusal] = []
-    allowed = {t.lower() for t in tables}
-    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    streams = {t.lower() for t in tables}
 
     def refuse(node: exp.Expression, what: str) -> None:
         line, col = locate(sql, node)
         refusals.append(Refusal(what, line, col))
 
-    if not isinstance(tree, exp.Query):
-        refuse(tree, f"only a SELECT query is allowed, not {_REFUSED_NODES.get(type(tree), type(tree).__name__.upper())}")
+    if not isinstance(tree, _QUERIES):
+        start = len(sql) - len(sql.lstrip())
+        line, col = offset_to_line_col(sql, start)
+        refusals.append(Refusal(f"only a SELECT query is allowed, not {statement_kind(sql)}: a dagger query "
+                                "only reads its streams", line, col))
         return refusals
 
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     for node in tree.walk():
-        kind = _REFUSED_NODES.get(type(node))
-        if kind:
-            refuse(node, f"{kind} is not allowed: a dagger query only reads its streams")
-        elif isinstance(node, exp.Func):
-            name = function_name(node).lower()
-            if name in REFUSED_FUNCTIONS:
-                refuse(node, f"function {function_name(node)}() is not allowed: it {REFUSED_FUNCTIONS[name]}")
-        if isinstance(node, exp.Table):
-            refusals.extend(_check_table(sql, node, allowed, cte_names))
+        kind = type(node)
+        if isinstance(node, exp.With) and node.args.get("recursive"):
+            refuse(node, "WITH RECURSIVE is not allowed")
+        elif isinstance(node, exp.Func) and kind not in _OPERATOR_FUNCS:
+            problem = _check_function(node)
+            if problem:
+                refuse(node, problem)
+        elif kind not in _ALLOWED_NODES and kind not in _OPERATOR_FUNCS:
+            problem = _check_call_shaped(node)
+            if problem:
+                refuse(node, _LABELS.get(kind) or problem)
+        elif isinstance(node, exp.PropertyEQ) and not isinstance(node.parent, exp.Struct):
+            refuse(node, "named arguments (:=) are not allowed")
+        elif isinstance(node, exp.Column) and not node.table and node.name.lower() in _LITERAL_FUNCTIONS:
+            refuse(node, f"`{node.name}` on its own is read by Spark as the function {node.name.lower()}(), "
+                         f"which {allowlist.classify(node.name) or 'is not allowed'}; if the stream has a "
+                         f"field of that name, write it with the table name (table.{node.name})")
+        elif isinstance(node, exp.Table):
+            problem = _check_table(node, streams, ctes)
+            if problem:
+                refuse(node, problem)
+        elif isinstance(node, exp.Lateral) and not (node.args.get("view") and isinstance(node.this, exp.Func)):
+            refuse(node, "LATERAL subqueries are not allowed; use LATERAL VIEW with a generator such as explode")
+        elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+            refuse(node, f"qualified function names ({node.sql(comments=False)[:40]}) are not allowed: "
+                         "call functions by their plain name")
+        elif isinstance(node, (exp.Literal, exp.Identifier)) and "${" in str(node.this):
+            refuse(node, "${...} is not allowed: Spark's variable substitution is off in daggers")
     return refusals
 
 
-def _check_table(sql: str, node: exp.Table, allowed: set[str], ctes: set[str]) -> list[Refusal]:
-    line, col = locate(sql, node)
+def _check_call_shaped(node: exp.Expression) -> str | None:
+    """A node sqlglot does not model as a function but that Spark receives as a call (AT TIME ZONE
+    forms become from_utc_timestamp(...)): allowed when that call is; anything else is refused."""
+    match = _CALL.match(node.sql(dialect="spark", comments=False))
+    if match is None:
+        return f"{_words(type(node).__name__)} is not allowed in a dagger query"
+    reason = allowlist.classify(match.group(1))
+    return f"function {match.group(1).lower()}() is not allowed: it {reason}" if reason else None
+
+
+def _check_function(node: exp.Func) -> str | None:
+    name = function_name(node)
+    if not _NAME.fullmatch(name):
+        return f"function {name!r} is not allowed: function names are plain ASCII words"
+    if isinstance(node, exp.Anonymous) and name.startswith("__"):
+        return f"function {name}() is not allowed: names starting with __ are the runtime's own"
+    if isinstance(node, exp.Anonymous) and _dialect_function(name):
+        return None
+    reason = allowlist.classify(name)
+    if reason and name.lower() not in allowlist.REFUSED_SPARK_FUNCTIONS:
+        return f"unknown function {name}()" + _did_you_mean(name)
+    if reason:
+        return f"function {name}() is not allowed: it {reason}"
+    args = [a for a in node.iter_expressions() if not isinstance(a, (exp.Var, exp.DataType))]
+    call = allowlist.REFUSED_CALLS.get((name.lower(), len(args)))
+    if call:
+        return f"function {name}() is not allowed {call}"
+    return None
+
+
+def _did_you_mean(name: str) -> str:
+    import difflib
+
+    known = {f.name for f in functions.all_functions()} | set(allowlist.ALLOWED_SPARK_FUNCTIONS)
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return f"; did you mean {by_lower[close[0]]}()?" if close else ""
+
+
+def _check_table(node: exp.Table, streams: set[str], ctes: set[str]) -> str | None:
     if isinstance(node.this, exp.Func):
-        return [Refusal(f"table function {function_name(node.this)}() is not allowed: "
-                        "a dagger query reads only its own streams", line, col)]
-    if node.args.get("db") is not None or node.args.get("catalog") is not None:
-        return [Refusal(f"table {node.sql(dialect='spark')} is not allowed: a dagger query reads only its own "
-                        f"streams ({', '.join(sorted(allowed))}), not other databases or files", line, col)]
+        return (f"table function {function_name(node.this)}() is not allowed: a dagger query reads only "
+                "its own streams")
+    if not isinstance(node.this, exp.Identifier) or node.args.get("db") is not None \
+            or node.args.get("catalog") is not None:
+        return (f"table {node.sql(dialect='spark', comments=False)} is not allowed: a dagger query reads "
+                f"only its own streams ({', '.join(sorted(streams))}), not other databases or files")
     name = node.name.lower()
-    if name in allowed or name in ctes:
-        return []
-    return [Refusal(f"unknown table `{node.name}`: this job's streams are "
-                    f"{', '.join('`' + t + '`' for t in sorted(allowed))}", line, col)]
+    if name in streams or name in ctes:
+        return None
+    return (f"unknown table `{node.name}`: this job's streams are "
+            f"{', '.join('`' + t + '`' for t in sorted(streams))}")
+
+
+def explain_unparsable(sql: str) -> Refusal | None:
+    """Constructs sqlglot cannot parse but Spark would run, named from the tokens so the analyst
+    hears what was refused rather than "syntax error": Hive's script forms (MAP/REDUCE/TRANSFORM
+    ... USING 'command') and the IDENTIFIER clause."""
+    from sqlglot.tokens import TokenType
+
+    from .dialect import FlinkSQL
+
+    try:
+        tokens = FlinkSQL().tokenize(sql)
+    except Exception:  # noqa: BLE001 - the caller reports the syntax error itself
+        return None
+    for token, following in zip(tokens, tokens[1:]):
+        col = token.col - len(token.text) + 1
+        if token.token_type == TokenType.USING and following.token_type == TokenType.STRING:
+            return Refusal("script transformation (MAP/REDUCE/TRANSFORM ... USING 'command') runs a shell "
+                           "command; it is not allowed", token.line, col)
+        if token.text.upper() == "IDENTIFIER" and following.token_type == TokenType.L_PAREN:
+            return Refusal("the IDENTIFIER clause is not allowed: name tables, columns and functions as "
+                           "they are", token.line, col)
+    return None

@@ -1,16 +1,19 @@
 """Flink-dialect dagger SQL -> Spark SQL, with a real parser (sqlglot), never regular expressions.
 
-The pipeline is pure: parse -> refuse what a dagger may not do -> rewrite group windows and
-dagger functions -> print Spark SQL. Column resolution and types are left to Spark's analyzer,
-which `validate` runs against the streams' schemas.
+The pipeline is pure: parse -> refuse what a dagger may not do (sql.guard) -> rewrite group
+windows and dagger functions -> print Spark SQL. Column resolution and types are left to Spark's
+analyzer, which `validate` runs against the streams' schemas, after the JVM's own check of the
+translated query (dagger_runtime.sandbox).
 """
 from __future__ import annotations
 
+import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ParseError, SqlglotError, TokenError
 
 from ..errors import QueryError
 from . import functions, guard, windows
@@ -22,10 +25,18 @@ from .positions import locate
 class Translation:
     source: str
     spark_sql: str
-    tables: tuple[str, ...]                 # stream tables the query reads
+    tables: tuple[str, ...]                 # stream tables the query reads, as the job names them
     windows: tuple[windows.GroupWindow, ...]
     udfs: tuple[str, ...]                   # vectorised UDFs the session must register
     output_columns: tuple[str, ...] = field(default=())
+    # the analyst's query as parsed, before any rewrite: for messages and checks that point
+    # into the analyst's SQL (nobody parses it again)
+    tree: exp.Expression | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def ordered(self) -> bool:
+        """The query has its own ORDER BY (preview then keeps its order)."""
+        return self.tree is not None and self.tree.args.get("order") is not None
 
 
 def parse(sql: str) -> exp.Expression:
@@ -33,36 +44,64 @@ def parse(sql: str) -> exp.Expression:
     if not text:
         raise QueryError("the query is empty")
     try:
-        statements = [s for s in sqlglot.parse(text, read=FlinkSQL) if s is not None]
+        with _quiet_parser():
+            statements = [s for s in sqlglot.parse(text, read=FlinkSQL) if s is not None]
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         reason = first.get("description") or str(e).splitlines()[0]
+        if "<class" in reason:  # sqlglot's internals are no help to an analyst
+            reason = "unexpected syntax"
         near = first.get("highlight")
+        script = guard.explain_unparsable(text)
+        if script:
+            raise QueryError(f"refused: {script.what}", line=script.line, col=script.col, sql=text) from None
         raise QueryError(f"syntax error: {reason}" + (f" near '{near}'" if near else ""),
                          line=first.get("line"), col=first.get("col"), sql=text) from None
     except TokenError as e:
         raise QueryError(f"syntax error: {e}") from None
+    except (SqlglotError, ValueError, IndexError, KeyError, AttributeError, TypeError) as e:
+        # the parser's own failures on odd input: still the analyst's syntax, never a traceback
+        script = guard.explain_unparsable(text)
+        if script:
+            raise QueryError(f"refused: {script.what}", line=script.line, col=script.col, sql=text) from None
+        raise QueryError(f"syntax error: the query cannot be parsed ({type(e).__name__})") from None
+    except RecursionError:
+        raise QueryError("syntax error: the query is nested too deeply") from None
     if len(statements) != 1:
         raise QueryError(f"a dagger runs exactly one SELECT query; found {len(statements)} statements")
     return statements[0]
+
+
+@contextmanager
+def _quiet_parser():
+    """sqlglot logs a warning when it falls back to an opaque command; the refusal says it better."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime: str = "rowtime") -> Translation:
     """Translate the analyst's query for the job whose stream tables are `tables`."""
     text = sql.strip().rstrip(";")
     tree = parse(text)
-    refusals = guard.check(text, tree, set(tables))
+    refusals = guard.check(text, tree, tables)
     if refusals:
         first = refusals[0]
-        more = "".join(f"\n  also refused: {r}" for r in refusals[1:])
+        more = "".join(f"\n  also refused: {r}" for r in dict.fromkeys(refusals[1:]) if r != first)
         raise QueryError(f"refused: {first.what}{more}", line=first.line, col=first.col, sql=text)
+    parsed = tree.copy()
     found = windows.rewrite(text, tree, rowtime)
     used_udfs = functions.rewrite(text, tree)
-    read = sorted({t.name for t in tree.find_all(exp.Table)} & set(tables)
-                  or {t.name for t in tree.find_all(exp.Table)})
-    outputs = tuple(_output_names(tree))
-    return Translation(text, tree.sql(dialect="spark"), tuple(read), tuple(found), tuple(sorted(used_udfs)),
-                       outputs)
+    by_name = {t.lower(): t for t in tables}
+    read = sorted({by_name[t.name.lower()] for t in parsed.find_all(exp.Table) if t.name.lower() in by_name})
+    outputs = tuple(_output_names(parsed))
+    # comments are dropped: Spark runs exactly the tree that was checked, nothing hidden in them
+    return Translation(text, tree.sql(dialect="spark", comments=False), tuple(read), tuple(found),
+                       tuple(sorted(used_udfs)), outputs, parsed)
 
 
 def _output_names(tree: exp.Expression) -> list[str]:

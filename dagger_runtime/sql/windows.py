@@ -20,7 +20,7 @@ _UNITS_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_
 _SPARK_UNIT = {"MILLISECOND": "milliseconds", "SECOND": "seconds", "MINUTE": "minutes", "HOUR": "hours",
                "DAY": "days"}
 GROUP_FUNCS = {"TUMBLE": 1, "HOP": 2, "SESSION": 1}  # number of interval arguments
-_AUX = re.compile(r"^(TUMBLE|HOP|SESSION)_(START|END|ROWTIME|PROCTIME)$")
+AUX_FUNCTION = re.compile(r"^(TUMBLE|HOP|SESSION)_(START|END|ROWTIME|PROCTIME)$")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def rewrite(sql: str, tree: exp.Expression, rowtime: str) -> list[GroupWindow]:
                 line, col = locate(sql, node)
                 raise QueryError(f"{name}(...) belongs in GROUP BY; select its bounds with "
                                  f"{name}_START or {name}_END", line=line, col=col, sql=sql)
-            match = _AUX.match(name or "")
+            match = AUX_FUNCTION.match(name or "")
             if not match:
                 continue
             kind, part = match.groups()

@@ -1,0 +1,58 @@
+"""The second sandbox check, in the JVM (jvm/decoder/.../PlanGuard.java), and what feeds it.
+
+The first check (`dagger_runtime.sql.guard`) reads the analyst's SQL as sqlglot parses it. This
+one reads the translated query as Spark itself parses and analyses it, so the two do not share a
+parser: a spelling one misreads, the other still refuses. Both read the same allow-list
+(`dagger_runtime.sql.allowlist`).
+"""
+from __future__ import annotations
+
+from .errors import QueryError
+from .sql import allowlist
+
+
+def runtime_udfs() -> list[str]:
+    """Names of the UDFs the runtime registers in every session (vectorised and JVM)."""
+    from .sql import functions
+    from .udfs.java_udfs import JAVA_UDFS
+
+    return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS))
+
+
+def _guard(spark):
+    return spark._jvm.dev.daggers.runtime.PlanGuard
+
+
+def _array(spark, values) -> object:
+    gateway = spark.sparkContext._gateway
+    out = gateway.new_array(gateway.jvm.java.lang.String, len(values))
+    for i, value in enumerate(values):
+        out[i] = value
+    return out
+
+
+def _raise(refusals, translation) -> None:
+    if refusals:
+        first, rest = refusals[0], refusals[1:]
+        more = "".join(f"\n  also refused: {r}" for r in rest)
+        raise QueryError(f"refused by the plan check: {first}{more}", sql=translation.source)
+
+
+def _arguments(spark, translation, tables):
+    return (_array(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)), _array(spark, runtime_udfs()),
+            _array(spark, sorted(tables)))
+
+
+def check_parsed(spark, translation, tables) -> None:
+    """Spark's parser on the query it is about to run; nothing is analysed or executed."""
+    refusals = list(_guard(spark).checkParsed(spark._jsparkSession, translation.spark_sql,
+                                              *_arguments(spark, translation, tables)))
+    _raise(refusals, translation)
+
+
+def check_analyzed(spark, dataframe, translation, tables) -> None:
+    """The analysed plan, before anything executes."""
+    analyzed = dataframe._jdf.queryExecution().analyzed()
+    refusals = list(_guard(spark).checkAnalyzed(spark._jsparkSession, analyzed,
+                                                *_arguments(spark, translation, tables)))
+    _raise(refusals, translation)
