@@ -11,15 +11,21 @@ from .errors import DaggerError
 EXIT_USER_ERROR = 2
 
 
-def _load_plan(path: str):
-    from .config import load_job
+def _load_plan(args):
+    """Load the job, say its warnings (every command does), refuse them under --strict, plan it."""
+    from .config import ConfigError, load_job
     from .plan import plan_job
 
-    return plan_job(load_job(path))
+    job = load_job(args.job)
+    if job.warnings and args.strict:
+        raise ConfigError([f"{w} (an error under --strict)" for w in job.warnings], source=args.job)
+    for warning in job.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return plan_job(job)
 
 
 def cmd_validate(args) -> int:
-    plan = _load_plan(args.job)
+    plan = _load_plan(args)
     columns = None
     if not args.no_spark:
         from .validate import analyze
@@ -33,6 +39,7 @@ def cmd_validate(args) -> int:
                     for s in plan.streams],
         "windows": [{"kind": w.kind, "size": w.size.spark()} for w in plan.query.windows],
         "spark_sql": plan.query.spark_sql,
+        "warnings": list(job.warnings),
     }
     if columns is not None:
         info["columns"] = columns
@@ -54,11 +61,16 @@ def cmd_validate(args) -> int:
 def cmd_preview(args) -> int:
     from .preview import parse_inputs, print_rows, run_preview
 
-    plan = _load_plan(args.job)
+    plan = _load_plan(args)
     paths = parse_inputs(args.input, plan)
     report = run_preview(plan, paths, rejected_dir=args.rejected)
     print_rows(report.rows)
     return 0
+
+
+def _add_strict(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strict", action="store_true",
+                        help="treat the job file's warnings (unknown or ignored keys) as errors")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-spark", action="store_true",
                    help="skip Spark's analysis of column names and types (faster, weaker)")
     v.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_strict(v)
     v.set_defaults(func=cmd_validate)
 
     pv = sub.add_parser("preview", help="run the job's query once over messages read from files",
@@ -89,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--rejected", metavar="DIR",
                     help="also keep every message set aside in DIR/<table>.rejected.jsonl: its position, "
                          "reason and bytes (base64), so nothing is lost")
+    _add_strict(pv)
     pv.set_defaults(func=cmd_preview)
     return p
 

@@ -23,7 +23,8 @@ def _guard(spark):
     return spark._jvm.dev.daggers.runtime.PlanGuard
 
 
-def _array(spark, values) -> object:
+def java_strings(spark, values) -> object:
+    """A Java String[] of values, for the JVM guard's arguments."""
     gateway = spark.sparkContext._gateway
     out = gateway.new_array(gateway.jvm.java.lang.String, len(values))
     for i, value in enumerate(values):
@@ -39,8 +40,8 @@ def _raise(refusals, translation) -> None:
 
 
 def _arguments(spark, translation, tables):
-    return (_array(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)), _array(spark, runtime_udfs()),
-            _array(spark, sorted(tables)))
+    return (java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)), java_strings(spark, runtime_udfs()),
+            java_strings(spark, sorted(tables)))
 
 
 def check_parsed(spark, translation, tables) -> None:

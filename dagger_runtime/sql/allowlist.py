@@ -49,7 +49,7 @@ _TIME = _names("""
     to_date to_timestamp to_timestamp_ltz to_timestamp_ntz to_unix_timestamp to_utc_timestamp trunc
     try_make_interval try_make_timestamp try_make_timestamp_ltz try_make_timestamp_ntz
     try_to_timestamp unix_date unix_micros unix_millis unix_seconds unix_timestamp weekday weekofyear
-    year window session_window window_time
+    year window session_window window_time current_timezone
 """)
 _COLLECTIONS = _names("""
     aggregate array array_append array_compact array_contains array_distinct array_except
@@ -106,8 +106,8 @@ REFUSED_SPARK_FUNCTIONS: dict[str, str] = {
     **dict.fromkeys(("input_file_name", "input_file_block_start", "input_file_block_length"), _FILES),
     **dict.fromkeys(("current_catalog", "current_database", "current_schema", "current_user", "user",
                      "session_user", "version"), _CLUSTER),
-    **dict.fromkeys(("current_timestamp", "now", "current_date", "curdate", "localtimestamp",
-                     "current_timezone"), _PROCESSING_TIME),
+    **dict.fromkeys(("current_timestamp", "now", "current_date", "curdate", "localtimestamp"),
+                    _PROCESSING_TIME),
     **dict.fromkeys(("rand", "randn", "random", "randstr", "uniform", "uuid", "shuffle"), _RANDOM),
     # AES-GCM and CBC draw a random initialisation vector
     "aes_encrypt": _RANDOM,

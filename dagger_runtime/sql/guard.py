@@ -39,7 +39,13 @@ _ALLOWED_NODES: frozenset[type] = frozenset({
     # how sqlglot holds some arguments: JSON paths of get_json_object, STRUCT's fields
     exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey, exp.JSONPathSubscript, exp.JSONPathWildcard,
     exp.JSONPathSlice, exp.JSONPathUnion, exp.PropertyEQ,
+    # literal and call syntax: x'ff', INTERVAL '1-2' YEAR TO MONTH, first(x) IGNORE NULLS,
+    # mode() WITHIN GROUP (ORDER BY x)
+    exp.HexString, exp.IntervalSpan, exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup,
 })
+# Nodes sqlglot does not model as functions but writes for Spark as one call (from_utc_timestamp,
+# to_utc_timestamp): checked by the name of that call.
+_CALL_SHAPED: frozenset[type] = frozenset({exp.AtTimeZone, exp.FromTimeZone})
 # Names Spark reads as a function call when no column has that name (`SELECT user FROM ...`)
 _LITERAL_FUNCTIONS = frozenset({"current_date", "current_timestamp", "current_time", "current_user", "user",
                                 "session_user", "grouping__id"})
@@ -135,10 +141,12 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
             problem = _check_function(node)
             if problem:
                 refuse(node, problem)
-        elif kind not in _ALLOWED_NODES and kind not in _OPERATOR_FUNCS:
+        elif kind in _CALL_SHAPED:
             problem = _check_call_shaped(node)
             if problem:
-                refuse(node, _LABELS.get(kind) or problem)
+                refuse(node, problem)
+        elif kind not in _ALLOWED_NODES and kind not in _OPERATOR_FUNCS:
+            refuse(node, _LABELS.get(kind) or f"{_words(kind.__name__)} is not allowed in a dagger query")
         elif isinstance(node, exp.PropertyEQ) and not isinstance(node.parent, exp.Struct):
             refuse(node, "named arguments (:=) are not allowed")
         elif isinstance(node, exp.Column) and not node.table and node.name.lower() in _LITERAL_FUNCTIONS:
@@ -160,8 +168,7 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
 
 
 def _check_call_shaped(node: exp.Expression) -> str | None:
-    """A node sqlglot does not model as a function but that Spark receives as a call (AT TIME ZONE
-    forms become from_utc_timestamp(...)): allowed when that call is; anything else is refused."""
+    """One of _CALL_SHAPED: allowed when the call Spark receives is."""
     match = _CALL.match(node.sql(dialect="spark", comments=False))
     if match is None:
         return f"{_words(type(node).__name__)} is not allowed in a dagger query"

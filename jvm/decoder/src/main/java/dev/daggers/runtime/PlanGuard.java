@@ -93,7 +93,7 @@ public final class PlanGuard {
       Map.entry("contains", List.of(EXPR + "Contains", EXPR + "BinaryPredicate")),
       Map.entry("startswith", List.of(EXPR + "StartsWith", EXPR + "BinaryPredicate")),
       Map.entry("endswith", List.of(EXPR + "EndsWith", EXPR + "BinaryPredicate")),
-      Map.entry("collate", List.of(EXPR + "Collate", ANALYSIS + "UnresolvedCollation")),
+      Map.entry("collate", List.of(EXPR + "Collate", EXPR + "UnresolvedCollation")),
       Map.entry("unix_date", List.of(EXPR + "UnixDate", EXPR + "TimestampDiff")),
       Map.entry("count_min_sketch", List.of(EXPR + "aggregate.CountMinSketchAgg")),
       Map.entry("date_part", List.of(EXPR + "DatePart", EXPR + "Extract")),
@@ -151,7 +151,7 @@ public final class PlanGuard {
     try {
       parsed = spark.sessionState().sqlParser().parsePlan(sql);
     } catch (Exception e) {  // ParseException, declared by the Scala parser
-      String first = String.valueOf(e.getMessage()).split("\n")[0];
+      String first = String.valueOf(e.getMessage()).strip().split("\n")[0];
       return new String[] {"Spark cannot parse the translated query: " + first};
     }
     Walk walk = new Walk(spark, true, functions, udfs, streams);
