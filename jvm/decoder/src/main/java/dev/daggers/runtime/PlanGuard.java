@@ -93,7 +93,7 @@ public final class PlanGuard {
       Map.entry("contains", List.of(EXPR + "Contains", EXPR + "BinaryPredicate")),
       Map.entry("startswith", List.of(EXPR + "StartsWith", EXPR + "BinaryPredicate")),
       Map.entry("endswith", List.of(EXPR + "EndsWith", EXPR + "BinaryPredicate")),
-      Map.entry("collate", List.of(EXPR + "Collate", EXPR + "UnresolvedCollation")),
+      Map.entry("collate", List.of(EXPR + "Collate", EXPR + "UnresolvedCollation", EXPR + "ResolvedCollation")),
       Map.entry("unix_date", List.of(EXPR + "UnixDate", EXPR + "TimestampDiff")),
       Map.entry("count_min_sketch", List.of(EXPR + "aggregate.CountMinSketchAgg")),
       Map.entry("date_part", List.of(EXPR + "DatePart", EXPR + "Extract")),
