@@ -171,3 +171,53 @@ sink: {type: log}
     with pytest.raises(DaggerError) as info:
         plan_job(load_job(path))
     assert "streams[0] (t): JSON input needs `proto`" in str(info.value)
+
+
+PROPERTIES_WITH_TYPO = """\
+FLINK_SQL_QUERY=SELECT count(1) AS n FROM data_stream_0
+FLINK_WATERMARK_DELAY_MSS=5000
+STREAMS=[{"SOURCE_KAFKA_TOPIC_NAMES": "GO_RIDE-booking-log", "INPUT_SCHEMA_TABLE": "data_stream_0", \\
+  "INPUT_SCHEMA_PROTO_CLASS": "gojek.esb.booking.BookingLogMessage", \\
+  "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "5", \\
+  "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": "127.0.0.1:9092", \\
+  "SOURCE_KAFKA_CONSUMER_CONFIG_GROUP_ID": "g"}]
+SINK_TYPE=log
+"""
+
+
+def test_an_unknown_properties_key_is_a_warning_naming_the_closest_key(tmp_path, capsys):
+    path = job_file(tmp_path, PROPERTIES_WITH_TYPO, "typo.properties")
+    assert main(["validate", "--no-spark", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "typo: valid" in out
+    assert ("warning: typo.properties: FLINK_WATERMARK_DELAY_MSS: unknown key, ignored "
+            "(did you mean 'FLINK_WATERMARK_DELAY_MS'?) (line 2)") in err
+
+
+def test_strict_turns_a_warning_into_an_error(tmp_path, capsys):
+    path = job_file(tmp_path, PROPERTIES_WITH_TYPO, "typo.properties")
+    assert main(["validate", "--no-spark", "--strict", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "FLINK_WATERMARK_DELAY_MSS: unknown key" in err and "(an error under --strict)" in err
+
+
+def test_preview_says_the_warnings_too_and_refuses_them_under_strict(tmp_path, capsys):
+    path = job_file(tmp_path, PROPERTIES_WITH_TYPO, "typo.properties")
+    assert main(["preview", "--strict", str(path), "--input", "data_stream_0=/nonexistent"]) == 2
+    assert "FLINK_WATERMARK_DELAY_MSS" in capsys.readouterr().err
+
+
+def test_validate_json_lists_the_warnings(tmp_path, capsys):
+    import json
+
+    path = job_file(tmp_path, PROPERTIES_WITH_TYPO, "typo.properties")
+    assert main(["validate", "--no-spark", "--json", str(path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert any("FLINK_WATERMARK_DELAY_MSS" in w for w in result["warnings"])
+
+
+def test_an_unknown_native_yaml_key_is_an_error_naming_the_closest_key(tmp_path, capsys):
+    path = job_file(tmp_path, BASE.replace("watermark_delay: 60s", "watermark_delya: 60s"))
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    assert "watermark_delya: unknown field (did you mean 'watermark_delay'?)" in capsys.readouterr().err
