@@ -221,3 +221,14 @@ def test_an_unknown_native_yaml_key_is_an_error_naming_the_closest_key(tmp_path,
     path = job_file(tmp_path, BASE.replace("watermark_delay: 60s", "watermark_delya: 60s"))
     assert main(["validate", "--no-spark", str(path)]) == 2
     assert "watermark_delya: unknown field (did you mean 'watermark_delay'?)" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_every_example_dagger_passes_both_sandbox_checks_and_spark_analysis(spark):
+    from dagger_runtime.validate import analyze
+
+    for path in sorted(EXAMPLES.iterdir()):
+        plan = plan_job(load_job(path))
+        columns = analyze(plan, spark)
+        # Spark resolved the query the sandbox let through to the columns the analyst named
+        assert [c["name"] for c in columns] == list(plan.query.output_columns), path

@@ -1,0 +1,23 @@
+"""The JVM decoder runs once per message, whatever filters the analyst's query puts on its output."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dagger_runtime.config import load_job
+from dagger_runtime.plan import plan_job
+from dagger_runtime.validate import analyze, checked_query
+
+pytestmark = pytest.mark.spark
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
+
+
+@pytest.mark.parametrize("example", ["completed_bookings_by_s2.yaml", "pings_before_completion.yaml"])
+def test_each_stream_is_decoded_by_one_call_in_the_physical_plan(spark, example):
+    plan = plan_job(load_job(EXAMPLES / example))
+    analyze(plan, spark)
+    physical = checked_query(spark, plan)._jdf.queryExecution().executedPlan().toString()
+    for stream in plan.streams:
+        # a filter pushed below the projection would carry its own call of the decoder
+        assert physical.count(f"__dagger_decode_{stream.table}(") == 1, physical
