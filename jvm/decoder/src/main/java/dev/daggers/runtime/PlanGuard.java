@@ -13,6 +13,7 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.catalyst.analysis.FunctionRegistry;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedFunction;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedGenerator;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
@@ -81,8 +82,7 @@ public final class PlanGuard {
           "MultiplyDTInterval", "DivideYMInterval", "DivideDTInterval", "UnaryMinus"),
       names(EXPR + "aggregate.", "AggregateExpression", "Complete$"),
       names(ANALYSIS, "UnresolvedAttribute", "UnresolvedStar", "UnresolvedAlias",
-          "UnresolvedExtractValue", "UnresolvedWindowExpression", "UnresolvedOrdinal",
-          "UnresolvedGenerator"));
+          "UnresolvedExtractValue", "UnresolvedWindowExpression", "UnresolvedOrdinal"));
 
   /** Classes built by functions that Spark registers through a builder rather than a class:
    *  function name -> the classes its builder makes. */
@@ -385,6 +385,15 @@ public final class PlanGuard {
           refuse("function " + name + "() is not allowed: call functions by their plain name");
         } else if (!functions.contains(lower(name)) && !udfs.contains(lower(name))) {
           refuse("function " + name + "() is not allowed in a dagger query");
+        }
+        children(e);
+        return;
+      }
+      if (e instanceof UnresolvedGenerator) {  // LATERAL VIEW name(...)
+        org.apache.spark.sql.catalyst.FunctionIdentifier id = ((UnresolvedGenerator) e).name();
+        if (id.database().isDefined() || id.catalog().isDefined() || !NAME.matcher(id.funcName()).matches()
+            || !functions.contains(lower(id.funcName()))) {
+          refuse("generator " + id.unquotedString() + "() is not allowed in a dagger query");
         }
         children(e);
         return;
