@@ -66,7 +66,7 @@ _JSON_CSV_VARIANT = _names("""
     schema_of_variant_agg to_variant_object try_variant_get variant_get
 """)
 # generators: in the SELECT list or LATERAL VIEW, never as a table in FROM
-GENERATORS = _names("""
+_GENERATORS = _names("""
     explode explode_outer inline inline_outer posexplode posexplode_outer stack json_tuple
     variant_explode variant_explode_outer
 """)
@@ -84,7 +84,7 @@ _WINDOW_FUNCTIONS = _names("cume_dist dense_rank lag lead nth_value ntile percen
 
 ALLOWED_SPARK_FUNCTIONS: frozenset[str] = (
     _OPERATORS | _MATH | _TYPES_AND_NULLS | _STRINGS | _TIME | _COLLECTIONS | _JSON_CSV_VARIANT
-    | GENERATORS | _AGGREGATES | _WINDOW_FUNCTIONS
+    | _GENERATORS | _AGGREGATES | _WINDOW_FUNCTIONS
 )
 
 # --- Spark built-ins a dagger may not call, each with the reason the analyst is told -------------
@@ -135,4 +135,4 @@ def classify(name: str) -> str | None:
     return REFUSED_SPARK_FUNCTIONS.get(key, "is not a function a dagger query may call")
 
 
-__all__ = ["ALLOWED_SPARK_FUNCTIONS", "GENERATORS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify"]
+__all__ = ["ALLOWED_SPARK_FUNCTIONS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify"]

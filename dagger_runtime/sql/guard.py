@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from . import allowlist, functions, windows
+from .dialect import FlinkSQL
 from .positions import locate, offset_to_line_col
 
 # The statement a dagger is: one query.
@@ -224,10 +226,6 @@ def explain_unparsable(sql: str) -> Refusal | None:
     """Constructs sqlglot cannot parse but Spark would run, named from the tokens so the analyst
     hears what was refused rather than "syntax error": Hive's script forms (MAP/REDUCE/TRANSFORM
     ... USING 'command') and the IDENTIFIER clause."""
-    from sqlglot.tokens import TokenType
-
-    from .dialect import FlinkSQL
-
     try:
         tokens = FlinkSQL().tokenize(sql)
     except Exception:  # noqa: BLE001 - the caller reports the syntax error itself

@@ -52,24 +52,27 @@ def parse(sql: str) -> exp.Expression:
         if "<class" in reason:  # sqlglot's internals are no help to an analyst
             reason = "unexpected syntax"
         near = first.get("highlight")
-        script = guard.explain_unparsable(text)
-        if script:
-            raise QueryError(f"refused: {script.what}", line=script.line, col=script.col, sql=text) from None
+        _refuse_unparsable(text)
         raise QueryError(f"syntax error: {reason}" + (f" near '{near}'" if near else ""),
                          line=first.get("line"), col=first.get("col"), sql=text) from None
     except TokenError as e:
         raise QueryError(f"syntax error: {e}") from None
     except (SqlglotError, ValueError, IndexError, KeyError, AttributeError, TypeError) as e:
         # the parser's own failures on odd input: still the analyst's syntax, never a traceback
-        script = guard.explain_unparsable(text)
-        if script:
-            raise QueryError(f"refused: {script.what}", line=script.line, col=script.col, sql=text) from None
+        _refuse_unparsable(text)
         raise QueryError(f"syntax error: the query cannot be parsed ({type(e).__name__})") from None
     except RecursionError:
         raise QueryError("syntax error: the query is nested too deeply") from None
     if len(statements) != 1:
         raise QueryError(f"a dagger runs exactly one SELECT query; found {len(statements)} statements")
     return statements[0]
+
+
+def _refuse_unparsable(text: str) -> None:
+    """A query sqlglot cannot parse but Spark would run is refused by name, not as a syntax error."""
+    refusal = guard.explain_unparsable(text)
+    if refusal:
+        raise QueryError(f"refused: {refusal.what}", line=refusal.line, col=refusal.col, sql=text) from None
 
 
 @contextmanager
