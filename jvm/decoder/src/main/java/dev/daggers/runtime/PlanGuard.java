@@ -25,6 +25,7 @@ import org.apache.spark.sql.catalyst.expressions.ScalaUDF;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedWith;
 import org.apache.spark.sql.catalyst.plans.logical.View;
+import org.apache.spark.sql.catalyst.plans.logical.WithWindowDefinition;
 import org.apache.spark.sql.classic.SparkSession;
 
 import scala.Tuple2;
@@ -363,6 +364,11 @@ public final class PlanGuard {
       }
       for (Expression e : CollectionConverters.asJava(p.expressions())) {
         expression(e);
+      }
+      if (p instanceof WithWindowDefinition) {  // WINDOW w AS (...): held in a map, not in expressions()
+        for (Expression e : CollectionConverters.asJava(((WithWindowDefinition) p).windowDefinitions()).values()) {
+          expression(e);
+        }
       }
       for (Object child : CollectionConverters.asJava(p.children())) {
         plan((LogicalPlan) child);
