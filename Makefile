@@ -9,13 +9,14 @@ MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars test test-fast test-infra plan infra-check demo protos bench clean help
+.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo protos bench clean help
 all: test
 
 help:
 	@echo "make test   - set up .venv and .jvm, then run the whole test suite"
 	@echo "make demo   - generate sample traffic and preview the sample daggers on it"
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
+	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
 	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
 	@echo "make infra-check    - validate every team spec and check CODEOWNERS is current"
@@ -49,10 +50,14 @@ $(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fe
 	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(DECODER_SRC)
 	@jar cf $@ -C $(JVM_DIR)/build .
 
-test: venv jars
+# the Debian packages of the servers the tests start (InfluxDB, VictoriaMetrics, PostgreSQL)
+servers: venv
+	@$(PY) -m lab.packages
+
+test: venv jars servers
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-test-fast: venv jars
+test-fast: venv jars servers
 	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)
 
 test-infra: venv
@@ -66,13 +71,13 @@ infra-check: venv
 	$(PY) -m infra.validate
 	$(PY) -m infra.codeowners --check
 
-demo: venv jars
+demo: venv jars servers
 	$(PY) -m dagger_runtime.demo
 
 protos: venv
 	$(PY) -m protos compile
 
-bench: venv jars
+bench: venv jars servers
 	$(PY) -m bench
 
 clean:

@@ -28,8 +28,10 @@ def cmd_validate(args) -> int:
     plan = _load_plan(args)
     columns = None
     if not args.no_spark:
+        from .sinks import check_sink
         from .validate import analyze
         columns = analyze(plan)
+        check_sink(plan.job, columns)
     job = plan.job
     info = {
         "job": job.name,
@@ -68,6 +70,15 @@ def cmd_preview(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from .run import RunOptions, run
+
+    plan = _load_plan(args)
+    options = RunOptions(checkpoint=args.checkpoint, available_now=args.available_now, master=args.master,
+                         log_path=args.log, metrics_port=args.metrics_port)
+    return run(plan, options)
+
+
 def _add_strict(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="treat the job file's warnings (unknown or ignored keys) as errors")
@@ -104,6 +115,29 @@ def build_parser() -> argparse.ArgumentParser:
                          "reason and bytes (base64), so nothing is lost")
     _add_strict(pv)
     pv.set_defaults(func=cmd_preview)
+
+    r = sub.add_parser("run", help="run the job on Kafka until stopped (or, with --available-now, over what "
+                                   "the topics hold)",
+                       description="Run the job as a Spark Structured Streaming query on its Kafka topics and "
+                                   "write each window once, when the watermark passes its end. Messages that "
+                                   "cannot become rows go to the dead-letter topic. Ctrl-C (SIGINT) or "
+                                   "SIGTERM finishes the current batch and stops; a restart resumes from "
+                                   "the checkpoint.")
+    r.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
+    r.add_argument("--checkpoint", metavar="DIR",
+                   help="where the job keeps its offsets and open windows (default: the job's "
+                        "checkpoint_location); keep it to resume where the job stopped")
+    r.add_argument("--available-now", action="store_true",
+                   help="process what the topics hold at start, write every window the watermark has "
+                        "passed, then exit 0 (backfills, CI)")
+    r.add_argument("--master", metavar="URL",
+                   help="Spark master, as spark-submit's --master (default: local[parallelism], or "
+                        "$DAGGER_SPARK_MASTER)")
+    r.add_argument("--log", metavar="FILE", help="append one JSON line per batch to FILE")
+    r.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus metrics on 127.0.0.1:PORT/metrics")
+    _add_strict(r)
+    r.set_defaults(func=cmd_run)
     return p
 
 

@@ -81,3 +81,19 @@ def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] =
     table = decoded.where(F.col("__d.error").isNull()).select("__d.message.*", F.col("__d.rowtime").alias(plan.rowtime))
     rejected = decoded.where(F.col("__d.error").isNotNull()).select(*keep, F.col("__d.error").alias("reason"))
     return table, rejected, decoded
+
+
+# the Kafka record's own columns, kept beside each message set aside so the dead-letter copy is exact
+KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
+
+
+def register_tables(spark, plan, raws: dict, *, keep: tuple[str, ...] = KAFKA_COLUMNS) -> dict:
+    """Decode each stream's raw records into its SQL table, with the job's watermark on rowtime,
+    and register it under the stream's table name. Returns each table's messages set aside."""
+    rejected = {}
+    delay = f"{plan.job.watermark_delay_ms} milliseconds"
+    for stream in plan.streams:
+        table, bad, _ = decode(spark, raws[stream.table], stream, plan.descriptor_set, keep=keep)
+        table.withWatermark(stream.rowtime, delay).createOrReplaceTempView(stream.table)
+        rejected[stream.table] = bad
+    return rejected

@@ -9,20 +9,91 @@ from .plan import JobPlan
 
 
 def analyze(plan: JobPlan, spark=None) -> list[dict]:
-    """Every check, over empty tables of the streams' schemas: nothing is read and nothing runs.
-    Returns the query's output columns. validate, preview and run all start here."""
+    """Every check, over the job's streams as `run` would read them (Spark's Kafka source is only
+    described, never connected): nothing is read and nothing runs. Returns the query's output
+    columns. validate, preview and run all start here."""
     from .session import build_session
-    from .streams import decode
-    from .udfs import register_all
 
     spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1)
-    register_all(spark)
-    for stream in plan.streams:
-        raw = spark.createDataFrame([], "value binary")
-        table, _, _ = decode(spark, raw, stream, plan.descriptor_set)
-        table.createOrReplaceTempView(stream.table)
-    schema = checked_query(spark, plan).schema
+    stream_tables(spark, plan)
+    schema = streaming_query(spark, plan).schema
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
+
+
+def stream_tables(spark, plan: JobPlan) -> dict:
+    """Register the UDFs and each stream's table over its Kafka topics; returns the messages set
+    aside per table (streaming DataFrames, not started)."""
+    from .source import read_kafka
+    from .streams import register_tables
+    from .udfs import register_all
+
+    register_all(spark)
+    raws = {s.table: read_kafka(spark, plan.job.streams[i]) for i, s in enumerate(plan.streams)}
+    return register_tables(spark, plan, raws)
+
+
+def streaming_query(spark, plan: JobPlan):
+    """checked_query over streaming tables, plus Spark's own check that the plan can run as a
+    stream whose results are appended once each (what `run` will start)."""
+    dataframe = checked_query(spark, plan)
+    check_streaming(spark, dataframe, plan.query)
+    return dataframe
+
+
+# Spark's UnsupportedOperationChecker messages (Spark 4.0), what they mean to the analyst, and the
+# SQL node to point at
+_STREAMING = (
+    ("Sorting is not supported", "Order",
+     "ORDER BY cannot run on a stream: each result row is written once, when its window closes; "
+     "sort where the results are read"),
+    ("without watermark", "Group",
+     "GROUP BY without a TUMBLE or HOP window on the rowtime never closes a group, so a stream would "
+     "never write its result; add TUMBLE(rowtime, INTERVAL '1' MINUTE) to the GROUP BY"),
+    ("Distinct aggregations are not supported", "Distinct",
+     "COUNT(DISTINCT ...) cannot run on a stream; use DistinctCount(x), dagger's exact distinct count"),
+    ("NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING", "Window",
+     "OVER (...) windows cannot run on a stream; aggregate per TUMBLE or HOP window instead"),
+    ("join between two streaming", "Join",
+     "a join of two streams needs a time bound between their rowtimes, e.g. "
+     "ON a.id = b.id AND b.rowtime BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime"),
+)
+
+
+def check_streaming(spark, dataframe, query) -> None:
+    """Spark's UnsupportedOperationChecker on the analysed streaming plan, in append mode, its
+    refusals said in the analyst's terms and pointed at in the analyst's SQL."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    from sqlglot import exp
+
+    from .sql.positions import locate
+
+    def refuse(kind, message):
+        node = next(query.tree.find_all(getattr(exp, kind)), None)
+        line, col = locate(query.source, node) if node is not None else (None, None)
+        return QueryError(message, line=line, col=col, sql=query.source)
+
+    # Spark runs LIMIT on a stream (the first N rows ever, then nothing): never what a dagger means
+    for kind in ("Limit", "Offset", "Fetch"):
+        if next(query.tree.find_all(getattr(exp, kind)), None) is not None:
+            raise refuse(kind, f"{kind.upper()} cannot run on a stream: a stream has no end to count "
+                               "rows from; filter or aggregate per window instead")
+    jvm = spark._jvm
+    plan = dataframe._jdf.queryExecution().analyzed()
+    try:
+        jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
+            plan, jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+    except (Py4JJavaError, PySparkException) as e:
+        text = (str(e.java_exception.getMessage() or e.java_exception.toString())
+                if isinstance(e, Py4JJavaError) else str(e))
+        if "without watermark" in text and next(query.tree.find_all(exp.Group), None) is None:
+            raise refuse("Distinct", "SELECT DISTINCT on a stream keeps every value it has ever seen and "
+                                     "never writes a result; GROUP BY a TUMBLE window instead") from None
+        for needle, kind, message in _STREAMING:
+            if needle in text:
+                raise refuse(kind, message) from None
+        first = text.splitlines()[0].split(";;")[0]
+        raise QueryError(f"cannot run on a stream: {first}", sql=query.source) from None
 
 
 def checked_query(spark, plan: JobPlan):

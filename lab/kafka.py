@@ -54,11 +54,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import deque
 from pathlib import Path
 from typing import Mapping
 
 from dagger_runtime.jvm import jvm_dir
+from lab.process import die_with_parent as _die_with_parent
+from lab.process import free_ports as _free_ports
+from lab.process import port_accepts as _port_accepts
+from lab.process import tail as _tail
 
 __all__ = [
     "KafkaBroker",
@@ -152,38 +155,8 @@ def _cleanup_at_exit() -> None:
 atexit.register(_cleanup_at_exit)
 
 
-def _die_with_parent():
-    """preexec_fn: the kernel SIGKILLs the JVM when this process dies (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # parent already gone
-            os._exit(1)
-
-    return preexec
 
 
-def _free_ports(count: int) -> list[int]:
-    socks, ports = [], []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def _port_is_free(port: int) -> bool:
@@ -196,12 +169,6 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _port_accepts(port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _random_cluster_id() -> str:
@@ -212,12 +179,6 @@ def _random_cluster_id() -> str:
             return cid
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            return "".join(deque(f, maxlen=lines))
-    except OSError:
-        return ""
 
 
 def _pid_alive(pid: int) -> bool:

@@ -26,3 +26,16 @@ def spark():
     register_all(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def influxdb(tmp_path_factory):
+    """A real InfluxDB 1.x (Debian's influxdb) on a free loopback port."""
+    from lab.influxdb import InfluxDB
+
+    server = InfluxDB(tmp_path_factory.mktemp("influxdb"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -283,6 +283,18 @@ def stencil_url(value: str) -> str:
     return value
 
 
+def checkpoint_location(value: str) -> str:
+    """A directory for Spark's checkpoints: a local path, file://, or gs://bucket/path in the cloud.
+    Other schemes would hand the job's state to a file system nobody provisioned for it."""
+    value = value.strip()
+    if any(ord(c) < 32 for c in value):
+        raise ValueError(f"a checkpoint location has no control characters, got {show(value)}")
+    if re.fullmatch(r"(file:/|gs://[a-z0-9][a-z0-9._-]{1,220}(/|$))\S*", value) or (
+            value and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)):
+        return value
+    raise ValueError(f"expected a local directory, a file:// URL or gs://bucket/path, got {show(value)}")
+
+
 def parse_duration_ms(value: Any) -> int:
     """'500ms', '60s', '5m', '1h30m', '1d' -> milliseconds; a bare number is refused (which unit?)."""
     if isinstance(value, bool) or isinstance(value, (int, float)):

@@ -136,6 +136,9 @@ class KafkaSourceSpec(_Spec):
     group_id: OptionalText = None
     auto_offset_reset: Annotated[Literal["latest", "earliest"], BeforeValidator(_lower)] = DEFAULT_AUTO_OFFSET_RESET
     auto_commit: Bool = False
+    # at most this many messages per micro-batch over all of the stream's partitions (Spark's
+    # maxOffsetsPerTrigger); None reads everything new at each batch
+    max_messages_per_batch: PositiveInt | None = None
     # Further consumer settings under Kafka's own names (security.protocol, sasl.mechanism, ssl.*);
     # the secret ones (passwords, sasl.jaas.config) live in client_secrets.
     client: dict[ClientKey, str] = Field(default_factory=dict)
@@ -213,6 +216,10 @@ class InfluxSinkSpec(_Spec):
     db_name: Text
     measurement_name: Text
     retention_policy: OptionalText = None  # None: the database's default policy
+    # v1: line protocol on /write (InfluxDB 1.x, as dagger); v2: the v2 write API (InfluxDB 2.x,
+    # 1.8+, VictoriaMetrics), with db_name[/retention_policy] as the bucket
+    api: Annotated[Literal["v1", "v2"], BeforeValidator(_lower)] = "v1"
+    org: OptionalText = None  # v2 only
     batch_size: NonNegativeInt = 0  # dagger's default; 0 = no limit per write
     flush_duration_ms: NonNegativeInt = 0
 
@@ -256,7 +263,8 @@ class PostgresSinkSpec(_Spec):
     table: Annotated[str, AfterValidator(_checks.qualified_identifier)]
     user: OptionalText = None
     password: OptionalSecret = None
-    key_columns: Annotated[tuple[SqlIdentifier, ...], AfterValidator(_key_columns)]
+    # the upsert key; default: window_timestamp and the tag_*/label_* columns
+    key_columns: Annotated[tuple[SqlIdentifier, ...], AfterValidator(_key_columns)] | None = None
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> PostgresSinkSpec:
@@ -300,6 +308,12 @@ with warnings.catch_warnings():
         idle_state_retention_minutes: NonNegativeInt = DEFAULT_IDLE_STATE_RETENTION_MINUTES
         schema: SchemaSpec = SchemaSpec()
         sink: SinkSpec
+        # where `run` keeps its progress (Kafka offsets, open windows): a local path or gs://...;
+        # `run --checkpoint` overrides it
+        checkpoint_location: Annotated[str, AfterValidator(_checks.checkpoint_location)] | None = None
+        # messages that cannot become rows go here, on their stream's own Kafka cluster
+        # (default: "<name>-dlq")
+        dead_letter_topic: Topic | None = None
         origin: Literal["yaml", "dagger-properties"] = "yaml"
         source_path: str | None = None
         # Things worth knowing that did not stop the load (unknown or ignored keys, ...).
@@ -309,6 +323,10 @@ with warnings.catch_warnings():
         def _rules(self, info: ValidationInfo) -> JobSpec:
             self._check_own_rules(info, rules.job_rules(self.model_dump()))
             return self
+
+        @property
+        def dlq_topic(self) -> str:
+            return self.dead_letter_topic or f"{self.name}-dlq"
 
         @property
         def tables(self) -> tuple[str, ...]:

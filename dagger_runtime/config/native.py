@@ -21,6 +21,7 @@ required)::
           group_id: dagger-completed-bookings
           auto_offset_reset: latest     # or earliest
           auto_commit: false
+          max_messages_per_batch: 200000  # default: everything new at each micro-batch
           client:                       # any further consumer setting, in Kafka's names
             security.protocol: SASL_SSL
             sasl.mechanism: SCRAM-SHA-512
@@ -43,6 +44,8 @@ required)::
     checkpoint_interval: 30s
     idle_state_retention: 10m           # whole minutes
     parallelism: 2
+    checkpoint_location: gs://team-checkpoints/completed-bookings   # or a local path
+    dead_letter_topic: completed-bookings-dlq   # default: <name>-dlq
 
     schema:
       version: 4957b56c57da625e         # pin a descriptor set of protos/descriptors (>= 8 hex digits)
@@ -62,6 +65,8 @@ required)::
         db_name: daggers
         measurement_name: completed_bookings
         retention_policy: autogen       # default: the database's default policy
+        api: v1                         # v1 (/write, InfluxDB 1.x) or v2 (the v2 write API)
+        # org: my-org                   # v2 only
         batch_size: 0
         flush_duration: 0ms
       # kafka:    {brokers: 127.0.0.1:9092, topic: completed-bookings, data_type: PROTO,
@@ -120,6 +125,8 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         **_durations("checkpoint_interval", "checkpoint_interval_ms"),
         **_durations("idle_state_retention", "idle_state_retention_minutes", minutes=True),
         "parallelism": _Key("parallelism"),
+        "checkpoint_location": _Key("checkpoint_location"),
+        "dead_letter_topic": _Key("dead_letter_topic"),
         "schema": _Key("schema", "section:schema"),
         "sink": _Key("sink", "section:sink"),
     },
@@ -140,6 +147,7 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "group_id": _Key("group_id"),
         "auto_offset_reset": _Key("auto_offset_reset"),
         "auto_commit": _Key("auto_commit"),
+        "max_messages_per_batch": _Key("max_messages_per_batch"),
         "client": _Key("client", "client"),
     },
     "schema": {
@@ -164,6 +172,8 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "db_name": _Key("db_name"),
         "measurement_name": _Key("measurement_name"),
         "retention_policy": _Key("retention_policy"),
+        "api": _Key("api"),
+        "org": _Key("org"),
         "batch_size": _Key("batch_size"),
         **_durations("flush_duration", "flush_duration_ms"),
     },

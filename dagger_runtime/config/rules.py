@@ -99,8 +99,11 @@ def schema_rules(node: Any) -> list[Issue]:
 
 def influx_rules(node: Any) -> list[Issue]:
     node = _map(node)
-    if node.get("password") is not None and not node.get("username"):
-        return [(("password",), "a password is given but no username")]
+    v2 = str(node.get("api") or "v1").strip().lower() == "v2"
+    if node.get("password") is not None and not node.get("username") and not v2:
+        return [(("password",), "a password is given but no username (with api: v2 it may be a token alone)")]
+    if node.get("org") is not None and not v2:
+        return [(("org",), "is for api: v2 only")]
     return []
 
 

@@ -1,0 +1,207 @@
+"""RUN: a dagger as a Spark Structured Streaming query on Kafka, until stopped.
+
+One streaming query carries both outputs of each micro-batch: the analyst's results (append
+mode: a window is written once, when the watermark passes its end) and the messages set aside.
+`foreachBatch` stores the dead letters, then the results, and returns only when both are stored;
+only then does Spark commit the batch in the checkpoint. A batch that fails half-way is replayed
+with the same id from the same offsets, and the sinks overwrite by window and tags, so nothing is
+lost and nothing is counted twice.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+
+from .errors import DaggerError
+from .plan import JobPlan
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    checkpoint: str | None = None       # overrides the job's checkpoint_location
+    available_now: bool = False         # read what the topics hold now, then stop
+    master: str | None = None           # spark://host:port; default local[parallelism]
+    log_path: str | None = None         # one JSON line per batch
+    metrics_port: int | None = None     # serve /metrics for Prometheus
+    sink_retry_s: float = 600.0         # how long a sink write is retried before the job fails
+
+
+def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
+    location = options.checkpoint or plan.job.checkpoint_location
+    if not location:
+        raise DaggerError("run needs a checkpoint location, where the job keeps its Kafka offsets and "
+                          "open windows: pass --checkpoint DIR or set checkpoint_location in the job")
+    return location
+
+
+def pack(results, rejected: dict):
+    """One stream of both outputs: `row` holds a result row, `bad` a message set aside (with its
+    table), the other column NULL."""
+    from pyspark.sql import functions as F
+
+    out = results.select(F.struct(*[F.col(f"`{c}`") for c in results.columns]).alias("row"))
+    for table, bad in rejected.items():
+        packed = bad.select(F.struct(F.lit(table).alias("table"), *bad.columns).alias("bad"))
+        out = out.unionByName(packed, allowMissingColumns=True)
+    return out
+
+
+class BatchWriter:
+    """foreachBatch: dead letters first, then results; returns when both are stored."""
+
+    def __init__(self, plan: JobPlan, sink, counters):
+        self.plan = plan
+        self.sink = sink
+        self.counters = counters
+        self.streams = {s.table: plan.job.streams[i] for i, s in enumerate(plan.streams)}
+
+    def __call__(self, batch, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from . import dead_letters
+
+        batch.persist()
+        try:
+            bad = batch.where(F.col("bad").isNotNull()).select("bad.*")
+            counts = bad.groupBy("table", dead_letters.kind_of(F.col("reason")).alias("kind")).count().collect()
+            for table in {r["table"] for r in counts}:
+                stream = self.streams[table]
+                records = dead_letters.records(bad.where(F.col("table") == table), self.plan.job.dlq_topic,
+                                               self.plan.job.name)
+                writer = records.write.format("kafka")
+                for key, value in dead_letters.producer_options(stream).items():
+                    writer = writer.option(key, value)
+                writer.save()
+            rows = batch.where(F.col("row").isNotNull()).select("row.*")
+            written = self.sink.write(rows, batch_id)
+        finally:
+            batch.unpersist()
+        self.counters.batch_done(batch_id, written, {(r["table"], r["kind"]): r["count"] for r in counts})
+
+
+def build_query(plan: JobPlan, spark, sink_factory=None):
+    """Everything `run` starts, checked: the stream tables, the analyst's query (both sandbox
+    checks, Spark's analysis and streaming checks), the sink against its output columns."""
+    from .sinks import create_sink
+    from .validate import stream_tables, streaming_query
+
+    rejected = stream_tables(spark, plan)
+    results = streaming_query(spark, plan)
+    columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
+    sink = (sink_factory or create_sink)(plan.job, columns)
+    return pack(results, rejected), sink
+
+
+@dataclass
+class Running:
+    query: object
+    sink: object
+    counters: object
+    listener: object
+
+
+def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
+    """Start the job's streaming query."""
+    from . import dead_letters
+    from .progress import Counters, ProgressListener
+    from .session import build_session
+
+    checkpoint = checkpoint_of(plan, options)
+    if spark is None:
+        spark = build_session(f"dagger-{plan.job.name}", master=options.master,
+                              parallelism=plan.job.parallelism)
+    packed, sink = build_query(plan, spark, sink_factory)
+    for i, stream in enumerate(plan.job.streams):
+        done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
+        if done == "created":
+            print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "
+                  f"{stream.kafka.bootstrap_servers}", file=out)
+    counters = Counters(plan.job.name, scans=_scans_per_source(packed, len(plan.streams)))
+    listener = ProgressListener(counters, out=out, log_path=options.log_path)
+    spark.streams.addListener(listener)
+    writer = (packed.writeStream.queryName(_query_name(plan.job.name)).outputMode("append")
+              .option("checkpointLocation", checkpoint)
+              .foreachBatch(BatchWriter(plan, sink, counters)))
+    writer = writer.trigger(availableNow=True) if options.available_now else writer
+    query = writer.start()
+    counters.query_id = str(query.id)
+    if options.metrics_port:
+        from .metrics import serve
+        serve(options.metrics_port, plan.job.name, counters, sink, listener)
+        print(f"run: metrics on http://127.0.0.1:{options.metrics_port}/metrics", file=out)
+    return Running(query, sink, counters, listener)
+
+
+def _scans_per_source(packed, streams: int) -> float:
+    leaves = packed._jdf.queryExecution().analyzed().collectLeaves()
+    kafka = sum(1 for i in range(leaves.size()) if leaves.apply(i).getClass().getSimpleName() == "StreamingRelationV2")
+    return max(kafka / max(streams, 1), 1.0)
+
+
+def _query_name(job_name: str) -> str:
+    return "dagger_" + "".join(c if c.isalnum() else "_" for c in job_name)
+
+
+def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_factory=None) -> int:
+    """Run until stopped (SIGINT/SIGTERM: the current batch finishes, then the job stops), or with
+    available_now until the topics' current content is processed. Returns the exit code."""
+    from .source import describe
+
+    running = start(plan, options, spark, sink_factory=sink_factory, out=out)
+    query, sink, counters = running.query, running.sink, running.counters
+    for stream, spec in zip(plan.streams, plan.job.streams):
+        print(f"run: {stream.table} <- {describe(spec)}", file=out)
+    print(f"run: sink {sink.describe()}; dead letters to {plan.job.dlq_topic}; checkpoint "
+          f"{checkpoint_of(plan, options)}", file=out, flush=True)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):  # noqa: ARG001
+        stop.set()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        while query.isActive and not stop.is_set():
+            query.awaitTermination(0.5)
+        if stop.is_set() and query.isActive:
+            print("run: stopping after the current batch", file=out, flush=True)
+            query.stop()
+        failure = query.exception()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _detach(running)
+        sink.close()
+    print(f"run: {counters.summary()}", file=out, flush=True)
+    if failure is not None:
+        raise DaggerError(f"the job stopped with an error: {_failure_text(failure)}")
+    return 0
+
+
+def _detach(running: Running) -> None:
+    """Stop listening before the driver goes away (Spark would call back into a closed Python
+    process), and report the last batch, whose progress event may not have arrived yet."""
+    import json
+
+    query, listener = running.query, running.listener
+    try:
+        query.sparkSession.streams.removeListener(listener)
+    except Exception:  # noqa: BLE001 - the session may already be gone
+        pass
+    last = query.lastProgress
+    if last:
+        listener.report(last if isinstance(last, dict) else json.loads(last.json))
+
+
+def _failure_text(failure) -> str:
+    text = str(failure.desc if hasattr(failure, "desc") else failure)
+    lines = [line for line in text.splitlines() if line.strip()]
+    # the Python error raised in foreachBatch is the useful part of Spark's long message
+    for line in lines:
+        if line.startswith(("dagger_runtime.", "SinkError", "DaggerError")) or "SinkError:" in line:
+            return line.strip()
+    return lines[0] if lines else "unknown error"

@@ -1,0 +1,179 @@
+"""`postgres`: result rows upserted into a table, keyed by the window and the tag/label columns
+(or the job's key_columns), so a replayed batch overwrites its rows. The table is created from the
+query's output columns when it does not exist."""
+from __future__ import annotations
+
+import json
+import re
+
+from ..errors import DaggerError
+from .base import WINDOW_COLUMN, Sink, collect
+
+_SIMPLE = {"string": "TEXT", "int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "SMALLINT",
+           "double": "DOUBLE PRECISION", "float": "REAL", "boolean": "BOOLEAN", "timestamp": "TIMESTAMPTZ",
+           "timestamp_ntz": "TIMESTAMP", "date": "DATE", "binary": "BYTEA"}
+
+
+def column_type(spark_type: str) -> str:
+    """PostgreSQL's type for a Spark SQL type (simpleString); nested values are stored as JSONB."""
+    if spark_type in _SIMPLE:
+        return _SIMPLE[spark_type]
+    decimal = re.fullmatch(r"decimal\((\d+),(\d+)\)", spark_type)
+    if decimal:
+        return f"NUMERIC({decimal.group(1)},{decimal.group(2)})"
+    return "JSONB"
+
+
+def key_columns(spec, names: list[str]) -> list[str]:
+    if spec.key_columns:
+        return list(spec.key_columns)
+    return [n for n in names if n == WINDOW_COLUMN or n.startswith(("tag_", "label_"))]
+
+
+def upsert_statement(table: str, names: list[str], keys: list[str]):
+    """INSERT ... ON CONFLICT (keys) DO UPDATE, every identifier quoted by psycopg (pure)."""
+    from psycopg import sql
+
+    others = [n for n in names if n not in keys]
+    update = (sql.SQL("DO UPDATE SET {}").format(sql.SQL(", ").join(
+        sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(n), sql.Identifier(n)) for n in others))
+        if others else sql.SQL("DO NOTHING"))
+    return sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) {}").format(
+        _table(table), sql.SQL(", ").join(map(sql.Identifier, names)),
+        sql.SQL(", ").join(sql.Placeholder() * len(names)),
+        sql.SQL(", ").join(map(sql.Identifier, keys)), update)
+
+
+def create_statement(table: str, columns: list[dict], keys: list[str]):
+    from psycopg import sql
+
+    defs = [sql.SQL("{} {}").format(sql.Identifier(c["name"]), sql.SQL(column_type(c["type"])))
+            for c in columns]
+    return sql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))").format(
+        _table(table), sql.SQL(", ").join(defs), sql.SQL(", ").join(map(sql.Identifier, keys)))
+
+
+def _table(table: str):
+    from psycopg import sql
+
+    return sql.Identifier(*table.split("."))
+
+
+class _Refused(Exception):
+    """PostgreSQL refused the data or the table: retrying would not help."""
+
+
+class PostgresSink(Sink):
+    kind = "postgres"
+    permanent = (_Refused,)
+
+    def __init__(self, job, columns, **kwargs):
+        super().__init__(job, columns, **kwargs)
+        self.spec = job.sink.postgres
+        self.names = [c["name"] for c in columns]
+        self.keys = key_columns(self.spec, self.names)
+        self.json_columns = {c["name"] for c in columns if column_type(c["type"]) == "JSONB"}
+        self._conn = None
+        self._ready = False
+
+    @classmethod
+    def check(cls, spec, columns):
+        spec = spec.postgres
+        names = [c["name"] for c in columns]
+        keys = key_columns(spec, names)
+        if not keys:
+            raise DaggerError("sink postgres: no key to upsert by: the query has no window_timestamp, tag_* or "
+                              "label_* column; name the key with key_columns")
+        unknown = [k for k in keys if k not in names]
+        if unknown:
+            raise DaggerError(f"sink postgres: key_columns {', '.join(unknown)} are not output columns of the "
+                              f"query (its columns: {', '.join(names)})")
+        seen = set()
+        for name in names:
+            if name.lower() in seen:
+                raise DaggerError(f"sink postgres: two output columns are both named {name!r} (ignoring case)")
+            seen.add(name.lower())
+
+    def describe(self) -> str:
+        return f"postgres {self.spec.url} table {self.spec.table} (upsert by {', '.join(self.keys)})"
+
+    def _connect(self):
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            password = self.spec.password.get_secret_value() if self.spec.password else None
+            self._conn = psycopg.connect(self.spec.url, user=self.spec.user, password=password, connect_timeout=10)
+            self._ready = False
+        if not self._ready:
+            self._prepare(self._conn)
+            self._ready = True
+        return self._conn
+
+    def _prepare(self, conn) -> None:
+        """Create the table when missing; refuse one that lacks our columns or our key."""
+        with conn.transaction():
+            conn.execute(create_statement(self.spec.table, self.columns, self.keys))
+        schema, _, name = self.spec.table.rpartition(".")
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+            " AND table_schema = COALESCE(NULLIF(%s, ''), current_schema())", (name, schema)).fetchall()
+        conn.commit()
+        existing = {r[0] for r in rows}
+        missing = [n for n in self.names if n not in existing]
+        if missing:
+            raise _Refused(f"table {self.spec.table} exists without the columns {', '.join(missing)}")
+
+    def write(self, dataframe, batch_id: int) -> int:
+        result = collect(dataframe)
+        rows = [self._values(row) for row in result.rows]
+        if rows:
+            statement = upsert_statement(self.spec.table, self.names, self.keys)
+            self._retry(f"batch {batch_id}", lambda: self._upsert(statement, rows))
+        self.stats.rows += len(rows)
+        self.stats.batches += 1
+        return len(rows)
+
+    def _values(self, row: tuple) -> tuple:
+        from psycopg.types.json import Jsonb
+
+        out = []
+        for name, value in zip(self.names, row):
+            if name in self.json_columns and value is not None:
+                value = Jsonb(_plain(value))
+            out.append(value)
+        return tuple(out)
+
+    def _upsert(self, statement, rows) -> None:
+        import psycopg
+
+        try:
+            conn = self._connect()
+            with conn.transaction():
+                with conn.cursor() as cur:
+                    cur.executemany(statement, rows)
+        except (psycopg.errors.DataError, psycopg.errors.IntegrityError, psycopg.errors.SyntaxError,
+                psycopg.errors.UndefinedColumn, psycopg.errors.InsufficientPrivilege) as e:
+            raise _Refused(f"PostgreSQL refused the rows: {e}") from None
+        except psycopg.Error:
+            if self._conn is not None:
+                self._conn.close()
+            raise
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+
+def _plain(value):
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,52 @@
+"""A stream's Kafka topics as Spark's Kafka source: the job's settings under Spark's option names."""
+from __future__ import annotations
+
+from .errors import DaggerError
+
+
+def kafka_source_options(stream) -> dict[str, str]:
+    """Spark Kafka source options for a StreamSpec (pure; secrets revealed, never log the result).
+
+    Spark tracks offsets in the checkpoint and commits nothing to Kafka, so the job's consumer
+    group becomes the prefix of the group ids Spark generates (it names the job on the broker's
+    group list), and auto_offset_reset only decides where a job with no checkpoint starts.
+    """
+    kafka = stream.kafka
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers,
+               "startingOffsets": kafka.auto_offset_reset}
+    if stream.topic_pattern:
+        options["subscribePattern"] = stream.topic_pattern
+    else:
+        options["subscribe"] = ",".join(stream.topics)
+    if kafka.group_id:
+        options["groupIdPrefix"] = kafka.group_id
+    if kafka.max_messages_per_batch:
+        options["maxOffsetsPerTrigger"] = str(kafka.max_messages_per_batch)
+    client = dict(kafka.client)
+    client.update({k: v.get_secret_value() for k, v in kafka.client_secrets.items()})
+    for key, value in client.items():
+        options[f"kafka.{key}"] = value
+    return options
+
+
+def describe(stream) -> str:
+    """Where a stream reads from, for people (no secrets)."""
+    what = f"pattern {stream.topic_pattern}" if stream.topic_pattern else ", ".join(stream.topics)
+    return f"{what} on {stream.kafka.bootstrap_servers}"
+
+
+def read_kafka(spark, stream):
+    """The stream's raw Kafka records (key, value, topic, partition, offset, timestamp) as a
+    streaming DataFrame. Nothing connects to Kafka until a query starts."""
+    from pyspark.errors import IllegalArgumentException
+
+    if not stream.topics and not stream.topic_pattern:
+        raise DaggerError(f"stream {stream.table}: no topics to read (set topics or topic_pattern)")
+    reader = spark.readStream.format("kafka")
+    for key, value in kafka_source_options(stream).items():
+        reader = reader.option(key, value)
+    try:
+        return reader.load()
+    except IllegalArgumentException as e:  # Spark refuses some consumer settings by name
+        raise DaggerError(f"stream {stream.table}: Spark's Kafka source refused a setting: "
+                          f"{str(e).splitlines()[0]}") from None
