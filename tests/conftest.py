@@ -39,3 +39,29 @@ def influxdb(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def victoria_metrics(tmp_path_factory):
+    """A real VictoriaMetrics: a server of InfluxDB's v2 write API."""
+    from lab.victoriametrics import VictoriaMetrics
+
+    server = VictoriaMetrics(tmp_path_factory.mktemp("victoria-metrics"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL (Debian's) on a free loopback port, password authentication over TCP."""
+    from lab.postgres import Postgres
+
+    server = Postgres()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

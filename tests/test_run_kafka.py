@@ -1,6 +1,6 @@
-"""`dagger run` on a real Kafka: the seeds' surge query end to end into real sinks, with corrupt
-messages, tombstones and messages without event time among the traffic. Every expectation is
-computed independently from the produced events (plain Python and s2sphere)."""
+"""`dagger run` on a real Kafka: the seeds' surge query end to end into each real sink, with
+corrupt messages, tombstones and messages without event time among the traffic. Every
+expectation is computed independently from the produced events (plain Python and s2sphere)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e]
 
 DELAY_S = 60      # the example's watermark_delay
 WINDOW_S = 60
+TOPICS = ["surge-GO_RIDE-booking-log", "surge-GO_CAR-booking-log"]
 
 
 def closed_windows_expected(events):
@@ -41,57 +42,102 @@ def bad_records(dset):
 
 
 @pytest.fixture(scope="module")
-def dset():
-    return registry.load()
-
-
-def test_surge_query_on_kafka_writes_exactly_the_closed_windows_to_influxdb_and_bad_messages_to_the_dlq(
-        kafka_broker, influxdb, dset, tmp_path):
-    topics = ["t1-GO_RIDE-booking-log", "t1-GO_CAR-booking-log"]
-    for topic in topics:
+def surge(kafka_broker):
+    """Six minutes of bookings on two topics of two partitions, bad records among them."""
+    dset = registry.load()
+    for topic in TOPICS:
         kafka_broker.create_topic(topic, partitions=2)
     events = traffic.bookings(3000, minutes=6, seed=11)
-    produced = produce(kafka_broker, topics, events, dset.message_class(traffic.BOOKING), bad=bad_records(dset))
-    influxdb.create_database("surge_t1")
-    job = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker,
-                   sink={"type": "influx", "influx": {"url": influxdb.url, "db_name": "surge_t1",
-                                                      "measurement_name": "completed_bookings"}},
-                   name="surge-t1")
-    (tmp_path / "job.yaml").write_text(job.read_text().replace("GO_RIDE-booking-log", topics[0])
-                                       .replace("GO_CAR-booking-log", topics[1]))
-    result = run_cli("run", str(tmp_path / "job.yaml"), "--available-now", "--checkpoint", str(tmp_path / "ck"),
-                     "--log", str(tmp_path / "progress.jsonl"))
+    return produce(kafka_broker, TOPICS, events, dset.message_class(traffic.BOOKING), bad=bad_records(dset))
+
+
+def surge_job(tmp_path, kafka_broker, name, sink):
+    path = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink=sink, name=name)
+    path.write_text(path.read_text().replace("- GO_RIDE-booking-log", f"- {TOPICS[0]}")
+                    .replace("- GO_CAR-booking-log", f"- {TOPICS[1]}"))
+    return path
+
+
+def run_surge(tmp_path, kafka_broker, surge, name, sink, env=None):
+    job = surge_job(tmp_path, kafka_broker, name, sink)
+    result = run_cli("run", str(job), "--available-now", "--checkpoint", str(tmp_path / "ck"),
+                     "--log", str(tmp_path / "progress.jsonl"), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert_dead_letters(kafka_broker, f"{name}-dlq", name, surge.bad)
+    lines = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
+    # one JSON line per batch; every message counted once; the summary names the dead letters
+    assert sum(line["input_rows"] for line in lines) == len(surge.events) + len(surge.bad)
+    assert lines[-1]["rows_written_total"] == len(closed_windows_expected(surge.events))
+    assert lines[-1]["dead_letters_total"] == len(surge.bad)
+    assert lines[-1]["lag"] == 0
+    assert "dead letters: 1 no_event_time, 2 tombstone, 2 unparsable" in result.stderr
+    return result
 
-    # InfluxDB holds exactly the expected points, read back with InfluxQL as a dashboard would
-    series = influxdb.query("SELECT * FROM completed_bookings", db="surge_t1")
-    assert len(series) == 1
-    columns = series[0]["columns"]
-    assert columns == ["time", "num_of_bookings", "tag_city_id", "tag_s2id", "tag_vehicle_type"]
-    got = {(dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc), int(city), s2, vehicle): n
-           for t, n, city, s2, vehicle in series[0]["values"]}
-    want = closed_windows_expected(events)
-    assert len(want) > 100
-    assert got == want
 
-    # the dead-letter topic holds each bad message once, untouched, with where it came from and why
-    records = consume_all(kafka_broker, "surge-t1-dlq", expected=len(produced.bad))
-    assert len(records) == len(produced.bad)
+def assert_dead_letters(kafka_broker, topic, job, bad):
+    """The dead-letter topic holds each bad message once, untouched, with where it came from and why."""
+    records = consume_all(kafka_broker, topic, expected=len(bad))
+    assert len(records) == len(bad)
     seen = {}
     for record in records:
         headers = {k: v.decode() for k, v in record.headers}
         where = (headers["dagger.errors.topic"], int(headers["dagger.errors.partition"]),
                  int(headers["dagger.errors.offset"]))
         seen[where] = {"key": record.key, "value": record.value, "kind": headers["dagger.errors.kind"]}
-        assert headers["dagger.errors.job"] == "surge-t1"
+        assert headers["dagger.errors.job"] == job
         assert headers["dagger.errors.reason"]
         assert int(headers["dagger.errors.timestamp"]) > 0
-    assert seen == produced.bad
+    assert seen == bad
 
-    # progress: one JSON line per batch; every message counted once; the summary names the dead letters
-    lines = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
-    assert sum(line["input_rows"] for line in lines) == len(events) + len(produced.bad)
-    assert lines[-1]["rows_written_total"] == len(want)
-    assert lines[-1]["dead_letters_total"] == len(produced.bad)
-    assert lines[-1]["lag"] == 0
-    assert "dead letters: 1 no_event_time, 2 tombstone, 2 unparsable" in result.stderr
+
+def utc_ms(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+
+
+def test_influxdb_1x_holds_exactly_the_closed_windows_read_back_with_influxql(kafka_broker, influxdb, surge,
+                                                                            tmp_path):
+    influxdb.create_database("surge")
+    run_surge(tmp_path, kafka_broker, surge, "surge-influx",
+              {"type": "influx", "influx": {"url": influxdb.url, "db_name": "surge",
+                                            "measurement_name": "completed_bookings"}})
+    series = influxdb.query("SELECT * FROM completed_bookings", db="surge")
+    assert len(series) == 1
+    assert series[0]["columns"] == ["time", "num_of_bookings", "tag_city_id", "tag_s2id", "tag_vehicle_type"]
+    got = {(utc_ms(t), int(city), s2, vehicle): n for t, n, city, s2, vehicle in series[0]["values"]}
+    want = closed_windows_expected(surge.events)
+    assert len(want) > 100
+    assert got == want
+
+
+def test_a_v2_write_api_server_holds_exactly_the_closed_windows(kafka_broker, victoria_metrics, surge, tmp_path):
+    run_surge(tmp_path, kafka_broker, surge, "surge-v2",
+              {"type": "influx", "influx": {"url": victoria_metrics.url, "api": "v2", "db_name": "surge",
+                                            "password": "${V2_TOKEN}", "measurement_name": "completed_bookings"}},
+              env={"V2_TOKEN": "not-checked-by-victoria-metrics"})
+    got = {}
+    for series in victoria_metrics.export('{__name__="completed_bookings_num_of_bookings"}'):
+        labels = series["metric"]
+        for t, n in zip(series["timestamps"], series["values"]):
+            key = (utc_ms(t), int(labels["tag_city_id"]), labels["tag_s2id"], labels["tag_vehicle_type"])
+            assert key not in got
+            got[key] = int(n)
+    assert got == closed_windows_expected(surge.events)
+
+
+def test_postgres_holds_exactly_the_closed_windows_in_a_table_it_created(kafka_broker, postgres, surge, tmp_path):
+    postgres.create_database("surge")
+    sink = {"type": "postgres", "postgres": {"url": f"postgresql://127.0.0.1:{postgres.port}/surge",
+                                             "table": "public.completed_bookings", "user": "dagger_admin",
+                                             "password": "${PG_PASSWORD}"}}
+    result = run_surge(tmp_path, kafka_broker, surge, "surge-pg", sink, env={"PG_PASSWORD": postgres.password})
+    assert postgres.password not in result.stderr + result.stdout
+    with postgres.connect("surge") as conn:
+        rows = conn.execute("SELECT window_timestamp, tag_city_id, tag_s2id, tag_vehicle_type, num_of_bookings "
+                            "FROM completed_bookings").fetchall()
+        key = conn.execute("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                           "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'completed_bookings'::regclass "
+                           "AND i.indisprimary").fetchall()
+    got = {(w, city, s2, vehicle): n for w, city, s2, vehicle, n in rows}
+    assert len(got) == len(rows)
+    assert got == closed_windows_expected(surge.events)
+    assert {k[0] for k in key} == {"window_timestamp", "tag_city_id", "tag_s2id", "tag_vehicle_type"}
