@@ -83,3 +83,36 @@ def consume_all(broker, topic: str, expected: int, timeout_s: float = 30) -> lis
         records.extend(batch)
     consumer.close()
     return records
+
+
+def start_cli(*args: str, log: Path, env: dict | None = None) -> subprocess.Popen:
+    """`dagger ...` in the background, in its own process group (so a test can SIGKILL the driver
+    and its JVM together), stderr to `log`."""
+    return subprocess.Popen([sys.executable, "-m", "dagger_runtime", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=open(log, "wb"), start_new_session=True, env={**os.environ, **(env or {})})
+
+
+def wait_for(what: str, check, timeout_s: float = 180, proc: subprocess.Popen | None = None, log: Path | None = None):
+    """Poll check() until it returns something truthy; fail with the job's log if the time passes
+    or the job exits."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the job exited ({proc.returncode}) while waiting for {what}:\n"
+                                 f"{log.read_text()[-3000:] if log else ''}")
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}:\n{log.read_text()[-3000:] if log else ''}")
+
+
+def progress_lines(path: Path) -> list[dict]:
+    import json
+
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
