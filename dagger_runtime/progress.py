@@ -112,7 +112,7 @@ def batch_record(progress: dict, counters: Counters) -> dict:
 
 
 def compact(record: dict) -> str:
-    wm = record["watermark"] or "-"
+    wm = record["watermark"] if record["watermark"] and not record["watermark"].startswith("1970-") else "-"
     return (f"batch {record['batch']:>5} | in {record['input_rows_per_s']:>9,.0f}/s | done "
             f"{record['processed_rows_per_s']:>9,.0f}/s | watermark {wm} | lag {record['lag']:,} | "
             f"rows {record['rows_written_total']:,} | dead {record['dead_letters_total']:,}")

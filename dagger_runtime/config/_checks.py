@@ -52,6 +52,7 @@ RESERVED_PRODUCER_KEYS = {
     "value.serializer": None,
     "interceptor.classes": None,
 }
+POSTGRES_URL_PARAMETERS = ("sslmode", "connect_timeout", "application_name", "target_session_attrs")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 STORE_TYPES = ("JKS", "PKCS12", "PEM")
@@ -273,6 +274,12 @@ def postgres_url(value: str) -> str:
         )
     if ":" in match.group(2).rpartition("@")[0] or re.search(r"[?&]password=", match.group(4) or ""):
         raise ValueError("the URL must not contain a password; give it in the password field")
+    from urllib.parse import parse_qsl
+
+    for key, _ in parse_qsl((match.group(4) or "?")[1:], keep_blank_values=True):
+        # libpq reads files and services named in the URL (passfile, sslkey, service...): only these
+        if key not in POSTGRES_URL_PARAMETERS:
+            raise ValueError(f"the URL parameter {key!r} is not allowed; allowed: {', '.join(POSTGRES_URL_PARAMETERS)}")
     return value
 
 

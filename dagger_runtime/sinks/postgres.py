@@ -102,7 +102,8 @@ class PostgresSink(Sink):
 
         if self._conn is None or self._conn.closed:
             password = self.spec.password.get_secret_value() if self.spec.password else None
-            self._conn = psycopg.connect(self.spec.url, user=self.spec.user, password=password, connect_timeout=10)
+            url = self.spec.url[len("jdbc:"):] if self.spec.url.startswith("jdbc:") else self.spec.url
+            self._conn = psycopg.connect(url, user=self.spec.user, password=password, connect_timeout=10)
             self._ready = False
         if not self._ready:
             self._prepare(self._conn)
