@@ -17,11 +17,13 @@ def _load_plan(args):
     from .plan import plan_job
 
     job = load_job(args.job)
-    if job.warnings and args.strict:
-        raise ConfigError([f"{w} (an error under --strict)" for w in job.warnings], source=args.job)
-    for warning in job.warnings:
+    plan = plan_job(job)
+    warnings = list(job.warnings) + plan.warnings()
+    if warnings and args.strict:
+        raise ConfigError([f"{w} (an error under --strict)" for w in warnings], source=args.job)
+    for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return plan_job(job)
+    return plan
 
 
 def cmd_validate(args) -> int:
@@ -31,7 +33,7 @@ def cmd_validate(args) -> int:
         from .sinks import check_sink
         from .validate import analyze
         columns = analyze(plan)
-        check_sink(plan.job, columns)
+        check_sink(plan, columns)
     job = plan.job
     info = {
         "job": job.name,

@@ -15,6 +15,16 @@ class JobPlan:
     streams: tuple[StreamPlan, ...]
     query: Translation
 
+    def warnings(self) -> list[str]:
+        """What the plan found worth saying that does not stop the job."""
+        schema = self.job.schema
+        if not schema.version and not schema.stencil_urls:
+            return [f"schema: the job does not pin a descriptor version, so it decodes with whatever is "
+                    f"latest when it starts (now {self.descriptor_set.digest}); pin it with "
+                    f"schema.version: {self.descriptor_set.digest} (DAGGER_SCHEMA_VERSION in a .properties "
+                    f"job) so a newer release cannot change what it reads"]
+        return []
+
     def stream(self, table: str) -> StreamPlan:
         for s in self.streams:
             if s.table.lower() == table.lower():

@@ -90,7 +90,7 @@ def build_query(plan: JobPlan, spark, sink_factory=None):
     rejected = stream_tables(spark, plan)
     results = streaming_query(spark, plan)
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
-    sink = (sink_factory or create_sink)(plan.job, columns)
+    sink = (sink_factory or create_sink)(plan, columns)
     return pack(results, rejected), sink
 
 

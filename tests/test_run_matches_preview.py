@@ -5,6 +5,7 @@ watermark computed from the produced events (their latest event time minus the j
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import re
 
@@ -15,9 +16,11 @@ from dagger_runtime.config import load_job
 from dagger_runtime.inputs import write_delimited
 from dagger_runtime.plan import plan_job
 from dagger_runtime.preview import run_preview
+from dagger_runtime.run import RunOptions, run
+from dagger_runtime.sinks import create_sink
 from loadtest import traffic
 from protos import registry
-from tests.kafka_jobs import EXAMPLES, produce, run_cli
+from tests.kafka_jobs import EXAMPLES, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e]
 
@@ -68,9 +71,13 @@ def test_run_available_now_gives_the_rows_preview_gives(example, kafka_broker, s
         inputs[stream.table] = str(path)
         latest.append(max(e["event_timestamp"] for e in events))
 
-    result = run_cli("run", str(job_path), "--available-now", "--checkpoint", str(tmp_path / "ck"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    ran = [json.loads(line) for line in result.stdout.splitlines()]
+    # in the test's Spark session (the CLI's own process is covered by test_run_kafka): the log sink's
+    # rows into a buffer
+    out = io.StringIO()
+    plan = plan_job(job)
+    assert run(plan, RunOptions(checkpoint=str(tmp_path / "ck"), available_now=True), spark=spark,
+               out=io.StringIO(), sink_factory=lambda p, columns: create_sink(p, columns, out=out)) == 0
+    ran = [json.loads(line) for line in out.getvalue().splitlines()]
 
     previewed = run_preview(plan_job(job), inputs, spark=spark).rows
     # Spark's watermark is the smallest of the streams' (latest event time - delay)

@@ -77,6 +77,10 @@ _TOP: dict[str, Loc] = {
     "SCHEMA_REGISTRY_STENCIL_REFRESH_STRATEGY": ("schema", "refresh_strategy"),
     "SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS": ("schema", "cache_ttl_ms"),
     "SINK_TYPE": ("sink", "type"),
+    # this project's own keys (raystack/dagger has none for these): DAGGER_ marks them as ours
+    "DAGGER_SCHEMA_VERSION": ("schema", "version"),
+    "DAGGER_CHECKPOINT_LOCATION": ("checkpoint_location",),
+    "DAGGER_DEAD_LETTER_TOPIC": ("dead_letter_topic",),
 }
 _SINK_KEYS: dict[str, dict[str, Loc]] = {
     "influx": {

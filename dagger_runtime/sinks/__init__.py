@@ -5,29 +5,24 @@ from __future__ import annotations
 from .base import Sink, SinkError, retrying
 
 
-def check_sink(job, columns: list[dict]) -> None:
+def check_sink(plan, columns: list[dict]) -> None:
     """Refuse, before anything runs, a sink that cannot take the query's output columns."""
-    sink_class(job.sink.type).check(job.sink, columns)
+    sink_class(plan.job.sink.type).check(plan, columns)
 
 
 def sink_class(kind: str):
     from .influx import InfluxSink
+    from .kafka import KafkaSink
     from .log import LogSink
     from .postgres import PostgresSink
 
-    return {"influx": InfluxSink, "log": LogSink, "postgres": PostgresSink}.get(kind) or _unsupported(kind)
+    return {"influx": InfluxSink, "kafka": KafkaSink, "log": LogSink, "postgres": PostgresSink}[kind]
 
 
-def _unsupported(kind: str):
-    from ..errors import DaggerError
-
-    raise DaggerError(f"sink type {kind!r} cannot run yet; influx, postgres and log can")
-
-
-def create_sink(job, columns: list[dict], **kwargs) -> Sink:
-    cls = sink_class(job.sink.type)
-    cls.check(job.sink, columns)
-    return cls(job, columns, **kwargs)
+def create_sink(plan, columns: list[dict], **kwargs) -> Sink:
+    cls = sink_class(plan.job.sink.type)
+    cls.check(plan, columns)
+    return cls(plan, columns, **kwargs)
 
 
 __all__ = ["Sink", "SinkError", "check_sink", "create_sink", "retrying"]

@@ -31,16 +31,17 @@ class Sink:
     kind = "?"
     permanent: tuple = ()   # error types meaning "the sink refuses this data": never retried
 
-    def __init__(self, job, columns: list[dict], *, retry_for_s: float = 600.0, out=None):
-        self.job = job
+    def __init__(self, plan, columns: list[dict], *, retry_for_s: float = 600.0, out=None):
+        self.plan = plan
+        self.job = plan.job
         self.columns = columns
         self.retry_for_s = retry_for_s
         self.out = out
         self.stats = SinkStats()
 
     @classmethod
-    def check(cls, spec, columns: list[dict]) -> None:
-        """Raise DaggerError when the output columns cannot go to this sink."""
+    def check(cls, plan, columns: list[dict]) -> None:
+        """Raise DaggerError when the output columns cannot go to this sink (before anything runs)."""
 
     def describe(self) -> str:
         return self.kind

@@ -84,14 +84,14 @@ class InfluxSink(Sink):
     kind = "influx"
     permanent = (InfluxRefused,)
 
-    def __init__(self, job, columns, **kwargs):
-        super().__init__(job, columns, **kwargs)
-        self.spec = job.sink.influx
+    def __init__(self, plan, columns, **kwargs):
+        super().__init__(plan, columns, **kwargs)
+        self.spec = plan.job.sink.influx
         self._http = None
         self._client = None
 
     @classmethod
-    def check(cls, spec, columns):
+    def check(cls, plan, columns):
         names = [c["name"] for c in columns]
         if WINDOW_COLUMN not in names:
             raise DaggerError(f"sink influx: the query must have a {WINDOW_COLUMN} column, the time of each "

@@ -67,9 +67,9 @@ class PostgresSink(Sink):
     kind = "postgres"
     permanent = (_Refused,)
 
-    def __init__(self, job, columns, **kwargs):
-        super().__init__(job, columns, **kwargs)
-        self.spec = job.sink.postgres
+    def __init__(self, plan, columns, **kwargs):
+        super().__init__(plan, columns, **kwargs)
+        self.spec = plan.job.sink.postgres
         self.names = [c["name"] for c in columns]
         self.keys = key_columns(self.spec, self.names)
         self.json_columns = {c["name"] for c in columns if column_type(c["type"]) == "JSONB"}
@@ -77,8 +77,8 @@ class PostgresSink(Sink):
         self._ready = False
 
     @classmethod
-    def check(cls, spec, columns):
-        spec = spec.postgres
+    def check(cls, plan, columns):
+        spec = plan.job.sink.postgres
         names = [c["name"] for c in columns]
         keys = key_columns(spec, names)
         if not keys:

@@ -40,4 +40,14 @@ public final class Functions {
     spark.udf().register(name, org.apache.spark.sql.functions.udf(decoder, result).asNondeterministic());
     return result.json();
   }
+
+  /**
+   * Registers an encoder UDF {@code name(struct) -> binary}: the struct's fields written as a
+   * message of one type, by field name (the Kafka sink's PROTO format).
+   */
+  public static void registerEncoder(SparkSession spark, String name, byte[] descriptorSet, String messageName) {
+    ProtobufEncoder encoder = new ProtobufEncoder(descriptorSet, messageName);
+    encoder.descriptor();  // fail here, not in a task, if the message is not in the set
+    spark.udf().register(name, encoder, DataTypes.BinaryType);
+  }
 }
