@@ -2,7 +2,10 @@
 
 Each line pairs a runtime path with a baseline that bounds it: Spark scanning the same rows
 without decoding (the engine's own limit on this machine), and the numpy S2 kernel alone (the
-limit of the vectorised UDF). Results go to stdout as a table and to out/bench/results.json.
+limit of the vectorised UDF). Then the same on a real Kafka topic pre-loaded with a few million
+bookings: Spark's raw read of the topic (the ceiling), read and decode, and the seeds' surge query
+end to end with `run --available-now` into a no-op sink and into InfluxDB. The last line of stdout
+is one JSON object (also kept in bench/results/).
 """
 from __future__ import annotations
 
@@ -31,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("-n", "--messages", type=int, default=200_000, help="messages per measurement (default 200000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
-    p.add_argument("--out", default=str(REPO / "out" / "bench" / "results.json"))
+    p.add_argument("--kafka-messages", type=int, default=2_000_000,
+                   help="messages pre-loaded into Kafka for the streaming rows (default 2000000; 0 skips them)")
+    p.add_argument("--out", default=str(REPO / "bench" / "results" / "latest.json"))
     args = p.parse_args(argv)
 
     import numpy as np
@@ -74,17 +79,51 @@ def main(argv: list[str] | None = None) -> int:
         timed("S2Id in Spark (Arrow UDF)", lambda: points.selectExpr("S2Id(lat, lng, 13) AS s")
               .agg({"s": "max"}).collect(), n, args.repeat),
     ]
+    sample = min(n, 20_000)
+    results.append(timed("s2sphere per row (reference)", lambda: _s2sphere(lat[:sample], lng[:sample]), sample, 1))
+    summary = {}
+    if args.kafka_messages:
+        from bench.kafka import kafka_rows
+        kafka_results, summary = kafka_rows(spark, plan, args.kafka_messages, repeat=min(args.repeat, 2))
+        results += kafka_results
+    java = spark._jvm.java.lang.System.getProperty("java.version")
     spark.stop()
+    by_path = {r["path"]: r["per_second"] for r in results}
+    s2id = by_path["S2Id in Spark (Arrow UDF)"]
+    summary.update({
+        "s2id_rows_per_s": s2id,
+        "s2id_vs_s2sphere": round(s2id / by_path["s2sphere per row (reference)"], 1),
+        "cores": os.cpu_count(),
+        "versions": {**_versions(), "java": java},
+    })
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine, "results": results}, indent=2))
     width = max(len(r["path"]) for r in results)
     print(f"{'path'.ljust(width)}  {'items/s':>12}  {'best s':>8}")
     for r in results:
         print(f"{r['path'].ljust(width)}  {r['per_second']:>12,}  {r['best_seconds']:>8.2f}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine, "results": results, "summary": summary}, indent=2) + "\n")
     print(f"(on {machine['cpus']} cores; results in {out})")
+    print(json.dumps(summary))
     return 0
+
+
+def _s2sphere(lat, lng) -> list[int]:
+    import s2sphere
+
+    return [s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(a, b)).parent(13).id()
+            for a, b in zip(lat, lng)]
+
+
+def _versions() -> dict:
+    from importlib.metadata import version
+
+    from dagger_runtime.jvm import jvm_dir
+
+    kafka = sorted(p.name for p in (jvm_dir() / "kafka").glob("kafka-clients-*.jar"))
+    return {"pyspark": version("pyspark"), "python": platform.python_version(),
+            "kafka": kafka[0].removeprefix("kafka-clients-").removesuffix(".jar") if kafka else None}
 
 
 if __name__ == "__main__":

@@ -50,4 +50,9 @@ public final class Functions {
     encoder.descriptor();  // fail here, not in a task, if the message is not in the set
     spark.udf().register(name, encoder, DataTypes.BinaryType);
   }
+
+  /** Registers {@code name(value, seconds) -> binary}: the Timestamp field `field` moved by seconds. */
+  public static void registerTimeShift(SparkSession spark, String name, int field) {
+    spark.udf().register(name, new TimeShift(field), DataTypes.BinaryType);
+  }
 }

@@ -1,14 +1,18 @@
 package dev.daggers.runtime;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.EnumValueDescriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
-import com.google.protobuf.DynamicMessage;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.math.BigDecimal;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.Row;
@@ -27,6 +31,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * nanos) as the decoder reads it, to google.protobuf.Timestamp; a string to an enum by name; a
  * struct to a message; an array to a repeated field; an array of ROW(key, value), as the decoder
  * reads maps, or a map, to a map field.
+ *
+ * <p>A nested message whose fields are all defaults is left out, as the decoder reads an absent
+ * message as its default instance.
+ *
+ * <p>Written straight to the wire with CodedOutputStream, as protobuf's own serializer would
+ * (fields in number order, proto3 defaults left out, repeated numbers packed), without building a
+ * DynamicMessage: the feeder and the Kafka sink encode on the hot path.
  */
 public final class ProtobufEncoder implements UDF1<Row, byte[]> {
   private static final long serialVersionUID = 1L;
@@ -35,6 +46,8 @@ public final class ProtobufEncoder implements UDF1<Row, byte[]> {
   private final byte[] descriptorSet;
   private final String messageName;
   private transient Descriptor descriptor;
+  // per message type and row schema: which row column feeds which field, in field-number order
+  private transient Map<Descriptor, Map<StructType, int[][]>> plans;
 
   public ProtobufEncoder(byte[] descriptorSet, String messageName) {
     this.descriptorSet = descriptorSet;
@@ -49,47 +62,180 @@ public final class ProtobufEncoder implements UDF1<Row, byte[]> {
   @Override
   public byte[] call(Row row) {
     if (row == null) return null;
-    return message(descriptor(), row).toByteArray();
-  }
-
-  private static DynamicMessage message(Descriptor d, Row row) {
-    DynamicMessage.Builder b = DynamicMessage.newBuilder(d);
-    StructType schema = row.schema();
-    StructField[] fields = schema == null ? new StructField[0] : schema.fields();
-    for (int i = 0; i < fields.length; i++) {
-      FieldDescriptor f = d.findFieldByName(fields[i].name());
-      Object v = row.get(i);
-      if (f == null || v == null) continue;
-      set(b, f, v);
+    if (plans == null) plans = new IdentityHashMap<>();
+    try {
+      return message(descriptor(), row);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
-    return b.build();
   }
 
-  private static void set(DynamicMessage.Builder b, FieldDescriptor f, Object v) {
+  /** [field index in d, column index in the row] pairs, by field number. */
+  private int[][] plan(Descriptor d, StructType schema) {
+    Map<StructType, int[][]> bySchema = plans.computeIfAbsent(d, k -> new java.util.HashMap<>());
+    int[][] plan = bySchema.get(schema);
+    if (plan != null) return plan;
+    List<int[]> pairs = new ArrayList<>();
+    StructField[] columns = schema.fields();
+    for (int c = 0; c < columns.length; c++) {
+      FieldDescriptor f = d.findFieldByName(columns[c].name());
+      if (f != null) pairs.add(new int[] {f.getIndex(), c});
+    }
+    pairs.sort(Comparator.comparingInt(p -> d.getFields().get(p[0]).getNumber()));
+    plan = pairs.toArray(new int[0][]);
+    bySchema.put(schema, plan);
+    return plan;
+  }
+
+  private byte[] message(Descriptor d, Row row) throws IOException {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(128);
+    CodedOutputStream out = CodedOutputStream.newInstance(bytes, 256);
+    StructType schema = row.schema();
+    if (schema != null) {
+      for (int[] p : plan(d, schema)) {
+        Object v = row.get(p[1]);
+        if (v != null) field(out, d.getFields().get(p[0]), v);
+      }
+    }
+    out.flush();
+    return bytes.toByteArray();
+  }
+
+  private void field(CodedOutputStream out, FieldDescriptor f, Object v) throws IOException {
     if (f.isMapField()) {
       FieldDescriptor k = f.getMessageType().findFieldByName("key");
       FieldDescriptor val = f.getMessageType().findFieldByName("value");
       for (Object[] kv : entries(v)) {
-        Object key = convert(k, kv[0]);
-        Object value = kv[1] == null ? null : convert(val, kv[1]);
-        if (key == null) continue;
-        DynamicMessage.Builder e = DynamicMessage.newBuilder(f.getMessageType()).setField(k, key);
-        if (value != null) e.setField(val, value);
-        b.addRepeatedField(f, e.build());
+        if (kv[0] == null) continue;
+        ByteArrayOutputStream entry = new ByteArrayOutputStream(32);
+        CodedOutputStream e = CodedOutputStream.newInstance(entry, 64);
+        single(e, k, kv[0], true);
+        if (kv[1] != null) single(e, val, kv[1], true);
+        e.flush();
+        out.writeByteArray(f.getNumber(), entry.toByteArray());
       }
       return;
     }
     if (f.isRepeated()) {
-      for (Object item : list(v)) {
-        Object value = item == null ? null : convert(f, item);
-        if (value != null) b.addRepeatedField(f, value);
+      List<Object> items = list(v);
+      if (f.isPacked()) {
+        ByteArrayOutputStream packed = new ByteArrayOutputStream(8 * items.size());
+        CodedOutputStream p = CodedOutputStream.newInstance(packed, 64);
+        for (Object item : items) {
+          if (item != null) scalarNoTag(p, f, item);
+        }
+        p.flush();
+        if (packed.size() > 0) out.writeByteArray(f.getNumber(), packed.toByteArray());
+        return;
+      }
+      for (Object item : items) {
+        if (item != null) single(out, f, item, true);
       }
       return;
     }
-    Object value = convert(f, v);
-    if (value != null) b.setField(f, value);
+    single(out, f, v, f.hasPresence() && f.getJavaType() != FieldDescriptor.JavaType.MESSAGE);
   }
 
+  /** One value with its tag; a proto3 field without presence leaves its default out. */
+  private void single(CodedOutputStream out, FieldDescriptor f, Object v, boolean always) throws IOException {
+    int n = f.getNumber();
+    switch (f.getType()) {
+      case MESSAGE:
+      case GROUP: {
+        Descriptor m = f.getMessageType();
+        byte[] body = TIMESTAMP.equals(m.getFullName()) && !(v instanceof Row) ? timestamp(v) : message(m, (Row) v);
+        // the decoder reads an absent message as its default instance (as dagger does), so an
+        // all-default message is written as absent: decode then encode gives the original bytes
+        if (always || body.length > 0) out.writeByteArray(n, body);
+        return;
+      }
+      case STRING: {
+        String s = v.toString();
+        if (always || !s.isEmpty()) out.writeString(n, s);
+        return;
+      }
+      case BYTES: {
+        byte[] b = (byte[]) v;
+        if (always || b.length > 0) out.writeByteArray(n, b);
+        return;
+      }
+      case ENUM: {
+        Integer number = enumNumber(f, v);
+        if (number == null || (!always && number == 0)) return;
+        out.writeEnum(n, number);
+        return;
+      }
+      case BOOL: {
+        boolean b = (Boolean) v;
+        if (always || b) out.writeBool(n, b);
+        return;
+      }
+      default: {
+        Number num = v instanceof BigDecimal ? (Number) ((BigDecimal) v).doubleValue() : (Number) v;
+        if (!always && isZero(f, num)) return;
+        out.writeTag(n, f.getLiteType().getWireType());
+        scalarNoTag(out, f, num);
+      }
+    }
+  }
+
+  private static boolean isZero(FieldDescriptor f, Number v) {
+    switch (f.getType()) {
+      case FLOAT: return Float.floatToRawIntBits(v.floatValue()) == 0;
+      case DOUBLE: return Double.doubleToRawLongBits(v.doubleValue()) == 0;
+      default: return v.longValue() == 0;
+    }
+  }
+
+  private static void scalarNoTag(CodedOutputStream out, FieldDescriptor f, Object v) throws IOException {
+    if (f.getType() == FieldDescriptor.Type.ENUM) {
+      Integer number = enumNumber(f, v);
+      out.writeEnumNoTag(number == null ? 0 : number);
+      return;
+    }
+    if (f.getType() == FieldDescriptor.Type.BOOL) {
+      out.writeBoolNoTag((Boolean) v);
+      return;
+    }
+    Number num = v instanceof BigDecimal ? (Number) ((BigDecimal) v).doubleValue() : (Number) v;
+    switch (f.getType()) {
+      case INT32: out.writeInt32NoTag(num.intValue()); return;
+      case INT64: out.writeInt64NoTag(num.longValue()); return;
+      case UINT32: out.writeUInt32NoTag(num.intValue()); return;
+      case UINT64: out.writeUInt64NoTag(num.longValue()); return;
+      case SINT32: out.writeSInt32NoTag(num.intValue()); return;
+      case SINT64: out.writeSInt64NoTag(num.longValue()); return;
+      case FIXED32: out.writeFixed32NoTag(num.intValue()); return;
+      case FIXED64: out.writeFixed64NoTag(num.longValue()); return;
+      case SFIXED32: out.writeSFixed32NoTag(num.intValue()); return;
+      case SFIXED64: out.writeSFixed64NoTag(num.longValue()); return;
+      case FLOAT: out.writeFloatNoTag(num.floatValue()); return;
+      case DOUBLE: out.writeDoubleNoTag(num.doubleValue()); return;
+      default: throw new IllegalArgumentException("not a number field: " + f.getFullName());
+    }
+  }
+
+  private static Integer enumNumber(FieldDescriptor f, Object v) {
+    if (v instanceof Number) return ((Number) v).intValue();
+    EnumValueDescriptor e = f.getEnumType().findValueByName(v.toString());
+    return e == null ? null : e.getNumber();  // not a value of the enum: the field keeps its default
+  }
+
+  private static byte[] timestamp(Object v) throws IOException {
+    Instant t = v instanceof Timestamp ? ((Timestamp) v).toInstant()
+        : v instanceof Instant ? (Instant) v
+        : v instanceof java.time.LocalDateTime ? ((java.time.LocalDateTime) v).toInstant(java.time.ZoneOffset.UTC)
+        : null;
+    if (t == null) throw new IllegalArgumentException("expected a timestamp, got " + v.getClass().getName());
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(16);
+    CodedOutputStream out = CodedOutputStream.newInstance(bytes, 32);
+    if (t.getEpochSecond() != 0) out.writeInt64(1, t.getEpochSecond());
+    if (t.getNano() != 0) out.writeInt32(2, t.getNano());
+    out.flush();
+    return bytes.toByteArray();
+  }
+
+  @SuppressWarnings("unchecked")
   private static List<Object> list(Object v) {
     if (v instanceof scala.collection.Seq) {
       return new ArrayList<>(CollectionConverters.asJava((scala.collection.Seq<Object>) v));
@@ -99,6 +245,7 @@ public final class ProtobufEncoder implements UDF1<Row, byte[]> {
     throw new IllegalArgumentException("expected an array, got " + v.getClass().getName());
   }
 
+  @SuppressWarnings("unchecked")
   private static List<Object[]> entries(Object v) {
     List<Object[]> out = new ArrayList<>();
     if (v instanceof scala.collection.Map) {
@@ -111,41 +258,5 @@ public final class ProtobufEncoder implements UDF1<Row, byte[]> {
       if (item instanceof Row) out.add(new Object[] {((Row) item).get(0), ((Row) item).get(1)});
     }
     return out;
-  }
-
-  private static Object convert(FieldDescriptor f, Object v) {
-    switch (f.getJavaType()) {
-      case INT: return ((Number) v).intValue();
-      case LONG: return ((Number) v).longValue();
-      case FLOAT: return ((Number) v).floatValue();
-      case DOUBLE: return v instanceof BigDecimal ? ((BigDecimal) v).doubleValue() : ((Number) v).doubleValue();
-      case BOOLEAN: return v;
-      case STRING: return v.toString();
-      case BYTE_STRING: return ByteString.copyFrom((byte[]) v);
-      case ENUM: {
-        EnumValueDescriptor e = v instanceof Number
-            ? f.getEnumType().findValueByNumber(((Number) v).intValue())
-            : f.getEnumType().findValueByName(v.toString());
-        return e;  // null: not a value of the enum; the field keeps its default
-      }
-      case MESSAGE:
-      default: {
-        Descriptor m = f.getMessageType();
-        if (TIMESTAMP.equals(m.getFullName()) && !(v instanceof Row)) return timestamp(m, v);
-        return message(m, (Row) v);
-      }
-    }
-  }
-
-  private static DynamicMessage timestamp(Descriptor m, Object v) {
-    Instant t = v instanceof Timestamp ? ((Timestamp) v).toInstant()
-        : v instanceof Instant ? (Instant) v
-        : v instanceof java.time.LocalDateTime ? ((java.time.LocalDateTime) v).toInstant(java.time.ZoneOffset.UTC)
-        : null;
-    if (t == null) throw new IllegalArgumentException("expected a timestamp, got " + v.getClass().getName());
-    return DynamicMessage.newBuilder(m)
-        .setField(m.findFieldByName("seconds"), t.getEpochSecond())
-        .setField(m.findFieldByName("nanos"), t.getNano())
-        .build();
   }
 }

@@ -1,0 +1,115 @@
+"""The streaming rows of `make bench`: a real Kafka topic pre-loaded with bookings before any
+timing starts, then Spark reading it three ways, each with Trigger.AvailableNow (all of it, then
+stop), wall time from start to stop."""
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOPIC = "bench-booking-log"
+
+
+def _stream_time(spark, dataframe, checkpoint: Path) -> float:
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    started = time.perf_counter()
+    query = (dataframe.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return time.perf_counter() - started
+
+
+def _best(label: str, messages: int, repeat: int, fn) -> dict:
+    best = float("inf")
+    for i in range(repeat):
+        seconds = fn()
+        best = min(best, seconds)
+        print(f"[bench] {label}: run {i + 1}/{repeat} {seconds:.1f}s ({messages / seconds:,.0f}/s)", file=sys.stderr,
+              flush=True)
+    return {"path": label, "items": messages, "best_seconds": round(best, 3), "per_second": round(messages / best)}
+
+
+def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict], dict]:
+    from dataclasses import replace
+
+    from dagger_runtime.run import RunOptions, run
+    from dagger_runtime.sinks.base import Sink
+    from dagger_runtime.source import read_kafka
+    from dagger_runtime.streams import decode
+    from lab.influxdb import InfluxDB
+    from lab.kafka import KafkaBroker
+    from loadtest.feeder import feed
+
+    class NoopSink(Sink):
+        """Counts the result rows and stores nothing: the dagger's own speed."""
+        kind = "noop"
+
+        def write(self, dataframe, batch_id):
+            n = dataframe.count()
+            self.stats.rows += n
+            return n
+
+    work = Path(tempfile.mkdtemp(prefix="dagger-bench-"))
+    results = []
+    with KafkaBroker(work / "kafka") as kafka, InfluxDB(work / "influxdb") as influx:
+        kafka.create_topic(TOPIC, partitions=2)
+        kafka.create_topic(f"{plan.job.name}-dlq", partitions=1)
+        fed = feed(spark, kafka.bootstrap_servers, TOPIC, messages)
+        results.append({"path": "feeder: bookings into Kafka (JVM)", "items": messages,
+                        "best_seconds": round(fed.seconds, 3), "per_second": round(fed.per_second)})
+        stream_spec = plan.job.streams[0].model_copy(update={
+            "topics": (TOPIC,), "kafka": plan.job.streams[0].kafka.model_copy(
+                update={"bootstrap_servers": kafka.bootstrap_servers, "auto_offset_reset": "earliest"})})
+        job = plan.job.model_copy(update={"streams": (stream_spec,)})
+        kplan = replace(plan, job=job)
+
+        raw = read_kafka(spark, stream_spec)
+        results.append(_best("Kafka: Spark's raw read (ceiling)", messages, repeat,
+                             lambda: _stream_time(spark, raw.selectExpr("length(value) AS n"), work / "ck-raw")))
+        table, _, _ = decode(spark, raw, plan.streams[0], plan.descriptor_set)
+        results.append(_best("Kafka: read + JVM decode", messages, repeat,
+                             lambda: _stream_time(spark, table.selectExpr("city_id"), work / "ck-decode")))
+
+        def dagger(sink_factory, checkpoint):
+            def once():
+                shutil.rmtree(checkpoint, ignore_errors=True)
+                started = time.perf_counter()
+                run(kplan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark,
+                    out=io.StringIO(), sink_factory=sink_factory)
+                return time.perf_counter() - started
+            return once
+
+        results.append(_best("Kafka: surge dagger end to end, no-op sink", messages, repeat,
+                             dagger(lambda p, c: NoopSink(p, c), work / "ck-dagger")))
+        influx.create_database("bench")
+        influx_job = job.model_copy(update={"sink": job.sink.model_copy(update={
+            "type": "influx", "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"})})})
+        iplan = replace(kplan, job=influx_job)
+        results.append(_best("Kafka: surge dagger end to end, InfluxDB sink", messages, 1,
+                             lambda: _influx_once(iplan, spark, work / "ck-influx")))
+    shutil.rmtree(work, ignore_errors=True)
+    by = {r["path"]: r["per_second"] for r in results}
+    raw_rate = by["Kafka: Spark's raw read (ceiling)"]
+    dagger_rate = by["Kafka: surge dagger end to end, no-op sink"]
+    summary = {
+        "raw_msgs_per_s": raw_rate,
+        "decode_msgs_per_s": by["Kafka: read + JVM decode"],
+        "dagger_msgs_per_s": dagger_rate,
+        "dagger_influx_msgs_per_s": by["Kafka: surge dagger end to end, InfluxDB sink"],
+        "dagger_vs_raw": round(dagger_rate / raw_rate, 3),
+        "feeder_msgs_per_s": round(fed.per_second),
+        "messages": messages,
+    }
+    return results, summary
+
+
+def _influx_once(plan, spark, checkpoint) -> float:
+    from dagger_runtime.run import RunOptions, run
+
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    started = time.perf_counter()
+    run(plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark, out=io.StringIO())
+    return time.perf_counter() - started
