@@ -94,6 +94,13 @@ def check_streaming(spark, dataframe, query) -> None:
                 raise refuse(kind, message) from None
         first = text.splitlines()[0].split(";;")[0]
         raise QueryError(f"cannot run on a stream: {first}", sql=query.source) from None
+    # Spark runs an inner join of two streams with no time bound, keeping both streams for ever
+    # (the optimizer puts WHERE conditions into the join; QueryExecution.optimizedPlan refuses a stream)
+    optimized = spark._jsparkSession.sessionState().optimizer().execute(plan)
+    if list(jvm.dev.daggers.runtime.StreamingChecks.unboundedJoins(optimized)):
+        raise refuse("Join", "a join of two streams needs a time bound between their rowtimes, or it keeps "
+                             "every message of both streams for ever; e.g. ON a.id = b.id AND b.rowtime "
+                             "BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime")
 
 
 def checked_query(spark, plan: JobPlan):

@@ -105,3 +105,28 @@ def test_an_unpinned_job_warns_and_strict_refuses_it(spark, tmp_path, capsys):
     assert f"schema.version: {latest}" in out.err
     assert main(["validate", "--strict", path]) == 2
     assert "does not pin a descriptor version" in capsys.readouterr().err
+
+
+JOIN = """SELECT b.service_type AS tag_service_type, count(1) AS n,
+       TUMBLE_END(b.rowtime, INTERVAL '1' MINUTE) AS window_timestamp
+FROM bookings b JOIN pings p ON b.driver_id = p.driver_id{on}{where}
+GROUP BY TUMBLE(b.rowtime, INTERVAL '1' MINUTE), b.service_type"""
+
+
+@pytest.mark.parametrize("on, where, refused", [
+    (" AND p.rowtime BETWEEN b.rowtime - INTERVAL '30' SECOND AND b.rowtime", "", False),
+    ("", "\nWHERE p.rowtime BETWEEN b.rowtime - INTERVAL '30' SECOND AND b.rowtime", False),   # bound in WHERE
+    ("", "", True),                                                                          # no bound
+    (" AND p.rowtime >= b.rowtime - INTERVAL '30' SECOND", "", True),                        # bookings kept for ever
+])
+def test_a_join_of_two_streams_must_bound_their_rowtimes(spark, tmp_path, capsys, on, where, refused):
+    spec = yaml.safe_load((EXAMPLES / "pings_before_completion.yaml").read_text())
+    spec["sql"] = JOIN.format(on=on, where=where)
+    spec["sink"] = {"type": "log"}
+    path = tmp_path / "join.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert main(["validate", str(path)]) == (2 if refused else 0)
+    err = capsys.readouterr().err
+    assert ("a join of two streams needs a time bound between their rowtimes" in err) == refused
+    if refused:
+        assert "SQL line 3, column" in err
