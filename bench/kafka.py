@@ -73,23 +73,23 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         results.append(_best("Kafka: read + JVM decode", messages, repeat,
                              lambda: _stream_time(spark, table.selectExpr("city_id"), work / "ck-decode")))
 
-        def dagger(sink_factory, checkpoint):
+        def dagger(a_plan, checkpoint, sink_factory=None):
             def once():
                 shutil.rmtree(checkpoint, ignore_errors=True)
                 started = time.perf_counter()
-                run(kplan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark,
+                run(a_plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark,
                     out=io.StringIO(), sink_factory=sink_factory)
                 return time.perf_counter() - started
             return once
 
         results.append(_best("Kafka: surge dagger end to end, no-op sink", messages, repeat,
-                             dagger(lambda p, c: NoopSink(p, c), work / "ck-dagger")))
+                             dagger(kplan, work / "ck-dagger", lambda p, c: NoopSink(p, c))))
         influx.create_database("bench")
         influx_job = job.model_copy(update={"sink": job.sink.model_copy(update={
             "type": "influx", "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"})})})
         iplan = replace(kplan, job=influx_job)
         results.append(_best("Kafka: surge dagger end to end, InfluxDB sink", messages, 1,
-                             lambda: _influx_once(iplan, spark, work / "ck-influx")))
+                             dagger(iplan, work / "ck-influx")))
     shutil.rmtree(work, ignore_errors=True)
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]
@@ -105,11 +105,3 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
     }
     return results, summary
 
-
-def _influx_once(plan, spark, checkpoint) -> float:
-    from dagger_runtime.run import RunOptions, run
-
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    started = time.perf_counter()
-    run(plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark, out=io.StringIO())
-    return time.perf_counter() - started

@@ -81,7 +81,7 @@ class BatchWriter:
         self.counters.batch_done(batch_id, written, {(r["table"], r["kind"]): r["count"] for r in counts})
 
 
-def build_query(plan: JobPlan, spark, sink_factory=None):
+def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0):
     """Everything `run` starts, checked: the stream tables, the analyst's query (both sandbox
     checks, Spark's analysis and streaming checks), the sink against its output columns."""
     from .sinks import create_sink
@@ -90,7 +90,7 @@ def build_query(plan: JobPlan, spark, sink_factory=None):
     rejected = stream_tables(spark, plan)
     results = streaming_query(spark, plan)
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
-    sink = (sink_factory or create_sink)(plan, columns)
+    sink = sink_factory(plan, columns) if sink_factory else create_sink(plan, columns, retry_for_s=sink_retry_s)
     return pack(results, rejected), sink
 
 
@@ -112,7 +112,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
-    packed, sink = build_query(plan, spark, sink_factory)
+    packed, sink = build_query(plan, spark, sink_factory, options.sink_retry_s)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":

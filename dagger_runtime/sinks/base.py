@@ -11,6 +11,13 @@ from ..errors import DaggerError
 log = logging.getLogger(__name__)
 
 WINDOW_COLUMN = "window_timestamp"   # raystack/dagger's name for the time of a result row
+TAG_PREFIXES = ("tag_", "label_")     # raystack/dagger's tag columns
+
+
+def window_and_tags(names: list[str]) -> list[str]:
+    """The columns that identify a result row: its window and its tags. Sinks key by them, so a
+    replayed window overwrites itself."""
+    return [n for n in names if n == WINDOW_COLUMN or n.startswith(TAG_PREFIXES)]
 
 
 class SinkError(DaggerError):

@@ -14,7 +14,7 @@ import difflib
 from google.protobuf.descriptor import FieldDescriptor as FD
 
 from ..errors import DaggerError
-from .base import WINDOW_COLUMN, Sink
+from .base import Sink, window_and_tags
 
 TIMESTAMP = "google.protobuf.Timestamp"
 TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
@@ -22,10 +22,6 @@ _INTEGRAL = {"tinyint", "smallint", "int", "bigint"}
 _NUMERIC_FIELDS = {FD.TYPE_INT32, FD.TYPE_INT64, FD.TYPE_UINT32, FD.TYPE_UINT64, FD.TYPE_SINT32, FD.TYPE_SINT64,
                    FD.TYPE_FIXED32, FD.TYPE_FIXED64, FD.TYPE_SFIXED32, FD.TYPE_SFIXED64}
 _FLOAT_FIELDS = {FD.TYPE_FLOAT, FD.TYPE_DOUBLE}
-
-
-def key_columns(names: list[str]) -> list[str]:
-    return [n for n in names if n == WINDOW_COLUMN or n.startswith(("tag_", "label_"))]
 
 
 def type_problem(spark_type: str, field) -> str | None:
@@ -149,7 +145,7 @@ class KafkaSink(Sink):
                          self.plan.descriptor_set.message_descriptor(self.spec.proto_key).fields_by_name]
             key = F.call_udf("__dagger_encode_key", struct(key_names))
         else:
-            names = key_columns(self.names)
+            names = window_and_tags(self.names)
             key = as_json(names) if names else F.lit(None).cast("binary")
         return dataframe.select(key.alias("key"), value.alias("value"))
 

@@ -7,7 +7,7 @@ import json
 import re
 
 from ..errors import DaggerError
-from .base import WINDOW_COLUMN, Sink, collect
+from .base import Sink, collect, window_and_tags
 
 _SIMPLE = {"string": "TEXT", "int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "SMALLINT",
            "double": "DOUBLE PRECISION", "float": "REAL", "boolean": "BOOLEAN", "timestamp": "TIMESTAMPTZ",
@@ -27,7 +27,7 @@ def column_type(spark_type: str) -> str:
 def key_columns(spec, names: list[str]) -> list[str]:
     if spec.key_columns:
         return list(spec.key_columns)
-    return [n for n in names if n == WINDOW_COLUMN or n.startswith(("tag_", "label_"))]
+    return window_and_tags(names)
 
 
 def upsert_statement(table: str, names: list[str], keys: list[str]):
