@@ -94,6 +94,13 @@ def test_bad_run_keys_are_refused_with_the_key_named(tmp_path, monkeypatch, extr
     ("{type: postgres, postgres: {url: 'postgresql://h/db?passfile=/etc/shadow', table: t}}", "'passfile' is not allowed"),
     ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, org: o}}", "api: v2 only"),
     ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, password: x}}", "no username"),
+    # found by an attacker's look: a local socket instead of a network host; a URL that redirects /write
+    ("{type: postgres, postgres: {url: 'postgresql://%2Ftmp/db', table: t}}", "must name a network host"),
+    ("{type: postgres, postgres: {url: 'postgresql://user@/db', table: t}}", "must name a network host"),
+    ("{type: influx, influx: {url: 'http://h:8086/write?db=other&u=admin&', db_name: d, measurement_name: m}}",
+     "no user, query, fragment or escapes"),
+    ("{type: influx, influx: {url: 'http://h:8086#', db_name: d, measurement_name: m}}", "no user, query"),
+    ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: '#m'}}", "starts with '#'"),
 ])
 def test_bad_sink_settings_are_refused(tmp_path, monkeypatch, sink, message):
     monkeypatch.setenv("JAAS", "x")

@@ -259,9 +259,22 @@ def url_with_scheme(schemes: tuple[str, ...]):
             raise ValueError(f"expected a URL starting with {starts}, got {show(value)}")
         if ":" in match.group(2).rpartition("@")[0]:
             raise ValueError("the URL must not contain a password; give it in the password field")
+        # the sink appends its own path and query: a query, a fragment or user info in the URL
+        # would redirect the request (another database, another endpoint) or carry credentials
+        if "@" in match.group(2) or re.search(r"[?#%\x00-\x1f\x7f]", match.group(3)):
+            raise ValueError(f"expected scheme://host[:port][/path] with no user, query, fragment or escapes, "
+                             f"got {show(value)}")
         return value
 
     return check
+
+
+def measurement(value: str) -> str:
+    """An InfluxDB measurement name: a line starting with '#' is a comment, so every point would be dropped."""
+    value = non_empty_text(value)
+    if value.startswith("#") or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"a measurement name neither starts with '#' nor has control characters, got {show(value)}")
+    return value
 
 
 def postgres_url(value: str) -> str:
@@ -276,6 +289,16 @@ def postgres_url(value: str) -> str:
         raise ValueError("the URL must not contain a password; give it in the password field")
     from urllib.parse import parse_qsl
 
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(bare)
+    except Exception as e:  # noqa: BLE001 - psycopg's parse error says what is wrong
+        raise ValueError(f"not a PostgreSQL URL: {e}") from None
+    # no host means libpq's local socket; a host starting with '/' is a socket directory
+    hosts = str(parts.get("host") or "").split(",")
+    if not all(h and not h.startswith("/") for h in hosts):
+        raise ValueError(f"the URL must name a network host (a local socket directory is not allowed), got {show(value)}")
     for key, _ in parse_qsl((match.group(4) or "?")[1:], keep_blank_values=True):
         # libpq reads files and services named in the URL (passfile, sslkey, service...): only these
         if key not in POSTGRES_URL_PARAMETERS:

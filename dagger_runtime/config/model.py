@@ -214,7 +214,7 @@ class InfluxSinkSpec(_Spec):
     username: OptionalText = None
     password: OptionalSecret = None
     db_name: Text
-    measurement_name: Text
+    measurement_name: Annotated[str, AfterValidator(_checks.measurement)]
     retention_policy: OptionalText = None  # None: the database's default policy
     # v1: line protocol on /write (InfluxDB 1.x, as dagger); v2: the v2 write API (InfluxDB 2.x,
     # 1.8+, VictoriaMetrics), with db_name[/retention_policy] as the bucket
