@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dagger_runtime.sinks.base import Sink
+
 TOPIC = "bench-booking-log"
 
 
@@ -32,25 +34,45 @@ def _best(label: str, messages: int, repeat: int, fn) -> dict:
     return {"path": label, "items": messages, "best_seconds": round(best, 3), "per_second": round(messages / best)}
 
 
+class NoopSink(Sink):
+    """Counts the result rows and stores nothing: the dagger's own speed."""
+    kind = "noop"
+
+    def write(self, dataframe, batch_id):
+        n = dataframe.count()
+        self.stats.rows += n
+        return n
+
+
+def on_topic(plan, bootstrap: str, topic: str):
+    """The plan with its one stream reading `topic` on `bootstrap` from the earliest offset."""
+    from dataclasses import replace
+
+    spec = plan.job.streams[0]
+    spec = spec.model_copy(update={"topics": (topic,), "kafka": spec.kafka.model_copy(
+        update={"bootstrap_servers": bootstrap, "auto_offset_reset": "earliest"})})
+    return replace(plan, job=plan.job.model_copy(update={"streams": (spec,)}))
+
+
+def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
+    """Seconds for `run --available-now` of the plan, from a fresh checkpoint."""
+    from dagger_runtime.run import RunOptions, run
+
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    started = time.perf_counter()
+    run(plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark, out=io.StringIO(),
+        sink_factory=sink_factory)
+    return time.perf_counter() - started
+
+
 def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict], dict]:
     from dataclasses import replace
 
-    from dagger_runtime.run import RunOptions, run
-    from dagger_runtime.sinks.base import Sink
     from dagger_runtime.source import read_kafka
     from dagger_runtime.streams import decode
     from lab.influxdb import InfluxDB
     from lab.kafka import KafkaBroker
     from loadtest.feeder import feed
-
-    class NoopSink(Sink):
-        """Counts the result rows and stores nothing: the dagger's own speed."""
-        kind = "noop"
-
-        def write(self, dataframe, batch_id):
-            n = dataframe.count()
-            self.stats.rows += n
-            return n
 
     work = Path(tempfile.mkdtemp(prefix="dagger-bench-"))
     results = []
@@ -60,11 +82,9 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         fed = feed(spark, kafka.bootstrap_servers, TOPIC, messages)
         results.append({"path": "feeder: bookings into Kafka (JVM)", "items": messages,
                         "best_seconds": round(fed.seconds, 3), "per_second": round(fed.per_second)})
-        stream_spec = plan.job.streams[0].model_copy(update={
-            "topics": (TOPIC,), "kafka": plan.job.streams[0].kafka.model_copy(
-                update={"bootstrap_servers": kafka.bootstrap_servers, "auto_offset_reset": "earliest"})})
-        job = plan.job.model_copy(update={"streams": (stream_spec,)})
-        kplan = replace(plan, job=job)
+        kplan = on_topic(plan, kafka.bootstrap_servers, TOPIC)
+        job = kplan.job
+        stream_spec = job.streams[0]
 
         raw = read_kafka(spark, stream_spec)
         results.append(_best("Kafka: Spark's raw read (ceiling)", messages, repeat,
@@ -73,23 +93,14 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         results.append(_best("Kafka: read + JVM decode", messages, repeat,
                              lambda: _stream_time(spark, table.selectExpr("city_id"), work / "ck-decode")))
 
-        def dagger(a_plan, checkpoint, sink_factory=None):
-            def once():
-                shutil.rmtree(checkpoint, ignore_errors=True)
-                started = time.perf_counter()
-                run(a_plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark,
-                    out=io.StringIO(), sink_factory=sink_factory)
-                return time.perf_counter() - started
-            return once
-
         results.append(_best("Kafka: surge dagger end to end, no-op sink", messages, repeat,
-                             dagger(kplan, work / "ck-dagger", lambda p, c: NoopSink(p, c))))
+                             lambda: dagger_once(spark, kplan, work / "ck-dagger", NoopSink)))
         influx.create_database("bench")
         influx_job = job.model_copy(update={"sink": job.sink.model_copy(update={
             "type": "influx", "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"})})})
         iplan = replace(kplan, job=influx_job)
         results.append(_best("Kafka: surge dagger end to end, InfluxDB sink", messages, 1,
-                             dagger(iplan, work / "ck-influx")))
+                             lambda: dagger_once(spark, iplan, work / "ck-influx")))
     shutil.rmtree(work, ignore_errors=True)
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]

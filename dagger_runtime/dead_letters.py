@@ -6,52 +6,50 @@ Kafka Connect's dead-letter context headers (`__connect.errors.*`):
 
     dagger.errors.topic, .partition, .offset, .timestamp (epoch ms), .kind, .reason, .job
 
-Writes go through Spark's Kafka sink, in the JVM, inside the micro-batch: the batch is committed
-only after its dead letters are stored. A replayed batch may store a dead letter twice; the
-source coordinates in its headers identify it.
+They are sent from the task that decoded them (dev.daggers.runtime.DeadLetters, in the JVM), so
+each topic is read once per batch; the task flushes them before it completes, so a batch is
+committed only after its dead letters are stored. A retried task or a replayed batch may store
+a dead letter twice; the source coordinates in its headers identify it.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .errors import DaggerError
 from .source import kafka_source_options
 
-HEADER_PREFIX = "dagger.errors."
-KINDS = ("tombstone", "no_event_time", "unparsable")
-
-
-def kind_of(reason_col):
-    """The decoder's reason (dev.daggers.runtime.ProtobufDecoder) as one of KINDS, as a Column."""
-    from pyspark.sql import functions as F
-
-    return (F.when(reason_col.startswith("empty (tombstone)"), F.lit("tombstone"))
-            .when(reason_col.startswith("event time field"), F.lit("no_event_time"))
-            .otherwise(F.lit("unparsable")))
-
 
 def producer_options(stream) -> dict[str, str]:
-    """Spark Kafka sink options for the stream's own cluster: its servers and client settings."""
+    """Kafka client settings for the stream's own cluster: its servers and client settings."""
     source = kafka_source_options(stream)
-    return {k: v for k, v in source.items() if k.startswith("kafka.")}
+    return {k[len("kafka."):]: v for k, v in source.items() if k.startswith("kafka.")}
 
 
-def records(bad, topic: str, job_name: str):
-    """Kafka records (key, value, topic, headers) for messages set aside; `bad` has the Kafka
-    columns plus `reason`."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class Writer:
+    """A stream's dead-letter function, registered in the session: `sql_name(reason, key, value,
+    topic, partition, offset, timestamp_ms)` sends one message aside and returns false."""
+    table: str
+    sql_name: str
+    jvm: object
 
-    def header(name, column):
-        return F.struct(F.lit(HEADER_PREFIX + name).alias("key"), column.cast("string").cast("binary").alias("value"))
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Dead letters so far per (table, kind), from the tasks that finished."""
+        return {(self.table, kind): int(n) for kind, n in dict(self.jvm.counts()).items() if n}
 
-    headers = F.array(
-        header("topic", F.col("topic")),
-        header("partition", F.col("partition")),
-        header("offset", F.col("offset")),
-        header("timestamp", F.unix_millis(F.col("timestamp"))),
-        header("kind", kind_of(F.col("reason"))),
-        header("reason", F.col("reason")),
-        header("job", F.lit(job_name)),
-    )
-    return bad.select("key", "value", F.lit(topic).alias("topic"), headers.alias("headers"))
+    def close(self) -> None:
+        self.jvm.close()
+
+
+def register(spark, table: str, stream, topic: str, job_name: str) -> Writer:
+    """Register the dead-letter function of one stream."""
+    jvm = spark._jvm
+    config = jvm.java.util.HashMap()
+    for key, value in producer_options(stream).items():
+        config.put(key, value)
+    name = f"__dagger_dead_letter_{table}"
+    writer = jvm.dev.daggers.runtime.Functions.registerDeadLetters(spark._jsparkSession, name, config, topic, job_name)
+    return Writer(table, name, writer)
 
 
 def ensure_topic(spark, stream, topic: str, partitions: int = 1) -> str:
@@ -61,7 +59,7 @@ def ensure_topic(spark, stream, topic: str, partitions: int = 1) -> str:
     jvm = spark._jvm
     props = jvm.java.util.Properties()
     for key, value in producer_options(stream).items():
-        props.setProperty(key[len("kafka."):], value)
+        props.setProperty(key, value)
     props.setProperty("request.timeout.ms", "15000")
     props.setProperty("default.api.timeout.ms", "30000")
     admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)

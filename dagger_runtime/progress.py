@@ -16,7 +16,7 @@ class Counters:
     """The runtime's own counts, updated by the batch writer (driver side)."""
     job: str
     query_id: str | None = None
-    scans: float = 2.0      # how many times the plan scans each source (see messages_read)
+    scans: float = 1.0      # how many times the plan scans each source (see messages_read)
     batches: int = 0
     messages_read: int = 0
     late_rows_dropped: int = 0
@@ -24,11 +24,12 @@ class Counters:
     dead_letters: Counter = field(default_factory=Counter)     # (table, kind) -> messages
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def batch_done(self, batch_id: int, rows: int, dead: dict) -> None:
+    def batch_done(self, batch_id: int, rows: int, dead_so_far: dict) -> None:
+        """dead_so_far: dead letters per (table, kind) since the run started."""
         with self.lock:
             self.batches += 1
             self.rows_written += rows
-            self.dead_letters.update(dead)
+            self.dead_letters = Counter(dead_so_far)
 
     def progress(self, record: dict) -> None:
         with self.lock:
@@ -67,11 +68,11 @@ def _offsets(value) -> dict:
     return value or {}
 
 
-def messages_read(sources: list[dict], scans: float = 2.0) -> int:
+def messages_read(sources: list[dict], scans: float = 1.0) -> int:
     """Kafka records a batch read (pure). Spark's numInputRows counts a source once per plan
-    branch that scans it, and a dagger's plan scans each topic at least twice (results and dead
-    letters), so the offsets give the honest count. A first batch has no start offsets: then
-    numInputRows / scans (the plan's scans per source)."""
+    branch that scans it (a query that joins a table with itself scans its topic twice), so the
+    offsets give the honest count. A first batch has no start offsets: then numInputRows / scans
+    (the plan's scans per source)."""
     total = 0
     for source in sources:
         start, end = source.get("startOffset"), _offsets(source.get("endOffset"))

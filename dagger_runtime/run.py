@@ -1,10 +1,11 @@
 """RUN: a dagger as a Spark Structured Streaming query on Kafka, until stopped.
 
-One streaming query carries both outputs of each micro-batch: the analyst's results (append
-mode: a window is written once, when the watermark passes its end) and the messages set aside.
-`foreachBatch` stores the dead letters, then the results, and returns only when both are stored;
-only then does Spark commit the batch in the checkpoint. A batch that fails half-way is replayed
-with the same id from the same offsets, and the sinks overwrite by window and tags, so nothing is
+Each micro-batch reads its topics once. The tasks that decode the messages send the ones that
+cannot become rows to the dead-letter topic and flush them before they complete
+(dead_letters); `foreachBatch` then stores the analyst's results (append mode: a window is
+written once, when the watermark passes its end) and returns only when they are stored; only
+then does Spark commit the batch in the checkpoint. A batch that fails half-way is replayed with
+the same id from the same offsets, and the sinks overwrite by window and tags, so nothing is
 lost and nothing is counted twice.
 """
 from __future__ import annotations
@@ -36,62 +37,43 @@ def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
     return location
 
 
-def pack(results, rejected: dict):
-    """One stream of both outputs: `row` holds a result row, `bad` a message set aside (with its
-    table), the other column NULL."""
-    from pyspark.sql import functions as F
-
-    out = results.select(F.struct(*[F.col(f"`{c}`") for c in results.columns]).alias("row"))
-    for table, bad in rejected.items():
-        packed = bad.select(F.struct(F.lit(table).alias("table"), *bad.columns).alias("bad"))
-        out = out.unionByName(packed, allowMissingColumns=True)
-    return out
-
-
 class BatchWriter:
-    """foreachBatch: dead letters first, then results; returns when both are stored."""
+    """foreachBatch: the results to the sink; returns when they are stored. The batch's dead
+    letters were stored by the tasks that computed it."""
 
-    def __init__(self, plan: JobPlan, sink, counters):
-        self.plan = plan
+    def __init__(self, sink, counters, writers):
         self.sink = sink
         self.counters = counters
-        self.streams = {s.table: plan.job.streams[i] for i, s in enumerate(plan.streams)}
+        self.writers = writers
 
     def __call__(self, batch, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        from . import dead_letters
-
+        # a sink may run more than one action; the decoding tasks (and their dead letters) run once
         batch.persist()
         try:
-            bad = batch.where(F.col("bad").isNotNull()).select("bad.*")
-            counts = bad.groupBy("table", dead_letters.kind_of(F.col("reason")).alias("kind")).count().collect()
-            for table in {r["table"] for r in counts}:
-                stream = self.streams[table]
-                records = dead_letters.records(bad.where(F.col("table") == table), self.plan.job.dlq_topic,
-                                               self.plan.job.name)
-                writer = records.write.format("kafka")
-                for key, value in dead_letters.producer_options(stream).items():
-                    writer = writer.option(key, value)
-                writer.save()
-            rows = batch.where(F.col("row").isNotNull()).select("row.*")
-            written = self.sink.write(rows, batch_id)
+            written = self.sink.write(batch, batch_id)
         finally:
             batch.unpersist()
-        self.counters.batch_done(batch_id, written, {(r["table"], r["kind"]): r["count"] for r in counts})
+        dead = {}
+        for writer in self.writers:
+            dead.update(writer.counts())
+        self.counters.batch_done(batch_id, written, dead)
 
 
 def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0):
-    """Everything `run` starts, checked: the stream tables, the analyst's query (both sandbox
-    checks, Spark's analysis and streaming checks), the sink against its output columns."""
+    """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
+    analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
+    its output columns."""
+    from . import dead_letters
     from .sinks import create_sink
     from .validate import stream_tables, streaming_query
 
-    rejected = stream_tables(spark, plan)
+    writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name)
+               for i, s in enumerate(plan.streams)]
+    stream_tables(spark, plan, {w.table: w.sql_name for w in writers})
     results = streaming_query(spark, plan)
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
     sink = sink_factory(plan, columns) if sink_factory else create_sink(plan, columns, retry_for_s=sink_retry_s)
-    return pack(results, rejected), sink
+    return results, sink, writers
 
 
 @dataclass
@@ -100,6 +82,7 @@ class Running:
     sink: object
     counters: object
     listener: object
+    writers: list
 
 
 def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
@@ -112,18 +95,18 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
-    packed, sink = build_query(plan, spark, sink_factory, options.sink_retry_s)
+    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
             print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "
                   f"{stream.kafka.bootstrap_servers}", file=out)
-    counters = Counters(plan.job.name, scans=_scans_per_source(packed, len(plan.streams)))
+    counters = Counters(plan.job.name, scans=_scans_per_source(results, len(plan.streams)))
     listener = ProgressListener(counters, out=out, log_path=options.log_path)
     spark.streams.addListener(listener)
-    writer = (packed.writeStream.queryName(_query_name(plan.job.name)).outputMode("append")
+    writer = (results.writeStream.queryName(_query_name(plan.job.name)).outputMode("append")
               .option("checkpointLocation", checkpoint)
-              .foreachBatch(BatchWriter(plan, sink, counters)))
+              .foreachBatch(BatchWriter(sink, counters, writers)))
     writer = writer.trigger(availableNow=True) if options.available_now else writer
     query = writer.start()
     counters.query_id = str(query.id)
@@ -131,11 +114,11 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         from .metrics import serve
         serve(options.metrics_port, plan.job.name, counters, sink, listener)
         print(f"run: metrics on http://127.0.0.1:{options.metrics_port}/metrics", file=out)
-    return Running(query, sink, counters, listener)
+    return Running(query, sink, counters, listener, writers)
 
 
-def _scans_per_source(packed, streams: int) -> float:
-    leaves = packed._jdf.queryExecution().analyzed().collectLeaves()
+def _scans_per_source(results, streams: int) -> float:
+    leaves = results._jdf.queryExecution().analyzed().collectLeaves()
     kafka = sum(1 for i in range(leaves.size()) if leaves.apply(i).getClass().getSimpleName() == "StreamingRelationV2")
     return max(kafka / max(streams, 1), 1.0)
 
@@ -176,6 +159,8 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
             signal.signal(sig, handler)
         _detach(running)
         sink.close()
+        for writer in running.writers:
+            writer.close()
     print(f"run: {counters.summary()}", file=out, flush=True)
     if failure is not None:
         raise DaggerError(f"the job stopped with an error: {_failure_text(failure)}")

@@ -83,17 +83,29 @@ def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] =
     return table, rejected, decoded
 
 
-# the Kafka record's own columns, kept beside each message set aside so the dead-letter copy is exact
+# the Kafka record's own columns, which a dead-letter copy carries over exactly
 KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 
 
-def register_tables(spark, plan, raws: dict, *, keep: tuple[str, ...] = KAFKA_COLUMNS) -> dict:
+def register_tables(spark, plan, raws: dict, set_aside: dict | None = None) -> None:
     """Decode each stream's raw records into its SQL table, with the job's watermark on rowtime,
-    and register it under the stream's table name. Returns each table's messages set aside."""
-    rejected = {}
+    and register it under the stream's table name.
+
+    set_aside maps a table to its dead-letter function (dead_letters.register): each message that
+    does not become a row is sent aside by the task that decoded it, in the same filter that drops
+    it, so the topic is scanned once. Without it (validate, tests) such messages are just dropped."""
+    from pyspark.sql import functions as F
+
     delay = f"{plan.job.watermark_delay_ms} milliseconds"
     for stream in plan.streams:
-        table, bad, _ = decode(spark, raws[stream.table], stream, plan.descriptor_set, keep=keep)
+        raw = raws[stream.table]
+        table, _, decoded = decode(spark, raw, stream, plan.descriptor_set,
+                                   keep=KAFKA_COLUMNS if set_aside else ())
+        if set_aside:
+            # only a failed row reaches the call (CASE is lazy), so good rows pay nothing for it
+            send = F.call_function(set_aside[stream.table], F.col("__d.error"), *[
+                F.unix_millis(F.col(c)) if c == "timestamp" else F.col(c) for c in (
+                    "key", "value", "topic", "partition", "offset", "timestamp")])
+            table = (decoded.where(F.when(F.col("__d.error").isNull(), F.lit(True)).otherwise(send))
+                     .select("__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)))
         table.withWatermark(stream.rowtime, delay).createOrReplaceTempView(stream.table)
-        rejected[stream.table] = bad
-    return rejected

@@ -20,16 +20,16 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
 
 
-def stream_tables(spark, plan: JobPlan) -> dict:
-    """Register the UDFs and each stream's table over its Kafka topics; returns the messages set
-    aside per table (streaming DataFrames, not started)."""
+def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None) -> None:
+    """Register the UDFs and each stream's table over its Kafka topics (streaming DataFrames,
+    not started); set_aside: each table's dead-letter function, when the tables will run."""
     from .source import read_kafka
     from .streams import register_tables
     from .udfs import register_all
 
     register_all(spark)
     raws = {s.table: read_kafka(spark, plan.job.streams[i]) for i, s in enumerate(plan.streams)}
-    return register_tables(spark, plan, raws)
+    register_tables(spark, plan, raws, set_aside)
 
 
 def streaming_query(spark, plan: JobPlan):

@@ -13,6 +13,8 @@ from dagger_runtime.sinks.influx import points
 from dagger_runtime.source import kafka_source_options
 
 UTC = dt.timezone.utc
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
 JOB = """
 name: parts
 streams:
@@ -42,7 +44,7 @@ def job(tmp_path, topics="topics: [a, b]", sink="{type: log}", extra="", monkeyp
 
 
 def test_kafka_source_options_carry_every_setting_under_sparks_names(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAAS", "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    monkeypatch.setenv("JAAS", SCRAM_JAAS)
     options = kafka_source_options(job(tmp_path).streams[0])
     assert options == {
         "kafka.bootstrap.servers": "10.0.0.1:9092,10.0.0.2:9092",
@@ -84,7 +86,7 @@ def test_messages_read_come_from_offsets_and_lag_from_the_latest_offsets():
     ("dead_letter_topic: 'bad topic'", "dead_letter_topic"),
 ])
 def test_bad_run_keys_are_refused_with_the_key_named(tmp_path, monkeypatch, extra, message):
-    monkeypatch.setenv("JAAS", "x")
+    monkeypatch.setenv("JAAS", SCRAM_JAAS)
     with pytest.raises(ConfigError) as e:
         job(tmp_path, extra=extra)
     assert message in str(e.value)
@@ -103,14 +105,14 @@ def test_bad_run_keys_are_refused_with_the_key_named(tmp_path, monkeypatch, extr
     ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: '#m'}}", "starts with '#'"),
 ])
 def test_bad_sink_settings_are_refused(tmp_path, monkeypatch, sink, message):
-    monkeypatch.setenv("JAAS", "x")
+    monkeypatch.setenv("JAAS", SCRAM_JAAS)
     with pytest.raises(ConfigError) as e:
         job(tmp_path, sink=sink)
     assert message in str(e.value)
 
 
 def test_a_v2_influx_sink_may_use_a_token_alone(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAAS", "x")
+    monkeypatch.setenv("JAAS", SCRAM_JAAS)
     spec = job(tmp_path, sink="{type: influx, influx: {url: 'http://h:8086', api: v2, db_name: d, "
                               "measurement_name: m, password: tok, org: o}}").sink.influx
     assert (spec.api, spec.org, spec.password.get_secret_value()) == ("v2", "o", "tok")

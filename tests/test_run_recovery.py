@@ -95,8 +95,10 @@ def test_a_sink_down_for_a_while_is_retried_and_ends_with_exactly_the_expected_w
         influxdb.start()
         want = closed_windows_expected(first + second)
         wait_for("every closed window written", lambda: influx_windows(influxdb, db) == want, proc=proc, log=log)
+        # the batch is counted just after its write returns
+        wait_for("the written rows counted", lambda: _metric(metrics_port, "dagger_result_rows_written_total")
+                 == len(want), proc=proc, log=log)
         assert _metric(metrics_port, "dagger_dead_letters_total") is None     # no bad message, no series
-        assert _metric(metrics_port, "dagger_result_rows_written_total") == len(want)
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(120) == 0, log.read_text()[-3000:]
     finally:

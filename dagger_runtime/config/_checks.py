@@ -24,6 +24,7 @@ TEAM_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 SCHEMA_VERSION_RE = re.compile(r"[0-9a-f]{8,64}")
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*\.?")
 CLIENT_KEY_RE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z0-9-]+)*")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 ENV_REF_RE = re.compile(r"\$\{([^}]*)\}")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DURATION_PART_RE = re.compile(r"(\d+)\s*(ms|s|m|h|d)")
@@ -52,6 +53,44 @@ RESERVED_PRODUCER_KEYS = {
     "value.serializer": None,
     "interceptor.classes": None,
 }
+# The Kafka client settings a job may pass on: an allow-list, because many others name Java classes
+# to load (sasl.login.class, metric.reporters, config.providers, ssl.engine.factory.class, ...) or
+# URLs and files the client reads (sasl.oauthbearer.*.url) on the team's machines.
+_CONNECTION_SETTINGS = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name",
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.cipher.suites",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.key.password",
+    "client.id", "client.dns.lookup", "request.timeout.ms", "connections.max.idle.ms", "metadata.max.age.ms",
+    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "retry.backoff.ms", "retry.backoff.max.ms",
+    "receive.buffer.bytes", "send.buffer.bytes", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms",
+})
+CONSUMER_SETTINGS = _CONNECTION_SETTINGS | {
+    "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records", "max.poll.interval.ms", "fetch.min.bytes",
+    "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "isolation.level", "check.crcs",
+    "default.api.timeout.ms", "client.rack",
+}
+PRODUCER_SETTINGS = _CONNECTION_SETTINGS | {
+    "acks", "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "batch.size", "buffer.memory", "max.request.size", "retries", "delivery.timeout.ms", "max.block.ms",
+    "enable.idempotence", "max.in.flight.requests.per.connection",
+}
+# PEM text, whose lines are part of the value
+_PEM_SETTINGS = frozenset({"ssl.truststore.certificates", "ssl.keystore.certificate.chain", "ssl.keystore.key"})
+# The JAAS login modules sasl.jaas.config may name, for the mechanisms above; any other class
+# (JndiLoginModule, a class of the job's own) is refused.
+JAAS_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "GSSAPI": "com.sun.security.auth.module.Krb5LoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+}
+# one JAAS entry: a class, a control flag, options (key=value, the value quoted or a bare word), ';'
+_JAAS_RE = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)'
+                      r'((?:\s+[\w.\-]+\s*=\s*(?:"(?:[^"\\\x00-\x1f]|\\.)*"|[^\s";=/*]+))*)\s*;\s*')
 POSTGRES_URL_PARAMETERS = ("sslmode", "connect_timeout", "application_name", "target_session_attrs")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -353,27 +392,52 @@ def client_key(value: str) -> str:
     return value
 
 
-def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, str | None]) -> list[tuple[str, str]]:
+def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, str | None],
+                          allowed: frozenset[str] = CONSUMER_SETTINGS) -> list[tuple[str, str]]:
     """Problems with Kafka client settings as (key, message) pairs."""
     problems: list[tuple[str, str]] = []
+    protocol = settings.get("security.protocol", "PLAINTEXT")
     for key, value in settings.items():
         if key in reserved:
             instead = reserved[key]
             why = f"set with {instead} instead" if instead else "is set by the runtime and cannot be overridden"
             problems.append((key, why))
+        elif key not in allowed:
+            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]!r}?" if close else (
+                "; security, TLS, timeout and size settings are passed on, not settings that name classes, "
+                "files of configuration or URLs")
+            problems.append((key, f"is not a Kafka client setting a dagger passes on{hint}"))
+        elif CONTROL_RE.search(value.replace("\n", "") if key in _PEM_SETTINGS else value):
+            problems.append((key, "must not contain control characters"))
         elif key == "security.protocol" and value not in SECURITY_PROTOCOLS:
             problems.append((key, f"must be one of {', '.join(SECURITY_PROTOCOLS)}, got {show(value)}"))
         elif key == "sasl.mechanism" and value not in SASL_MECHANISMS:
             problems.append((key, f"must be one of {', '.join(SASL_MECHANISMS)}, got {show(value)}"))
         elif key in ("ssl.keystore.type", "ssl.truststore.type") and value not in STORE_TYPES:
             problems.append((key, f"must be one of {', '.join(STORE_TYPES)}, got {show(value)}"))
-    protocol = settings.get("security.protocol", "PLAINTEXT")
+        elif key == "sasl.jaas.config":
+            problems += [(key, p) for p in _jaas_problems(value, settings.get("sasl.mechanism", "GSSAPI"))]
     if not protocol.startswith("SASL_"):
         for key in settings:
             if key.startswith("sasl."):
                 why = f"has no effect unless security.protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})"
                 problems.append((key, why))
     return problems
+
+
+def _jaas_problems(value: str, mechanism: str) -> list[str]:
+    """sasl.jaas.config must be one JAAS entry whose login module is the mechanism's own. The value
+    is a secret: messages never quote it."""
+    match = _JAAS_RE.fullmatch(value)
+    if not match:
+        return ["must be one JAAS entry: '<LoginModule class> required key=\"value\" ...;'"]
+    module = match.group(1)
+    want = JAAS_LOGIN_MODULES.get(mechanism)
+    if want and module != want:
+        shown = module if module in JAAS_LOGIN_MODULES.values() else "another class"
+        return [f"sasl.mechanism {mechanism} takes {want}, not {shown}"]
+    return []
 
 
 def resolve_env(value: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

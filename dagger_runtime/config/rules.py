@@ -34,7 +34,7 @@ def event_time_rules(node: Any) -> list[Issue]:
     return []
 
 
-def _client_rules(node: Mapping[str, Any], reserved: Mapping[str, str | None]) -> list[Issue]:
+def _client_rules(node: Mapping[str, Any], reserved: Mapping[str, str | None], allowed: frozenset[str]) -> list[Issue]:
     settings: dict[str, str] = {}
     where: dict[str, str] = {}
     for section in ("client", "client_secrets"):
@@ -42,11 +42,11 @@ def _client_rules(node: Mapping[str, Any], reserved: Mapping[str, str | None]) -
             if isinstance(key, str):
                 settings[key] = value if isinstance(value, str) else ""
                 where[key] = section
-    return [((where[key], key), msg) for key, msg in _checks.check_client_settings(settings, reserved)]
+    return [((where[key], key), msg) for key, msg in _checks.check_client_settings(settings, reserved, allowed)]
 
 
 def kafka_source_rules(node: Any) -> list[Issue]:
-    return _client_rules(_map(node), _checks.RESERVED_CONSUMER_KEYS)
+    return _client_rules(_map(node), _checks.RESERVED_CONSUMER_KEYS, _checks.CONSUMER_SETTINGS)
 
 
 def stream_rules(node: Any) -> list[Issue]:
@@ -112,7 +112,7 @@ def kafka_sink_rules(node: Any) -> list[Issue]:
     issues: list[Issue] = []
     if _upper(node.get("data_type"), "PROTO") == "PROTO" and not node.get("proto_message"):
         issues.append((("proto_message",), "is required when data_type is PROTO"))
-    issues += _client_rules(node, _checks.RESERVED_PRODUCER_KEYS)
+    issues += _client_rules(node, _checks.RESERVED_PRODUCER_KEYS, _checks.PRODUCER_SETTINGS)
     return issues
 
 

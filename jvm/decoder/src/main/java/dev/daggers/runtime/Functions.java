@@ -51,6 +51,23 @@ public final class Functions {
     spark.udf().register(name, encoder, DataTypes.BinaryType);
   }
 
+  /**
+   * Registers {@code name(reason, key, value, topic, partition, offset, timestampMs) -> false}: the
+   * message sent to a dead-letter topic from the task that decoded it (see DeadLetters). Returns
+   * the writer, whose counts() the driver reads after each batch.
+   */
+  public static DeadLetters registerDeadLetters(SparkSession spark, String name, java.util.Map<String, String> producerConfig,
+                                                String topic, String job) {
+    org.apache.spark.util.LongAccumulator[] counts = new org.apache.spark.util.LongAccumulator[DeadLetters.KINDS.length];
+    for (int i = 0; i < counts.length; i++) {
+      counts[i] = spark.sparkContext().longAccumulator(name + "." + DeadLetters.KINDS[i]);
+    }
+    DeadLetters writer = new DeadLetters(producerConfig, topic, job, counts);
+    // Nondeterministic: Spark must call it exactly where it stands, once per row it reaches.
+    spark.udf().register(name, org.apache.spark.sql.functions.udf(writer, DataTypes.BooleanType).asNondeterministic());
+    return writer;
+  }
+
   /** Registers {@code name(value, seconds) -> binary}: the Timestamp field `field` moved by seconds. */
   public static void registerTimeShift(SparkSession spark, String name, int field) {
     spark.udf().register(name, new TimeShift(field), DataTypes.BinaryType);

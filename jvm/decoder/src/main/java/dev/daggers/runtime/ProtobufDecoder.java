@@ -19,6 +19,9 @@ import org.apache.spark.sql.api.java.UDF1;
  */
 public final class ProtobufDecoder implements UDF1<Object, Row> {
   private static final long serialVersionUID = 1L;
+  /** How the reasons of the two kinds that are not parse errors begin (DeadLetters.kindOf). */
+  static final String TOMBSTONE = "empty (tombstone)";
+  static final String NO_EVENT_TIME = "event time field ";
 
   private final byte[] descriptorSet;
   private final String messageName;
@@ -58,7 +61,7 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
 
   @Override
   public Row call(Object value) {
-    if (value == null) return RowFactory.create(null, null, "empty (tombstone) message");
+    if (value == null) return RowFactory.create(null, null, TOMBSTONE + " message");
     try {
       if (json) {
         if (jsonParser == null) jsonParser = JsonFormat.parser();
@@ -93,6 +96,6 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
 
   private Row notSet() {
     FieldDescriptor f = descriptor().findFieldByNumber(eventTimeField);
-    return RowFactory.create(null, null, "event time field " + f.getName() + " (" + eventTimeField + ") is not set");
+    return RowFactory.create(null, null, NO_EVENT_TIME + f.getName() + " (" + eventTimeField + ") is not set");
   }
 }
