@@ -9,7 +9,7 @@ MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo protos bench clean help
+.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo protos bench clean help lab-up lab-status lab-down
 all: test
 
 help:
@@ -18,6 +18,7 @@ help:
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
+	@echo "make lab-up / lab-status / lab-down - the lab on this machine, through playbooks/ (DAGGER_LAB_DIR, default .lab)"
 	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
 	@echo "make infra-check    - validate every team spec and check CODEOWNERS is current"
 
@@ -76,6 +77,15 @@ demo: venv jars servers
 
 protos: venv
 	$(PY) -m protos compile
+
+lab-up: venv jars
+	$(PY) -m lab up
+
+lab-status: venv
+	$(PY) -m lab status
+
+lab-down: venv
+	$(PY) -m lab down
 
 bench: venv jars servers
 	$(PY) -m bench
