@@ -136,6 +136,32 @@ def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_th
         on_primary
 
 
+APP = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master(sys.argv[1]).appName(sys.argv[2]).config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "1g")
+         .config("spark.ui.enabled", "false").getOrCreate())
+print(spark.range(1000).selectExpr("sum(id)").collect()[0][0])
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("cluster, offset", [("blue", 2000), ("green", 3000)])
+def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, offset):
+    import urllib.request
+
+    name = f"lab-check-{cluster}-{uuid.uuid4().hex[:6]}"
+    app = subprocess.run([sys.executable, "-c", APP, f"spark://127.0.0.1:{PORT_BASE + offset + 77}", name],
+                         env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1"}, capture_output=True, text=True, timeout=300)
+    assert app.returncode == 0, app.stderr[-3000:]
+    assert app.stdout.strip().splitlines()[-1] == str(sum(range(1000)))
+    with urllib.request.urlopen(f"http://127.0.0.1:{PORT_BASE + offset + 80}/json/", timeout=10) as r:
+        master = json.load(r)
+    assert master["status"] == "ALIVE" and master["aliveworkers"] == 1
+    assert (name, "FINISHED") in {(a["name"], a["state"]) for a in master["completedapps"]}
+
+
 def test_status_lists_every_component_up(lab_env):
     status = lab(["status", "--json"], lab_env)
     assert status.returncode == 0, status.stderr
@@ -145,7 +171,11 @@ def test_status_lists_every_component_up(lab_env):
                    ("kafka primary 2", f"127.0.0.1:{PORT_BASE + 292}", "4.3.1", True),
                    ("kafka primary 3", f"127.0.0.1:{PORT_BASE + 392}", "4.3.1", True),
                    ("kafka mirror 1", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
-                   ("mirrormaker primary -> mirror", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True)}
+                   ("mirrormaker primary -> mirror", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
+                   ("spark blue master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
+                   ("spark blue worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
+                   ("spark green master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
+                   ("spark green worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True)}
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])
 
 
