@@ -74,6 +74,7 @@ def test_the_jaas_login_module_must_be_the_mechanisms_own(tmp_path):
     'org.apache.kafka.common.security.scram.ScramLoginModule required a=//x; b="c";',
     'org.apache.kafka.common.security.scram.ScramLoginModule /* c */ required username="d";',
     'org.apache.kafka.common.security.scram.ScramLoginModule required username="d\x00";',
+    'org.apache.kafka.common.security.scram.ScramLoginModule\u00a0required;',     # not a blank to Kafka
 ])
 def test_a_jaas_config_is_exactly_one_entry(tmp_path, jaas):
     text = problem_text(tmp_path, sasl(jaas))

@@ -89,8 +89,9 @@ JAAS_LOGIN_MODULES = {
     "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
 # one JAAS entry: a class, a control flag, options (key=value, the value quoted or a bare word), ';'
+# (ASCII only: Kafka's tokenizer knows no other blanks or word characters)
 _JAAS_RE = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)'
-                      r'((?:\s+[\w.\-]+\s*=\s*(?:"(?:[^"\\\x00-\x1f]|\\.)*"|[^\s";=/*]+))*)\s*;\s*')
+                      r'((?:\s+[\w.\-]+\s*=\s*(?:"(?:[^"\\\x00-\x1f]|\\.)*"|[^\s";=/*]+))*)\s*;\s*', re.ASCII)
 POSTGRES_URL_PARAMETERS = ("sslmode", "connect_timeout", "application_name", "target_session_attrs")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
