@@ -9,12 +9,14 @@ MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo protos bench clean help lab-up lab-status lab-down
+.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
 all: test
 
 help:
 	@echo "make test   - set up .venv and .jvm, then run the whole test suite"
-	@echo "make demo   - generate sample traffic and preview the sample daggers on it"
+	@echo "make demo   - the lab up, the sample daggers deployed on it, live traffic, aggregates read back from InfluxDB"
+	@echo "make demo-preview - the quick one: sample daggers previewed over generated files (no lab)"
+	@echo "make dashboards - the Grafana dashboards as JSON into out/dashboards"
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
@@ -73,12 +75,18 @@ infra-check: venv
 	$(PY) -m infra.codeowners --check
 
 demo: venv jars servers
+	$(PY) -m lab.demo
+
+demo-preview: venv jars servers
 	$(PY) -m dagger_runtime.demo
+
+dashboards: venv
+	$(PY) -m monitoring.dashboards --out out/dashboards
 
 protos: venv
 	$(PY) -m protos compile
 
-lab-up: venv jars
+lab-up: venv jars servers
 	$(PY) -m lab up
 
 lab-status: venv

@@ -77,8 +77,33 @@ def cmd_run(args) -> int:
 
     plan = _load_plan(args)
     options = RunOptions(checkpoint=args.checkpoint, available_now=args.available_now, master=args.master,
-                         log_path=args.log, metrics_port=args.metrics_port)
+                         log_path=args.log, metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
+                         starting=_starting(args.starting, plan))
     return run(plan, options)
+
+
+def _starting(text: str | None, plan) -> dict | None:
+    """--starting: {"<table>": {"startingOffsets"|"startingTimestamp": value}} (what `deploy` and
+    `edit` pass for a new checkpoint)."""
+    from .source import STARTING_OPTIONS
+
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise DaggerError(f"--starting is not JSON: {e}") from None
+    tables = {s.table for s in plan.streams}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise DaggerError('--starting must be {"<table>": {"startingOffsets": ...}}')
+    for table, options in value.items():
+        if table not in tables:
+            raise DaggerError(f"--starting: {table!r} is not one of the job's streams ({', '.join(sorted(tables))})")
+        for key, option in options.items():
+            if key not in STARTING_OPTIONS or not isinstance(option, str):
+                raise DaggerError(f"--starting: {table}.{key} is not one of {', '.join(STARTING_OPTIONS)} "
+                                  "with a string value")
+    return value
 
 
 def _add_strict(parser: argparse.ArgumentParser) -> None:
@@ -137,9 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "$DAGGER_SPARK_MASTER)")
     r.add_argument("--log", metavar="FILE", help="append one JSON line per batch to FILE")
     r.add_argument("--metrics-port", type=int, metavar="PORT",
-                   help="serve Prometheus metrics on 127.0.0.1:PORT/metrics")
+                   help="serve Prometheus metrics on ADDR:PORT/metrics")
+    r.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
+                   help="the address to serve metrics on (default 127.0.0.1)")
+    r.add_argument("--starting", metavar="JSON",
+                   help='where a new checkpoint starts reading, per stream: {"TABLE": {"startingOffsets": '
+                        '"earliest"|"latest"|"{\"topic\":{\"0\":42}}"}} or {"TABLE": {"startingTimestamp": '
+                        '"EPOCH_MS"}}; ignored when the checkpoint already holds offsets (deploy and edit '
+                        'set it)')
     _add_strict(r)
     r.set_defaults(func=cmd_run)
+
+    from .lifecycle.cli import add_commands
+    add_commands(sub)
     return p
 
 

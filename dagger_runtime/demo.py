@@ -1,8 +1,6 @@
-"""`make demo`: sample traffic for the sample schemas, and the sample daggers previewed on it.
-
-Until the local lab exists (Kafka, Spark standalone, sinks), the demo is PREVIEW: each example
-dagger under examples/daggers runs once over generated protobuf messages and its results are
-printed as a table.
+"""`make demo-preview`: sample traffic for the sample schemas, and the sample daggers previewed on
+it: each example dagger under examples/daggers runs once over generated protobuf messages and its
+results are printed as a table. No servers; `make demo` is the live one, on the lab.
 """
 from __future__ import annotations
 

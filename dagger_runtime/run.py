@@ -26,6 +26,8 @@ class RunOptions:
     master: str | None = None           # spark://host:port; default local[parallelism]
     log_path: str | None = None         # one JSON line per batch
     metrics_port: int | None = None     # serve /metrics for Prometheus
+    metrics_addr: str = "127.0.0.1"     # ... on this address
+    starting: dict | None = None        # Kafka starting options by table, for a new checkpoint
     sink_retry_s: float = 600.0         # how long a sink write is retried before the job fails
 
 
@@ -59,7 +61,7 @@ class BatchWriter:
         self.counters.batch_done(batch_id, written, dead)
 
 
-def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0):
+def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None):
     """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
     analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
     its output columns."""
@@ -69,7 +71,7 @@ def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 6
 
     writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name)
                for i, s in enumerate(plan.streams)]
-    stream_tables(spark, plan, {w.table: w.sql_name for w in writers})
+    stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting)
     results = streaming_query(spark, plan)
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
     sink = sink_factory(plan, columns) if sink_factory else create_sink(plan, columns, retry_for_s=sink_retry_s)
@@ -95,7 +97,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
-    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s)
+    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, options.starting)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
@@ -112,8 +114,8 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     counters.query_id = str(query.id)
     if options.metrics_port:
         from .metrics import serve
-        serve(options.metrics_port, plan.job.name, counters, sink, listener)
-        print(f"run: metrics on http://127.0.0.1:{options.metrics_port}/metrics", file=out)
+        serve(options.metrics_port, plan.job.name, counters, sink, listener, addr=options.metrics_addr)
+        print(f"run: metrics on http://{options.metrics_addr}:{options.metrics_port}/metrics", file=out)
     return Running(query, sink, counters, listener, writers)
 
 

@@ -35,7 +35,12 @@ def describe(stream) -> str:
     return f"{what} on {stream.kafka.bootstrap_servers}"
 
 
-def read_kafka(spark, stream):
+# where a query with a new checkpoint starts reading (`run --starting`); a checkpoint's own offsets
+# always win over these
+STARTING_OPTIONS = ("startingOffsets", "startingTimestamp")
+
+
+def read_kafka(spark, stream, starting: dict[str, str] | None = None):
     """The stream's raw Kafka records (key, value, topic, partition, offset, timestamp) as a
     streaming DataFrame. Nothing connects to Kafka until a query starts."""
     from pyspark.errors import IllegalArgumentException
@@ -43,7 +48,11 @@ def read_kafka(spark, stream):
     if not stream.topics and not stream.topic_pattern:
         raise DaggerError(f"stream {stream.table}: no topics to read (set topics or topic_pattern)")
     reader = spark.readStream.format("kafka")
-    for key, value in kafka_source_options(stream).items():
+    options = kafka_source_options(stream)
+    if starting:
+        options.pop("startingOffsets", None)
+        options.update(starting)
+    for key, value in options.items():
         reader = reader.option(key, value)
     try:
         return reader.load()

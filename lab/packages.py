@@ -1,5 +1,5 @@
 """The Debian packages of the servers the tests and the lab start (InfluxDB 1.x, VictoriaMetrics,
-PostgreSQL), installed with apt-get when missing. `make test` and `make demo` run this first.
+PostgreSQL, Prometheus), installed with apt-get when missing. `make test` and `make demo` run this first.
 
     python -m lab.packages          # install what is missing (as root), or say the command
     python -m lab.packages --check  # exit 1 if anything is missing
@@ -18,6 +18,7 @@ PACKAGES = {
     "influxdb": lambda: shutil.which("influxd"),
     "victoria-metrics": lambda: shutil.which("victoria-metrics"),
     "postgresql": lambda: postgres_bin("postgres"),
+    "prometheus": lambda: shutil.which("promtool"),
 }
 
 

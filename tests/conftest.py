@@ -65,3 +65,31 @@ def postgres():
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def lab_env(request):
+    """The lab, converged by the playbooks on PORT_BASE, for every test that needs it (its
+    environment: DAGGER_LAB_DIR, DAGGER_LAB_PORT_BASE); down at the end of the session."""
+    import os
+    import shutil
+    import tempfile
+
+    from tests.labrun import PORT_BASE, lab
+
+    # not under pytest's temporary directories, which are closed to other users: as root, PostgreSQL
+    # runs as `postgres` and must reach its directory in the lab
+    lab_dir = tempfile.mkdtemp(prefix="dagger-lab-test-")
+    os.chmod(lab_dir, 0o711)
+    env = {**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
+    failed_before = request.session.testsfailed
+    try:
+        up = lab(["up"], env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-5000:]
+        yield env
+    finally:
+        lab(["down"], env)
+        if request.session.testsfailed == failed_before:
+            shutil.rmtree(lab_dir, ignore_errors=True)
+        else:       # kept, with its logs, for the failure's post-mortem
+            print(f"lab kept at {lab_dir}")

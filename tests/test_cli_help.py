@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
     ["dagger_runtime"], ["dagger_runtime", "validate"], ["dagger_runtime", "preview"],
     ["dagger_runtime.demo"], ["protos"], ["protos", "check"], ["protos", "compile"],
     ["lab.kafka"], ["lab.kafka", "start"], ["loadtest.traffic"], ["bench"],
+    ["dagger_runtime", "run"], ["dagger_runtime", "deploy"], ["dagger_runtime", "edit"], ["dagger_runtime", "stop"],
+    ["dagger_runtime", "status"], ["dagger_runtime", "list"], ["dagger_runtime", "history"],
+    ["dagger_runtime", "logs"], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "down"], ["lab.demo"],
+    ["monitoring.dashboards"], ["infra.inventory_export"],
 ])
 def test_each_command_has_help(command):
     proc = subprocess.run([sys.executable, "-m", *command, "--help"], capture_output=True, text=True,

@@ -1,12 +1,16 @@
 """The lab, converged for real by the project's playbooks: Kafka primary (three KRaft nodes,
-replication 3, min.insync.replicas 2) and mirror under supervisord, idempotent, and down again."""
+replication 3, min.insync.replicas 2) and mirror, MirrorMaker, Spark, InfluxDB, PostgreSQL (the job
+registry) and Prometheus under supervisord, idempotent, and down again."""
 from __future__ import annotations
 
 import json
-import os
+import re
+import stat
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -14,24 +18,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.labrun import PORT_BASE, lab
+
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
-REPO = Path(__file__).resolve().parent.parent
-PORT_BASE = 23000       # away from a developer's lab on the default 19000
-
-
-def lab(command: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lab", *command], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def lab_env(tmp_path_factory):
-    env = {**os.environ, "DAGGER_LAB_DIR": str(tmp_path_factory.mktemp("lab")),
-           "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
-    up = lab(["up"], env)
-    assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-5000:]
-    yield env
-    lab(["down"], env)
 
 
 def wait_up(env, timeout_s: float = 180) -> dict:
@@ -162,11 +151,73 @@ def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, o
     assert (name, "FINISHED") in {(a["name"], a["state"]) for a in master["completedapps"]}
 
 
+def test_influxdb_answers_and_has_the_daggers_database(lab_env):
+    influx = f"http://127.0.0.1:{PORT_BASE + 4086}"
+    with urllib.request.urlopen(f"{influx}/ping", timeout=10) as r:
+        assert r.status == 204
+    query = urllib.parse.urlencode({"q": "SHOW DATABASES"}).encode()
+    with urllib.request.urlopen(f"{influx}/query", data=query, timeout=10) as r:
+        series = json.load(r)["results"][0]["series"]
+    assert ["daggers"] in series[0]["values"]
+
+
+def test_postgresql_logs_in_with_the_registry_url_and_refuses_a_wrong_password(lab_env):
+    import psycopg
+
+    secrets = Path(lab_env["DAGGER_LAB_DIR"]) / "secrets"
+    url_file = secrets / "registry.url"
+    assert stat.S_IMODE(url_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((secrets / "postgresql-daggers.password").stat().st_mode) == 0o600
+    url = url_file.read_text().strip()
+    prefix = "postgresql+psycopg://daggers:"
+    assert url.startswith(prefix) and url.endswith(f"@127.0.0.1:{PORT_BASE + 4432}/daggers")
+    password = urllib.parse.unquote(url[len(prefix):].rpartition("@")[0])
+    assert password == (secrets / "postgresql-daggers.password").read_text().strip()
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), connect_timeout=10) as conn:
+        assert conn.execute("SELECT current_user, current_database()").fetchone() == ("daggers", "daggers")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host="127.0.0.1", port=PORT_BASE + 4432, user="daggers", dbname="daggers",
+                        password=password + "x", connect_timeout=10)
+
+
+def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_directory(lab_env):
+    prometheus = f"http://127.0.0.1:{PORT_BASE + 4090}"
+    with urllib.request.urlopen(f"{prometheus}/-/ready", timeout=10) as r:
+        assert r.status == 200
+    targets_dir = Path(lab_env["DAGGER_LAB_DIR"]) / "prometheus" / "targets"
+    with urllib.request.urlopen(f"{prometheus}/api/v1/status/config", timeout=10) as r:
+        config = json.load(r)["data"]["yaml"]
+    assert "job_name: dagger" in config and f"- {targets_dir}/*.json" in config
+    # what the daggers' deploy command writes: one file per dagger (nothing listens on the port)
+    target = {"targets": [f"127.0.0.1:{PORT_BASE + 5999}"], "labels": {"dagger": "lab-check", "team": "lab",
+                                                                       "cluster": "blue"}}
+    (targets_dir / "lab-check.json").write_text(json.dumps([target]))
+    try:
+        deadline = time.monotonic() + 60
+        found: list = []
+        while not found and time.monotonic() < deadline:
+            time.sleep(1)
+            with urllib.request.urlopen(f"{prometheus}/api/v1/targets", timeout=10) as r:
+                found = [t["labels"] for t in json.load(r)["data"]["activeTargets"] if t["scrapePool"] == "dagger"]
+        assert found == [{"job": "dagger", "instance": f"127.0.0.1:{PORT_BASE + 5999}", "dagger": "lab-check",
+                          "team": "lab", "cluster": "blue"}]
+    finally:
+        (targets_dir / "lab-check.json").unlink()
+
+
+def test_the_checkpoint_folder_is_private(lab_env):
+    checkpoints = Path(lab_env["DAGGER_LAB_DIR"]) / "checkpoints"
+    assert checkpoints.is_dir() and stat.S_IMODE(checkpoints.stat().st_mode) == 0o700
+
+
 def test_status_lists_every_component_up(lab_env):
     status = lab(["status", "--json"], lab_env)
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
     got = {(c["name"], c["address"], c["version"], c["up"]) for c in report["components"]}
+    versions = {c["name"]: c["version"] for c in report["components"] if c["kind"] in
+                ("influxdb", "postgresql", "prometheus")}
+    assert set(versions) == {"influxdb", "postgresql", "prometheus"}
     assert got == {("kafka primary 1", f"127.0.0.1:{PORT_BASE + 192}", "4.3.1", True),
                    ("kafka primary 2", f"127.0.0.1:{PORT_BASE + 292}", "4.3.1", True),
                    ("kafka primary 3", f"127.0.0.1:{PORT_BASE + 392}", "4.3.1", True),
@@ -175,7 +226,12 @@ def test_status_lists_every_component_up(lab_env):
                    ("spark blue master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
                    ("spark blue worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
                    ("spark green master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
-                   ("spark green worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True)}
+                   ("spark green worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True),
+                   ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
+                   ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
+                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True)}
+    # the Debian packages' own versions, as the servers report them (1.6.7~rc0, 15.18, 2.42.0+ds)
+    assert all(re.fullmatch(r"\d+\.\d+\S*", v) for v in versions.values()), versions
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])
 
 

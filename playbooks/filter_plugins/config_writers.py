@@ -1,8 +1,10 @@
 """Writers for the config formats the roles render: Java properties (javaproperties, with its
 escaping of '=', ':', '#', '!', backslashes and non-ASCII), supervisord's INI files
-(configparser, with supervisord's '%' expansion escaped) and systemd command lines (systemd's
-quoting, '%' specifiers and '$' expansion escaped). Templates call these instead of pasting
-values into lines, so no value can add a line, a key or a section."""
+(configparser, with supervisord's '%' expansion escaped), systemd command lines (systemd's
+quoting, '%' specifiers and '$' expansion escaped), TOML (tomli_w), postgresql.conf (quoted
+values) and PostgreSQL's record files, pg_hba.conf and pg_ident.conf (plain tokens only).
+Templates call these instead of pasting values into lines, so no value can add a line, a key or
+a section."""
 from __future__ import annotations
 
 import configparser
@@ -10,10 +12,13 @@ import io
 import re
 
 import javaproperties
+import tomli_w
 from ansible.errors import AnsibleFilterError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+_PG_SETTING = re.compile(r"[a-z_][a-z0-9_.]*")
+_PG_TOKEN = re.compile(r"[A-Za-z0-9_.:/@=+-]+")
 
 
 def java_properties(settings, comment=None):
@@ -71,6 +76,75 @@ def systemd_exec(argv):
     return " ".join(words)
 
 
+def toml(settings):
+    """A dict as TOML text (tomli_w): nested dicts are tables; None values are left out."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError(f"toml expects a mapping, got {type(settings).__name__}")
+    return tomli_w.dumps(_toml_value(settings, "toml"))
+
+
+def _toml_value(value, where: str):
+    if isinstance(value, dict):
+        table = {}
+        for key, item in value.items():
+            if _CONTROL.search(str(key)):
+                raise AnsibleFilterError(f"toml: {where}: key {str(key)!r} has a control character")
+            if item is not None:
+                table[str(key)] = _toml_value(item, f"{where}.{key}")
+        return table
+    if isinstance(value, (list, tuple)):
+        return [_toml_value(item, f"{where}[]") for item in value if item is not None]
+    if isinstance(value, (bool, int, float)):
+        return value
+    text = str(value)
+    if _CONTROL.search(text):
+        raise AnsibleFilterError(f"toml: {where}: {text!r} has a control character")
+    return text
+
+
+def postgresql_conf(settings):
+    """postgresql.conf text from {setting: value}, sorted: strings single-quoted with quotes and
+    backslashes escaped, booleans on/off, numbers bare; None values are left out."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError(f"postgresql_conf expects a mapping, got {type(settings).__name__}")
+    lines = []
+    for key in sorted(settings, key=str):
+        value = settings[key]
+        if value is None:
+            continue
+        if not _PG_SETTING.fullmatch(str(key)):
+            raise AnsibleFilterError(f"postgresql_conf: {str(key)!r} is not a setting name (a-z, 0-9, _ and .)")
+        if isinstance(value, bool):
+            text = "on" if value else "off"
+        elif isinstance(value, (int, float)):
+            text = str(value)
+        else:
+            raw = _text(value)
+            if _CONTROL.search(raw):
+                raise AnsibleFilterError(f"postgresql_conf: {key}: {raw!r} has a control character")
+            text = "'" + raw.replace("\\", "\\\\").replace("'", "''") + "'"
+        lines.append(f"{key} = {text}\n")
+    return "".join(lines)
+
+
+def postgresql_records(records):
+    """pg_hba.conf or pg_ident.conf text: one line per record, a list of fields, each a plain
+    token (letters, digits and _.:/@=+-), never quoted, so no field can hold a space or a line."""
+    if not isinstance(records, (list, tuple)):
+        raise AnsibleFilterError("postgresql_records expects a list of records (lists of fields)")
+    lines = []
+    for record in records:
+        if not isinstance(record, (list, tuple)) or not record:
+            raise AnsibleFilterError(f"postgresql_records: {record!r} is not a non-empty list of fields")
+        fields = [_text(field) for field in record]
+        for field in fields:
+            if not _PG_TOKEN.fullmatch(field):
+                raise AnsibleFilterError(f"postgresql_records: field {field!r} is not a plain token "
+                                         "(letters, digits and _.:/@=+-)")
+        lines.append(" ".join(fields) + "\n")
+    return "".join(lines)
+
+
 def _env_value(key, value) -> str:
     text = _text(value)
     if '"' in text or "," in text or "\\" in text or not _NAME.fullmatch(str(key)):
@@ -88,4 +162,5 @@ def _text(value) -> str:
 
 class FilterModule:
     def filters(self):
-        return {"java_properties": java_properties, "supervisor_ini": supervisor_ini, "systemd_exec": systemd_exec}
+        return {"java_properties": java_properties, "supervisor_ini": supervisor_ini, "systemd_exec": systemd_exec,
+                "toml": toml, "postgresql_conf": postgresql_conf, "postgresql_records": postgresql_records}

@@ -1,0 +1,259 @@
+"""`dagger deploy|edit|stop|status|list|logs|history`: the lifecycle commands of the dagger CLI."""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import DaggerError
+
+# wide enough for the status table when the output is a pipe or a file (rich assumes 80 columns)
+_console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+
+
+def _registry(args):
+    from .registry import Registry, resolve_url
+
+    return Registry(resolve_url(args.registry))
+
+
+def _start(args):
+    from .state import parse_start
+
+    return parse_start(args.start) if getattr(args, "start", None) else None
+
+
+def _print(outcome, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(outcome.data, indent=2, default=str))
+    else:
+        for line in outcome.lines:
+            _console.print(line, markup=False)
+
+
+def _wait_first_row(args, outcome, began: float) -> None:
+    from .clusters import get_cluster
+    from .operations import wait_first_row
+
+    data = outcome.data
+    if not args.wait or not data.get("metrics_port"):
+        return
+    cluster = get_cluster(data["cluster"], args.clusters)
+    with _console.status(f"waiting for {data['dagger']}'s first result row ..."):
+        waited = wait_first_row(cluster.metrics_host, data["metrics_port"], timeout_s=args.wait_timeout)
+    if waited is None:
+        raise DaggerError(f"{data['dagger']} wrote no result row within {args.wait_timeout:.0f} s; "
+                          f"see `dagger status {data['dagger']}` and `dagger logs {data['dagger']}`")
+    data["deploy_to_first_row_s"] = round(time.monotonic() - began, 1)
+    outcome.say(f"  first result row written {data['deploy_to_first_row_s']} s after the command started")
+
+
+def cmd_deploy(args) -> int:
+    from .operations import deploy
+
+    began = time.monotonic()
+    with _console.status("validating the spec and submitting it ..."):
+        outcome = deploy(_registry(args), args.job, args.cluster, actor=args.actor, clusters_dir=args.clusters,
+                         start=_start(args))
+    _wait_first_row(args, outcome, began)
+    _print(outcome, args.json)
+    return 0
+
+
+def cmd_edit(args) -> int:
+    from .operations import edit
+
+    began = time.monotonic()
+    with _console.status(f"validating the spec and redeploying {args.name} ..."):
+        outcome = edit(_registry(args), args.name, args.job, actor=args.actor, clusters_dir=args.clusters,
+                       start=_start(args), cluster_name=args.cluster)
+    _wait_first_row(args, outcome, began)
+    _print(outcome, args.json)
+    return 0
+
+
+def cmd_stop(args) -> int:
+    from .operations import stop
+
+    with _console.status(f"stopping {args.name} ..."):
+        outcome = stop(_registry(args), args.name, actor=args.actor, clusters_dir=args.clusters)
+    _print(outcome, args.json)
+    return 0
+
+
+def _num(value, fmt="{:,.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def cmd_status(args) -> int:
+    from .operations import status
+
+    outcome = status(_registry(args), args.name, actor=args.actor, clusters_dir=args.clusters)
+    if args.json:
+        _print(outcome, True)
+        return 0
+    table = Table(title="daggers", title_justify="left")
+    for column in ("dagger", "cluster", "v", "status", "in/s", "done/s", "lag", "watermark delay", "last batch",
+                   "rows written", "dead letters", "sink errors"):
+        table.add_column(column, justify="left" if column in ("dagger", "cluster", "status") else "right")
+    for row in outcome.data["daggers"]:
+        table.add_row(row["dagger"], row["cluster"], str(row["version"]), row["status"],
+                      _num(row.get("input_per_s"), "{:,.1f}"), _num(row.get("processed_per_s"), "{:,.1f}"),
+                      _num(row.get("lag")), _num(row.get("watermark_delay_s"), "{:,.0f} s"),
+                      _num(row.get("last_batch_s"), "{:.2f} s"), _num(row.get("rows_written")),
+                      _num(row.get("dead_letters")), _num(row.get("sink_errors")))
+    _console.print(table)
+    clusters = Table(title="clusters", title_justify="left")
+    for column in ("cluster", "master", "workers", "cores used", "memory used"):
+        clusters.add_column(column)
+    for c in outcome.data["clusters"]:
+        clusters.add_row(c["cluster"], c["master"], str(c["workers"]),
+                         f"{_num(c['cores_used'])} of {_num(c['cores'])}",
+                         f"{_num(c['memory_used_mb'])} of {_num(c['memory_mb'])} MB")
+    _console.print(clusters)
+    return 0
+
+
+def cmd_list(args) -> int:
+    registry = _registry(args)
+    daggers = registry.list(args.cluster)
+    rows = []
+    for d in daggers:
+        version = registry.version(d.name)
+        rows.append({"dagger": d.name, "team": d.team, "cluster": d.cluster, "version": d.version,
+                     "status": d.status, "deployed_by": version.deployed_by,
+                     "deployed_at": version.deployed_at.isoformat(timespec="seconds")})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title=f"daggers in {registry.where}", title_justify="left")
+    for column in ("dagger", "team", "cluster", "version", "status", "deployed by", "deployed at"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["dagger"], r["team"] or "-", r["cluster"], str(r["version"]), r["status"], r["deployed_by"],
+                      r["deployed_at"])
+    _console.print(table)
+    return 0
+
+
+def cmd_history(args) -> int:
+    registry = _registry(args)
+    if registry.get(args.name) is None:
+        raise DaggerError(f"no dagger named {args.name} in the registry ({registry.where})")
+    versions, events = registry.versions(args.name), registry.history(args.name)
+    if args.json:
+        print(json.dumps({"versions": [{"version": v.number, "spec_digest": v.spec_digest, "state_key": v.state_key,
+                                        "checkpoint": v.checkpoint, "start": v.start, "cluster": v.cluster,
+                                        "deployed_by": v.deployed_by, "deployed_at": v.deployed_at.isoformat()}
+                                       for v in versions],
+                          "events": [{"at": e.at.isoformat(), "actor": e.actor, "action": e.action,
+                                      "status": e.status, "detail": e.detail} for e in events]}, indent=2))
+        return 0
+    table = Table(title=f"{args.name}: events", title_justify="left")
+    for column in ("at", "by", "action", "status", "detail"):
+        table.add_column(column)
+    for e in events:
+        table.add_row(e.at.isoformat(timespec="seconds"), e.actor, e.action, e.status, e.detail)
+    _console.print(table)
+    return 0
+
+
+def cmd_logs(args) -> int:
+    from .clusters import get_cluster
+    from .spark import driver_log
+
+    registry = _registry(args)
+    dagger = registry.get(args.name)
+    if dagger is None or not dagger.submission_id:
+        raise DaggerError(f"no deployed dagger named {args.name} in the registry ({registry.where})")
+    text = driver_log(get_cluster(dagger.cluster, args.clusters), dagger.submission_id, which=args.stream,
+                      tail_bytes=args.bytes)
+    lines = text.splitlines()
+    print("\n".join(lines[-args.lines:] if args.lines else lines))
+    return 0
+
+
+def add_commands(sub) -> None:
+    """The lifecycle subcommands, on the dagger CLI's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--registry", metavar="URL",
+                        help="the registry database: sqlite:///FILE or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB, "
+                             "or @FILE to read the URL from FILE (default $DAGGER_REGISTRY_URL, else "
+                             "~/.local/state/daggers/registry.db)")
+    common.add_argument("--clusters", metavar="DIR",
+                        help="the directory of cluster definitions (default $DAGGER_CLUSTERS, else the lab's "
+                             ".lab/clusters)")
+    common.add_argument("--as", dest="actor", default=getpass.getuser(), metavar="WHO",
+                        help="who is acting, as recorded in the registry (default: the login name)")
+    common.add_argument("--json", action="store_true", help="print the result as JSON")
+    start_help = ("where a new checkpoint starts reading: committed (the previous version's last committed "
+                  "offsets), earliest, latest, or a time (2026-11-23T10:00:00Z, epoch ms); a start always makes "
+                  "a new checkpoint")
+    waiting = argparse.ArgumentParser(add_help=False)
+    waiting.add_argument("--wait", action="store_true",
+                         help="wait until the dagger has written its first result row and say how long it took")
+    waiting.add_argument("--wait-timeout", type=float, default=300.0, metavar="SECONDS",
+                         help="give up waiting after SECONDS (default 300)")
+
+    d = sub.add_parser("deploy", parents=[common, waiting], help="validate a job and start it on a cluster",
+                       description="Validate the job like `validate`, then submit it to the cluster's Spark master "
+                                   "(spark-submit, cluster deploy mode, --supervise: the master restarts a failed "
+                                   "driver) and record it in the registry. A dagger that was stopped resumes from "
+                                   "its checkpoint when its query is unchanged.")
+    d.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
+    d.add_argument("--cluster", required=True, help="the cluster to run on (a name in the clusters directory)")
+    d.add_argument("--from", dest="start", metavar="POSITION", help=start_help)
+    d.set_defaults(func=cmd_deploy)
+
+    e = sub.add_parser("edit", parents=[common, waiting], help="redeploy a dagger with a changed spec",
+                       description="Stop the running version, then start the new spec on the same checkpoint if "
+                                   "the change leaves its state usable (same query, streams and watermark). If "
+                                   "not, it says so and starts a new checkpoint from --from (default: the old "
+                                   "version's last committed offsets).")
+    e.add_argument("name", metavar="NAME", help="the dagger (its job name)")
+    e.add_argument("job", metavar="JOB", help="the new job spec (same job name)")
+    e.add_argument("--from", dest="start", metavar="POSITION", help=start_help)
+    e.add_argument("--cluster", help="move the dagger to this cluster (its checkpoint must be reachable there)")
+    e.set_defaults(func=cmd_edit)
+
+    s = sub.add_parser("stop", parents=[common], help="stop a dagger (its checkpoint is kept)",
+                       description="Kill the dagger's driver through the Spark master and record it as STOPPED. "
+                                   "Results of the batch in flight are written again on the next start, so "
+                                   "nothing is lost.")
+    s.add_argument("name", metavar="NAME")
+    s.set_defaults(func=cmd_stop)
+
+    st = sub.add_parser("status", parents=[common], help="each dagger's health and the clusters' state",
+                        description="The driver's state on its master and the dagger's own metrics: input and "
+                                    "processed rate, lag, watermark delay, last batch, rows written, dead letters, "
+                                    "sink errors; then each cluster's master, workers, cores and memory.")
+    st.add_argument("name", metavar="NAME", nargs="?", help="one dagger (default: all)")
+    st.set_defaults(func=cmd_status)
+
+    ls = sub.add_parser("list", parents=[common], help="the daggers in the registry",
+                        description="Every dagger in the registry: cluster, version, status, who deployed the "
+                                    "current version and when.")
+    ls.add_argument("--cluster", help="only the daggers of this cluster")
+    ls.set_defaults(func=cmd_list)
+
+    h = sub.add_parser("history", parents=[common], help="a dagger's versions and status changes",
+                       description="Every deploy, edit, stop and status change of a dagger, with who and when.")
+    h.add_argument("name", metavar="NAME")
+    h.set_defaults(func=cmd_history)
+
+    lg = sub.add_parser("logs", parents=[common], help="the end of a dagger's driver log",
+                        description="Read the driver's log from the Spark worker it runs on (the worker's /log "
+                                    "endpoint).")
+    lg.add_argument("name", metavar="NAME")
+    lg.add_argument("--stream", choices=("stdout", "stderr"), default="stdout",
+                    help="which log: stdout (default) holds the dagger's own output, progress lines included "
+                         "(Spark's PythonRunner sends the Python driver's stdout and stderr there); stderr "
+                         "holds the driver JVM's launch command and Spark's log")
+    lg.add_argument("-n", "--lines", type=int, default=50, help="how many lines from the end (0: all read)")
+    lg.add_argument("--bytes", type=int, default=200_000, help="how many bytes to read from the end")
+    lg.set_defaults(func=cmd_logs)

@@ -1,0 +1,92 @@
+"""The Spark clusters daggers are deployed to, by name.
+
+Each cluster is one JSON or YAML file in the clusters directory (`--clusters`, $DAGGER_CLUSTERS,
+default `<repo>/.lab/clusters`): the lab's Spark role writes one per cluster; for a team cluster
+in the cloud, write one from the team stack's outputs. Paths are as the cluster's workers see
+them, because drivers run on the workers (spark-submit's cluster deploy mode).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import DaggerError
+from ..jvm import REPO_ROOT
+
+NAME = r"^[a-z][a-z0-9-]{0,30}$"
+
+
+class Cluster(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(pattern=NAME)]
+    team: Annotated[str, Field(pattern=NAME)] | None = None
+    master: Annotated[str, Field(pattern=r"^spark://[A-Za-z0-9.-]+:\d{1,5}$")]
+    web_ui: Annotated[str, Field(pattern=r"^https?://[A-Za-z0-9.-]+:\d{1,5}$")]
+    # the Python that runs drivers and Python workers, and the runtime's jars (make jars' .jvm/)
+    python: str
+    jvm_dir: str
+    checkpoint_root: str
+    # where deploy puts job specs for the drivers to read (shared with the workers)
+    spec_dir: str
+    # the host daggers serve /metrics on, and the ports deploy hands out
+    metrics_host: str = "127.0.0.1"
+    metrics_ports: tuple[int, int]
+    # where Prometheus reads its file_sd targets (optional)
+    prometheus_targets: str | None = None
+    # the Spark installation spark-submit runs from here (default: pyspark's own)
+    spark_home: str | None = None
+
+    @field_validator("python", "jvm_dir", "checkpoint_root", "spec_dir", "prometheus_targets", "spark_home")
+    @classmethod
+    def _absolute(cls, value):
+        if value is not None and not (value.startswith("/") or value.startswith("gs://")):
+            raise ValueError("must be an absolute path")
+        if value is not None and any(ord(c) < 32 for c in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+    @field_validator("metrics_ports")
+    @classmethod
+    def _ports(cls, value):
+        low, high = value
+        if not 1024 <= low <= high <= 65535:
+            raise ValueError("must be [first, last] with 1024 <= first <= last <= 65535")
+        return value
+
+
+def clusters_dir(value: str | None = None) -> Path:
+    return Path(value or os.environ.get("DAGGER_CLUSTERS") or
+                Path(os.environ.get("DAGGER_LAB_DIR") or REPO_ROOT / ".lab") / "clusters")
+
+
+def load_clusters(directory: str | None = None) -> dict[str, Cluster]:
+    root = clusters_dir(directory)
+    found: dict[str, Cluster] = {}
+    for path in sorted(root.glob("*")):
+        if path.suffix not in (".json", ".yaml", ".yml"):
+            continue
+        try:
+            data = yaml.safe_load(path.read_text())  # JSON is YAML
+            cluster = Cluster.model_validate(data)
+        except (yaml.YAMLError, OSError) as e:
+            raise DaggerError(f"{path}: cannot read the cluster definition: {e}") from None
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'file'}: {err['msg']}" for err in e.errors())
+            raise DaggerError(f"{path}: {problems}") from None
+        if cluster.name in found:
+            raise DaggerError(f"{path}: cluster {cluster.name} is defined twice")
+        found[cluster.name] = cluster
+    return found
+
+
+def get_cluster(name: str, directory: str | None = None) -> Cluster:
+    clusters = load_clusters(directory)
+    if name not in clusters:
+        known = ", ".join(sorted(clusters)) or f"none (is the lab up? `make lab-up`; looked in {clusters_dir(directory)})"
+        raise DaggerError(f"unknown cluster {name!r}; known clusters: {known}")
+    return clusters[name]

@@ -1,0 +1,334 @@
+"""deploy, edit, stop, status: a dagger's life on a named cluster, recorded in the registry.
+
+Each operation checks everything it can before it touches the cluster (the spec is validated
+like `dagger validate`, the cluster answers, the name is free or the dagger exists), then acts
+through Spark's interfaces (spark.py) and records what happened.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DaggerError
+from . import spark as spark_api
+from .clusters import Cluster, get_cluster, load_clusters
+from .registry import Dagger, Registry
+from .state import Start, committed_offsets, starting_options, state_key
+
+# driver states in which the driver (or its relaunch) still holds the checkpoint
+LIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
+
+
+@dataclass
+class Outcome:
+    """What an operation did, for people (lines) and for machines (data)."""
+    lines: list[str] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def load_spec(path: str):
+    """The job file, fully validated (config, schema, SQL, sink), and its text."""
+    from ..config import load_job
+    from ..plan import plan_job
+    from ..sinks import check_sink
+    from ..validate import analyze
+
+    job = load_job(path)
+    plan = plan_job(job)
+    check_sink(plan, analyze(plan))
+    return plan, Path(path).read_text()
+
+
+def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str) -> str:
+    """Where the driver reads the spec: <spec_dir>/<name>/v<N><suffix>, owner-only (a spec may
+    hold sink credentials)."""
+    folder = Path(cluster.spec_dir) / name
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"v{number}{suffix}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+def _free_port(registry: Registry, cluster: Cluster, keep: int | None = None) -> int:
+    used = registry.ports_in_use(cluster.name) - ({keep} if keep else set())
+    if keep and cluster.metrics_ports[0] <= keep <= cluster.metrics_ports[1]:
+        return keep
+    for port in range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1):
+        if port not in used:
+            return port
+    raise DaggerError(f"cluster {cluster.name}: every metrics port in {cluster.metrics_ports} is taken; "
+                      "stop a dagger or widen metrics_ports")
+
+
+def _write_target(cluster: Cluster, dagger: str, team: str | None, port: int | None) -> None:
+    """Prometheus file_sd: one file per dagger, written whole then renamed (Prometheus may read
+    at any moment); removed when the dagger stops."""
+    if not cluster.prometheus_targets:
+        return
+    folder = Path(cluster.prometheus_targets)
+    target = folder / f"{dagger}.json"
+    if port is None:
+        target.unlink(missing_ok=True)
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    labels = {"dagger": dagger, "team": team or "", "cluster": cluster.name}
+    tmp = folder / f".{dagger}.json.tmp"
+    tmp.write_text(json.dumps([{"targets": [f"{cluster.metrics_host}:{port}"], "labels": labels}], indent=2))
+    tmp.replace(target)
+
+
+def _wait_ended(cluster: Cluster, driver_id: str, timeout_s: float = 90.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = spark_api.master_state(cluster).drivers.get(driver_id, {}).get("state", "UNKNOWN")
+        if state not in LIVE_STATES or time.monotonic() > deadline:
+            return state
+        time.sleep(1)
+
+
+def _submit(registry: Registry, cluster: Cluster, plan, text: str, *, number: int, checkpoint: str,
+            starting: dict | None, keep_port: int | None) -> tuple[str, int, str]:
+    port = _free_port(registry, cluster, keep_port)
+    suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
+    spec_path = _store_spec(cluster, plan.job.name, number, text, suffix)
+    argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
+                                 metrics_port=port, parallelism=plan.job.parallelism, starting=starting)
+    return spark_api.submit(argv, spark_api.referenced_env(text)), port, suffix
+
+
+def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str, clusters_dir: str | None = None,
+           start: Start | None = None) -> Outcome:
+    plan, text = load_spec(spec_path)
+    name = plan.job.name
+    cluster = get_cluster(cluster_name, clusters_dir)
+    existing = registry.get(name)
+    if existing and existing.running:
+        raise DaggerError(f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
+                          f"change it with `dagger edit {name} {spec_path}`, or stop it first")
+    _check_alive(cluster)
+    if existing:  # deployed before and stopped: resume it like an edit (its checkpoint if still valid)
+        return _redeploy(registry, plan, text, existing, cluster, start=start, actor=actor, action="deploy",
+                         clusters_dir=clusters_dir)
+    if start is not None and start.kind == "committed":
+        raise DaggerError("--from committed needs a previous version of the dagger to take offsets from")
+    number = 1
+    key = state_key(plan)
+    checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
+    start = start or Start("job")
+    starting = starting_options(start, plan.job.streams)
+    started = time.monotonic()
+    driver, port, suffix = _submit(registry, cluster, plan, text, number=number, checkpoint=checkpoint,
+                                   starting=starting, keep_port=None)
+    registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
+                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
+                            checkpoint=checkpoint, start=str(start), actor=actor, submission_id=driver,
+                            metrics_port=port, action="deploy")
+    _write_target(cluster, name, plan.job.team, port)
+    out = Outcome()
+    out.say(f"deployed {name} version {number} to {cluster.name} as {driver}")
+    out.say(f"  checkpoint {checkpoint} (new, reading {start})")
+    out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
+    out.data = {"dagger": name, "version": number, "cluster": cluster.name, "submission_id": driver,
+                "checkpoint": checkpoint, "metrics_port": port, "submitted_after_s": time.monotonic() - started,
+                "started_at": started}
+    return out
+
+
+def _check_alive(cluster: Cluster) -> None:
+    state = spark_api.master_state(cluster)
+    if state.status != "ALIVE" or state.workers_alive == 0:
+        raise DaggerError(f"cluster {cluster.name} cannot take a dagger: master {state.status}, "
+                          f"{state.workers_alive} workers alive")
+
+
+def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_dir: str | None = None,
+         start: Start | None = None, cluster_name: str | None = None) -> Outcome:
+    """Redeploy a changed spec (or move the dagger to another cluster): the same checkpoint when
+    the change leaves its state usable, else a new one from `start` (default: the old version's
+    committed offsets)."""
+    plan, text = load_spec(spec_path)
+    if plan.job.name != name:
+        raise DaggerError(f"{spec_path} is the job {plan.job.name!r}, not {name!r}: a dagger's name cannot change "
+                          "(deploy it as a new dagger and stop the old one)")
+    current = registry.get(name)
+    if current is None:
+        raise DaggerError(f"no dagger named {name} in the registry ({registry.where}); deploy it first")
+    cluster = get_cluster(cluster_name or current.cluster, clusters_dir)
+    if cluster.name != current.cluster or not current.running:
+        _check_alive(cluster)
+    return _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="edit",
+                     clusters_dir=clusters_dir)
+
+
+def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Cluster, *, start: Start | None,
+              actor: str, action: str, clusters_dir: str | None) -> Outcome:
+    name = plan.job.name
+    previous = registry.version(name)
+    out = Outcome()
+    key = state_key(plan)
+    number = current.version + 1
+    if previous.spec == text and current.running and cluster.name == current.cluster and start is None:
+        out.say(f"{name}: the spec is unchanged (version {current.version}); nothing to do")
+        out.data = {"dagger": name, "version": current.version, "changed": False}
+        return out
+    keep = key == previous.state_key and start is None
+    if keep:
+        checkpoint = current.checkpoint
+        how = "kept: the query, its streams and watermark are unchanged, so the old state stays valid"
+    else:
+        start = start or Start("committed")
+        checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
+        why = ("the query, its streams or its watermark changed, so the open windows and offsets in the old "
+               "checkpoint cannot be used" if key != previous.state_key else "a start position was asked for")
+        how = f"new: {why}; reading {start}"
+    # one writer per checkpoint: the old driver must be gone before the new one starts
+    if current.running:
+        old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
+        _stop_driver(registry, old_cluster, current, actor, action=action, detail=f"replaced by version {number}")
+        if old_cluster is not cluster:
+            _write_target(old_cluster, name, current.team, None)
+    starting = (None if keep else
+                starting_options(start, plan.job.streams,
+                                 committed_offsets(current.checkpoint) if start.kind == "committed" else None))
+    started = time.monotonic()
+    driver, port, suffix = _submit(registry, cluster, plan, text, number=number, checkpoint=checkpoint,
+                                   starting=starting,
+                                   keep_port=current.metrics_port if cluster.name == current.cluster else None)
+    registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
+                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
+                            checkpoint=checkpoint, start="from its checkpoint" if keep else str(start), actor=actor,
+                            submission_id=driver, metrics_port=port, action=action)
+    _write_target(cluster, name, plan.job.team, port)
+    verb = "edited" if action == "edit" else "redeployed"
+    out.say(f"{verb} {name}: version {number} on {cluster.name} as {driver}")
+    out.say(f"  checkpoint {checkpoint} ({how})")
+    out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
+    out.data = {"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
+                "cluster": cluster.name, "submission_id": driver, "metrics_port": port, "started_at": started}
+    return out
+
+
+def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: str, *, action: str,
+                 detail: str) -> str:
+    ended = "STOPPED"
+    if dagger.submission_id and dagger.running:
+        state = spark_api.master_state(cluster).drivers.get(dagger.submission_id, {}).get("state")
+        if state in LIVE_STATES:
+            spark_api.kill(cluster, dagger.submission_id)
+            final = _wait_ended(cluster, dagger.submission_id)
+            if final in LIVE_STATES:
+                raise DaggerError(f"{dagger.submission_id} on {cluster.name} is still {final} after the kill; "
+                                  "nothing else was changed")
+    registry.record_status(dagger.name, ended, actor=actor, action=action, detail=detail)
+    return ended
+
+
+def stop(registry: Registry, name: str, *, actor: str, clusters_dir: str | None = None) -> Outcome:
+    current = registry.get(name)
+    if current is None:
+        raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    out = Outcome()
+    if not current.running:
+        out.say(f"{name} is not running ({current.status}); nothing to do")
+        return out
+    cluster = get_cluster(current.cluster, clusters_dir)
+    _stop_driver(registry, cluster, current, actor, action="stop", detail=f"{current.submission_id} killed")
+    _write_target(cluster, name, current.team, None)
+    out.say(f"stopped {name} (version {current.version}, {current.submission_id} on {cluster.name}); "
+            f"its checkpoint {current.checkpoint} is kept")
+    out.data = {"dagger": name, "status": "STOPPED"}
+    return out
+
+
+# --- status --------------------------------------------------------------------------------------
+def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | None:
+    """A dagger's metrics, summed per name over their labels (None if it does not answer)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as response:
+            text = response.read().decode()
+    except (urllib.error.URLError, OSError):
+        return None
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            values[sample.name] = values.get(sample.name, 0.0) + sample.value
+    return values
+
+
+def health(dagger: Dagger, driver_state: str | None, metrics: dict[str, float] | None, now: float) -> dict:
+    """One row of `status`: the driver's state and what its metrics say."""
+    row = {"dagger": dagger.name, "team": dagger.team, "cluster": dagger.cluster, "version": dagger.version,
+           "status": driver_state or dagger.status, "submission_id": dagger.submission_id}
+    if metrics:
+        watermark = metrics.get("dagger_watermark_timestamp_seconds") or None
+        row.update({
+            "input_per_s": metrics.get("dagger_input_messages_per_second", 0.0),
+            "processed_per_s": metrics.get("dagger_processed_messages_per_second", 0.0),
+            "lag": int(metrics.get("dagger_consumer_lag_messages", 0)),
+            "watermark_delay_s": round(now - watermark, 1) if watermark else None,
+            "batches": int(metrics.get("dagger_batches_total", 0)),
+            "last_batch_s": metrics.get("dagger_batch_duration_seconds"),
+            "rows_written": int(metrics.get("dagger_result_rows_written_total", 0)),
+            "dead_letters": int(metrics.get("dagger_dead_letters_total", 0)),
+            "sink_errors": int(metrics.get("dagger_sink_errors_total", 0)),
+        })
+    return row
+
+
+def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: str | None = None) -> Outcome:
+    daggers = [registry.get(name)] if name else registry.list()
+    if name and daggers[0] is None:
+        raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    clusters = load_clusters(clusters_dir)
+    masters, rows = {}, []
+    for cluster_name in sorted({d.cluster for d in daggers} | (set() if name else set(clusters))):
+        cluster = clusters.get(cluster_name)
+        try:
+            masters[cluster_name] = spark_api.master_state(cluster) if cluster else None
+        except DaggerError:
+            masters[cluster_name] = None
+    now = time.time()
+    for dagger in daggers:
+        master = masters.get(dagger.cluster)
+        driver_state = None
+        if master is not None and dagger.submission_id:
+            driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
+            if driver_state and dagger.running and driver_state != dagger.status:
+                registry.record_status(dagger.name, driver_state, actor=actor, detail="seen on the master")
+        elif dagger.running:
+            driver_state = "UNREACHABLE"
+        cluster = clusters.get(dagger.cluster)
+        metrics = (scrape(cluster.metrics_host, dagger.metrics_port)
+                   if cluster and dagger.metrics_port and dagger.running else None)
+        rows.append(health(dagger, driver_state, metrics, now))
+    cluster_rows = [{"cluster": n, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
+                     "cores_used": m.cores_used if m else None, "cores": m.cores if m else None,
+                     "memory_used_mb": m.memory_used_mb if m else None, "memory_mb": m.memory_mb if m else None}
+                    for n, m in sorted(masters.items())]
+    return Outcome(data={"daggers": rows, "clusters": cluster_rows})
+
+
+def wait_first_row(host: str, port: int, *, timeout_s: float = 300.0) -> float | None:
+    """Seconds until the dagger's sink has accepted its first result row (None on timeout)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        metrics = scrape(host, port)
+        if metrics and metrics.get("dagger_result_rows_written_total", 0) > 0:
+            return time.monotonic() - started
+        time.sleep(0.5)
+    return None

@@ -1,0 +1,161 @@
+"""A Spark standalone cluster, through Spark's own interfaces: `spark-submit` in cluster deploy
+mode with `--supervise` (the master starts the driver on a worker and restarts it if it fails),
+`org.apache.spark.deploy.Client kill` (Spark's documented way to stop such a driver), the master's
+JSON status (`/json/`) and the workers' log endpoint (`/log`).
+
+A Python driver cannot be submitted in cluster mode directly (Spark refuses .py files there), so
+the submitted main class is Spark's own PythonRunner, which starts the runtime's driver script
+with the cluster's Python exactly as spark-submit would in client mode.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DaggerError
+from ..jvm import jvm_dir, spark_jars
+from .clusters import Cluster
+
+RUNTIME_DIR = Path(__file__).resolve().parent.parent
+SUBMITTED = re.compile(r"Driver successfully submitted as (driver-[0-9]+-[0-9]+)")
+DRIVER_ID = re.compile(r"driver-[0-9]+-[0-9]+")
+
+
+def spark_home(cluster: Cluster) -> str:
+    if cluster.spark_home:
+        return cluster.spark_home
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
+def _on_cluster(cluster: Cluster, local: Path) -> str:
+    """A runtime jar's path as the workers see it (the same layout under the cluster's jvm_dir)."""
+    return f"{cluster.jvm_dir.rstrip('/')}/{local.relative_to(jvm_dir()).as_posix()}"
+
+
+def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
+                parallelism: int, starting: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """spark-submit's command line for a dagger (pure)."""
+    jars = [_on_cluster(cluster, p) for p in spark_jars()]
+    decoder = jars[-1]
+    log_conf = f"-Dlog4j.configurationFile=file:{RUNTIME_DIR / 'log4j2.properties'} -Duser.timezone=UTC"
+    conf = {
+        "spark.pyspark.python": cluster.python,
+        "spark.pyspark.driver.python": cluster.python,
+        "spark.driver.memory": "768m",
+        "spark.executor.memory": "1g",
+        "spark.cores.max": str(parallelism),
+        "spark.executor.cores": str(parallelism),
+        "spark.driver.extraJavaOptions": log_conf,
+        "spark.executor.extraJavaOptions": log_conf,
+    }
+    argv = [f"{spark_home(cluster)}/bin/spark-submit", "--master", cluster.master, "--deploy-mode", "cluster",
+            "--supervise", "--name", f"dagger-{name}", "--class", "org.apache.spark.deploy.PythonRunner",
+            "--jars", ",".join(jars)]
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    # PythonRunner's arguments: the script, its extra Python files (none), then the script's own
+    argv += [decoder, str(RUNTIME_DIR / "driver.py"), "", cluster.jvm_dir,
+             "run", spec_path, "--checkpoint", checkpoint, "--master", cluster.master,
+             "--metrics-port", str(metrics_port), "--metrics-addr", cluster.metrics_host]
+    if starting:
+        argv += ["--starting", json.dumps(starting, sort_keys=True, separators=(",", ":"))]
+    return argv
+
+
+# what spark-submit itself needs from the environment
+_BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "SPARK_LOCAL_IP", "SPARK_CONF_DIR", "TMPDIR")
+
+
+def _spark_env(passed: tuple[str, ...] = ()) -> dict[str, str]:
+    """spark-submit's environment: in standalone cluster mode Spark hands the submitter's whole
+    environment to the driver, so only what it needs goes, plus the variables the spec refers to
+    (`${VAR}` secrets, resolved by the driver when it loads the spec)."""
+    env = {k: v for k, v in os.environ.items() if k in _BASE_ENV or k in passed}
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def referenced_env(spec_text: str) -> tuple[str, ...]:
+    """The environment variables a spec's `${VAR}` references name; each must be set here."""
+    from ..config._checks import ENV_REF_RE
+
+    names = tuple(sorted({m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}))
+    missing = [n for n in names if n not in os.environ]
+    if missing:
+        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in missing)}, which "
+                          "is not set here; set it in the environment of the deploy (it is passed to the driver, "
+                          "never stored)")
+    return names
+
+
+def submit(argv: list[str], passed_env: tuple[str, ...] = ()) -> str:
+    """Run spark-submit; the driver's submission id."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env), timeout=180)
+    found = SUBMITTED.search(done.stdout + done.stderr)
+    if done.returncode != 0 or not found:
+        raise DaggerError(f"spark-submit failed (exit {done.returncode}): {_last_error(done.stderr)}")
+    return found.group(1)
+
+
+def kill(cluster: Cluster, driver_id: str) -> None:
+    if not DRIVER_ID.fullmatch(driver_id):
+        raise DaggerError(f"{driver_id!r} is not a Spark driver id")
+    done = subprocess.run([f"{spark_home(cluster)}/bin/spark-class", "org.apache.spark.deploy.Client", "kill",
+                           cluster.master, driver_id], capture_output=True, text=True, env=_spark_env(), timeout=120)
+    if done.returncode != 0:
+        raise DaggerError(f"could not stop {driver_id} on {cluster.name}: {_last_error(done.stderr)}")
+
+
+def _last_error(text: str) -> str:
+    lines = [line for line in text.splitlines() if re.search(r"ERROR|Exception|rror:", line)]
+    return (lines[-1] if lines else (text.strip().splitlines() or ["no output"])[-1]).strip()[:400]
+
+
+@dataclass(frozen=True)
+class MasterState:
+    status: str
+    workers_alive: int
+    cores: int
+    cores_used: int
+    memory_mb: int
+    memory_used_mb: int
+    drivers: dict[str, dict]            # every driver the master knows, by id
+    worker_ui: dict[str, str]           # worker id -> its web UI
+
+
+def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
+    try:
+        with urllib.request.urlopen(f"{cluster.web_ui}/json/", timeout=timeout) as response:
+            data = json.load(response)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise DaggerError(f"cluster {cluster.name}: the master at {cluster.web_ui} does not answer ({e})") from None
+    drivers = {d["id"]: d for d in data.get("completeddrivers", []) + data.get("activedrivers", [])}
+    workers = {w["id"]: w.get("webuiaddress", "") for w in data.get("workers", [])}
+    return MasterState(data.get("status", "UNKNOWN"), data.get("aliveworkers", 0), data.get("cores", 0),
+                       data.get("coresused", 0), data.get("memory", 0), data.get("memoryused", 0), drivers, workers)
+
+
+def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_bytes: int = 20000) -> str:
+    """The end of a driver's stdout or stderr, from the worker it runs on."""
+    state = master_state(cluster)
+    driver = state.drivers.get(driver_id)
+    if driver is None or not driver.get("worker") or driver["worker"] not in state.worker_ui:
+        raise DaggerError(f"cluster {cluster.name} no longer knows where driver {driver_id} ran "
+                          "(the master forgets drivers when it restarts)")
+    query = urllib.parse.urlencode({"driverId": driver_id, "logType": which, "byteLength": tail_bytes})
+    try:
+        with urllib.request.urlopen(f"{state.worker_ui[driver['worker']]}/log?{query}", timeout=10) as response:
+            text = response.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as e:
+        raise DaggerError(f"cannot read the log of {driver_id} from its worker: {e}") from None
+    # the worker prefixes "==== Bytes a-b of n of <path> ====": keep the log itself
+    return text.split("\n", 1)[1] if text.startswith("==== ") else text

@@ -1,0 +1,113 @@
+"""Whether an edited dagger can keep its checkpoint, and where a new checkpoint starts reading.
+
+Spark's checkpoint holds the Kafka offsets of each source and the state of the query's stateful
+operators (open windows, distinct sets, join buffers), laid out for the query that wrote it. A
+change to anything that shapes that state (the query, its streams, their event time and
+watermark) makes the old state unusable; a change to the sink, parallelism or description does
+not. The state key is a digest of exactly the former: the query as translated to Spark SQL (so
+whitespace, comments and letter case do not count) and each stream's reading of its topics.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DaggerError
+
+
+def state_key(plan) -> str:
+    job = plan.job
+    streams = [{"table": s.table.lower(), "proto": p.proto_class, "topics": sorted(s.topics or ()),
+                "pattern": s.topic_pattern, "event_time": p.event_time_field,
+                "bootstrap": s.kafka.bootstrap_servers}
+               for s, p in zip(job.streams, plan.streams)]
+    shaped = {"sql": plan.query.spark_sql, "streams": streams, "rowtime": job.rowtime_attribute,
+              "watermark_delay_ms": job.watermark_delay_ms, "schema": plan.descriptor_set.digest}
+    return hashlib.sha256(json.dumps(shaped, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a dagger with a new checkpoint starts reading: `committed` (the previous checkpoint's
+    last committed offsets), `earliest`, `latest`, or a time."""
+    kind: str
+    timestamp_ms: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "timestamp":
+            at = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.timezone.utc)
+            return f"from {at.isoformat().replace('+00:00', 'Z')}"
+        return {"committed": "from the previous version's committed offsets", "job": "from the job's "
+                "auto_offset_reset", "checkpoint": "from its checkpoint"}.get(self.kind, f"from {self.kind}")
+
+
+def parse_start(text: str) -> Start:
+    """`committed`, `earliest`, `latest`, an ISO-8601 time (2026-11-23T10:00:00Z) or epoch
+    milliseconds."""
+    value = text.strip()
+    if value.lower() in ("committed", "earliest", "latest"):
+        return Start(value.lower())
+    if re.fullmatch(r"\d{10,14}", value):
+        return Start("timestamp", int(value))
+    try:
+        at = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise DaggerError(f"--from {text!r}: expected committed, earliest, latest, an ISO time such as "
+                          "2026-11-23T10:00:00Z, or epoch milliseconds") from None
+    if at.tzinfo is None:
+        raise DaggerError(f"--from {text!r}: give the time zone (2026-11-23T10:00:00Z for UTC)")
+    return Start("timestamp", int(at.timestamp() * 1000))
+
+
+def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
+    """The Kafka offsets of the last batch a checkpoint committed, one {topic: {partition: next
+    offset}} per source, in the order Spark lists its sources. Spark writes offsets/N before
+    the batch runs and commits/N after its results are stored, so N is the highest with both."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        raise DaggerError(f"cannot read the committed offsets of {checkpoint} from here; start from a time "
+                          "(--from 2026-11-23T10:00:00Z), earliest or latest instead")
+    root = Path(checkpoint.removeprefix("file://"))
+    batches = sorted((int(p.name) for p in (root / "commits").glob("*") if p.name.isdigit()), reverse=True)
+    for batch in batches:
+        offsets = root / "offsets" / str(batch)
+        if offsets.is_file():
+            lines = offsets.read_text().splitlines()
+            # v1, then the batch's metadata, then one line per source
+            return [json.loads(line) for line in lines[2:] if line.strip() not in ("", "-")]
+    raise DaggerError(f"the previous checkpoint {checkpoint} has no committed batch to start from; "
+                      "use --from earliest, latest or a time")
+
+
+def starting_options(start: Start, streams, offsets: list[dict] | None = None) -> dict[str, dict[str, str]]:
+    """Spark Kafka source options by stream table, for a query with a new checkpoint (`run
+    --starting`)."""
+    if start.kind in ("earliest", "latest"):
+        return {s.table: {"startingOffsets": start.kind} for s in streams}
+    if start.kind == "timestamp":
+        # every partition from its first record at or after the time (Spark looks it up on the broker)
+        return {s.table: {"startingTimestamp": str(start.timestamp_ms)} for s in streams}
+    if start.kind != "committed":
+        return {}
+    options = {}
+    for stream in streams:
+        own = {}
+        for source in offsets or []:
+            for topic, partitions in source.items():
+                if topic in (stream.topics or ()) or (stream.topic_pattern and re.fullmatch(stream.topic_pattern, topic)):
+                    own[topic] = partitions
+        if not own:
+            raise DaggerError(f"stream {stream.table}: the previous checkpoint has no offsets for its topics "
+                              f"({', '.join(stream.topics or [stream.topic_pattern])}); use --from earliest, "
+                              "latest or a time")
+        # Spark needs an offset for every partition it reads: a topic the old version did not
+        # read has none
+        new = [t for t in stream.topics or () if t not in own]
+        if new:
+            raise DaggerError(f"stream {stream.table}: the previous version did not read {', '.join(new)}, so "
+                              "it has no committed offsets there; use --from earliest, latest or a time")
+        options[stream.table] = {"startingOffsets": json.dumps(own, sort_keys=True)}
+    return options

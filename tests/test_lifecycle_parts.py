@@ -1,0 +1,206 @@
+"""The lifecycle's parts without a cluster: the registry on SQLite and on a real PostgreSQL, when an
+edit can keep its checkpoint, the committed offsets read from a checkpoint written the way Spark
+writes it, start positions, cluster definitions and the spark-submit command line."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import urllib.parse
+
+import pytest
+import yaml
+
+from dagger_runtime.config import load_job
+from dagger_runtime.errors import DaggerError
+from dagger_runtime.lifecycle.clusters import load_clusters
+from dagger_runtime.lifecycle.registry import Registry, resolve_url
+from dagger_runtime.lifecycle.spark import submit_argv
+from dagger_runtime.lifecycle.state import Start, committed_offsets, parse_start, starting_options, state_key
+from dagger_runtime.plan import plan_job
+from lab.postgres import SUPERUSER
+from tests.kafka_jobs import EXAMPLES
+
+SURGE = EXAMPLES / "completed_bookings_by_s2.yaml"
+
+
+def record(reg: Registry, name="surge", cluster="blue", actor="ana", action="deploy", spec="a", key="k1",
+           checkpoint="/ck/surge/v1", port=9500) -> int:
+    return reg.record_version(name=name, team="allocations", cluster=cluster, spec=spec, spec_format=".yaml",
+                              spec_digest="d", state_key=key, checkpoint=checkpoint, start="from earliest",
+                              actor=actor, submission_id="driver-20261123000000-0000", metrics_port=port,
+                              action=action)
+
+
+def exercise(reg: Registry) -> None:
+    assert record(reg) == 1
+    assert record(reg, actor="ben", action="edit", spec="b") == 2
+    assert reg.record_status("surge", "RUNNING", actor="status") is True
+    assert reg.record_status("surge", "RUNNING", actor="status") is False      # only changes are history
+    assert reg.record_status("surge", "STOPPED", actor="ana", action="stop") is True
+    current = reg.get("surge")
+    assert (current.version, current.status, current.running) == (2, "STOPPED", False)
+    assert [v.deployed_by for v in reg.versions("surge")] == ["ana", "ben"]
+    assert reg.version("surge").spec == "b" and reg.version("surge", 1).spec == "a"
+    assert [(e.actor, e.action, e.status) for e in reg.history("surge")] == [
+        ("ana", "deploy", "SUBMITTED"), ("ben", "edit", "SUBMITTED"), ("status", "status", "RUNNING"),
+        ("ana", "stop", "STOPPED")]
+    record(reg, name="supply", cluster="green", port=9501)
+    assert [d.name for d in reg.list()] == ["supply", "surge"]
+    assert [d.name for d in reg.list("green")] == ["supply"]
+    assert reg.ports_in_use("green") == {9501} and reg.ports_in_use("blue") == set()   # stopped frees its port
+    assert reg.get("nothing") is None
+
+
+def test_the_registry_keeps_versions_and_status_changes_in_sqlite(tmp_path):
+    reg = Registry(f"sqlite:///{tmp_path}/sub/registry.db")
+    exercise(reg)
+    reg.close()
+    # the history survives: a new process sees the same rows
+    again = Registry(f"sqlite:///{tmp_path}/sub/registry.db")
+    assert again.get("surge").version == 2 and len(again.history("surge")) == 4
+
+
+def test_the_registry_runs_on_postgresql_and_never_shows_its_password(postgres, tmp_path):
+    postgres.create_database("registry_test")
+    password = urllib.parse.quote(postgres.password, safe="")
+    url = f"postgresql+psycopg://{SUPERUSER}:{password}@127.0.0.1:{postgres.port}/registry_test"
+    (tmp_path / "registry.url").write_text(url + "\n")
+    reg = Registry(resolve_url(f"@{tmp_path / 'registry.url'}"))
+    assert postgres.password not in reg.where and "***" in reg.where
+    exercise(reg)
+    with postgres.connect("registry_test") as conn:
+        rows = conn.execute("SELECT dagger, number, deployed_by FROM versions ORDER BY id").fetchall()
+    assert rows == [("surge", 1, "ana"), ("surge", 2, "ben"), ("supply", 1, "ana")]
+
+
+def test_a_registry_that_is_not_a_database_or_not_reachable_is_refused_clearly(tmp_path):
+    with pytest.raises(DaggerError, match="not a database URL"):
+        Registry("registry.db")
+    with pytest.raises(DaggerError, match="SQLite or PostgreSQL, not mysql"):
+        Registry("mysql://u@127.0.0.1/x")
+    with pytest.raises(DaggerError, match=r"cannot read the registry URL from .*missing"):
+        resolve_url(f"@{tmp_path}/missing")
+    with pytest.raises(DaggerError) as refused:
+        Registry("postgresql+psycopg://daggers:s3cret-pw@127.0.0.1:1/daggers")
+    assert "cannot reach the registry" in str(refused.value) and "s3cret-pw" not in str(refused.value)
+
+
+def plan_of(tmp_path, **changes):
+    job = yaml.safe_load(SURGE.read_text())
+    for key, value in changes.items():
+        job[key] = value(job[key]) if callable(value) else value
+    path = tmp_path / f"job-{len(list(tmp_path.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    return plan_job(load_job(path))
+
+
+def test_the_state_key_changes_with_what_shapes_the_state_and_nothing_else(tmp_path):
+    base = state_key(plan_of(tmp_path))
+    same = [
+        dict(description="another description", parallelism=5),
+        dict(sink={"type": "kafka", "kafka": {"brokers": "127.0.0.1:9092", "topic": "out", "data_type": "JSON"}}),
+        # layout, comments and keyword case do not change the query
+        dict(sql=lambda q: "-- per minute\n" + q.replace("WHERE", "where").replace("\n", "\n   ")),
+    ]
+    for changes in same:
+        assert state_key(plan_of(tmp_path, **changes)) == base, changes
+    different = [
+        dict(sql=lambda q: q.replace("'60' SECOND", "'120' SECOND")),
+        dict(sql=lambda q: q.replace("status='COMPLETED'", "status='CANCELLED'")),
+        dict(watermark_delay="30s"),
+        dict(streams=lambda s: [{**s[0], "topics": ["GO_RIDE-booking-log"]}]),
+    ]
+    for changes in different:
+        assert state_key(plan_of(tmp_path, **changes)) != base, changes
+
+
+def spark_checkpoint(root, batches: dict[int, list[dict]], committed: list[int]):
+    """A checkpoint laid out as Spark 4 writes it: offsets/N (v1, metadata, one line per source)
+    before batch N runs, commits/N after its results are stored."""
+    (root / "offsets").mkdir(parents=True)
+    (root / "commits").mkdir()
+    for batch, sources in batches.items():
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1795440000000, "conf": {}}
+        (root / "offsets" / str(batch)).write_text("\n".join(["v1", json.dumps(meta)] + [json.dumps(s) for s in sources]))
+    for batch in committed:
+        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_committed_offsets_are_those_of_the_last_batch_whose_results_were_stored(tmp_path):
+    spark_checkpoint(tmp_path / "ck", {
+        4: [{"rides": {"0": 10, "1": 12}}],
+        5: [{"rides": {"0": 20, "1": 25}}],
+        6: [{"rides": {"0": 30, "1": 31}}],      # planned, not committed: it will be replayed
+    }, committed=[4, 5])
+    assert committed_offsets(str(tmp_path / "ck")) == [{"rides": {"0": 20, "1": 25}}]
+    plan = plan_of(tmp_path, streams=lambda s: [{**s[0], "topics": ["rides"]}])
+    options = starting_options(Start("committed"), plan.job.streams, committed_offsets(str(tmp_path / "ck")))
+    assert json.loads(options["data_stream"]["startingOffsets"]) == {"rides": {"0": 20, "1": 25}}
+
+
+def test_committed_offsets_refuse_what_they_cannot_give(tmp_path):
+    spark_checkpoint(tmp_path / "ck", {0: [{"rides": {"0": 5}}]}, committed=[])
+    with pytest.raises(DaggerError, match="no committed batch"):
+        committed_offsets(str(tmp_path / "ck"))
+    with pytest.raises(DaggerError, match="cannot read the committed offsets of gs://"):
+        committed_offsets("gs://bucket/ck")
+    plan = plan_of(tmp_path, streams=lambda s: [{**s[0], "topics": ["rides", "cars"]}])
+    with pytest.raises(DaggerError, match="did not read cars"):
+        starting_options(Start("committed"), plan.job.streams, [{"rides": {"0": 5}}])
+
+
+def test_start_positions():
+    assert parse_start("committed") == Start("committed") and parse_start(" Earliest ") == Start("earliest")
+    at = parse_start("2026-11-23T10:00:00Z")
+    assert at.timestamp_ms == int(dt.datetime(2026, 11, 23, 10, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    assert str(at) == "from 2026-11-23T10:00:00Z"
+    assert parse_start("1795440000000") == Start("timestamp", 1795440000000)
+    for bad, message in (("yesterday", "expected committed, earliest, latest"),
+                         ("2026-11-23T10:00:00", "give the time zone")):
+        with pytest.raises(DaggerError, match=message):
+            parse_start(bad)
+
+
+def write_cluster(folder, name="blue", **changes):
+    folder.mkdir(exist_ok=True)
+    data = {"name": name, "master": "spark://127.0.0.1:7077", "web_ui": "http://127.0.0.1:8080",
+            "python": "/opt/daggers/venv/bin/python", "jvm_dir": "/opt/daggers/jvm", "checkpoint_root": "/ck",
+            "spec_dir": "/specs", "metrics_ports": [9500, 9599], **changes}
+    (folder / f"{name}.json").write_text(json.dumps(data))
+
+
+def test_cluster_definitions_are_checked_field_by_field(tmp_path):
+    write_cluster(tmp_path / "ok")
+    assert load_clusters(str(tmp_path / "ok"))["blue"].metrics_ports == (9500, 9599)
+    cases = [({"master": "spark://127.0.0.1:7077\nspark.x=1"}, "master"),
+             ({"python": "python3"}, "python: Value error, must be an absolute path"),
+             ({"metrics_ports": [80, 90]}, "metrics_ports"),
+             ({"spark_home": "/opt/spark\n"}, "control characters"),
+             ({"surprise": 1}, "surprise: Extra inputs are not permitted")]
+    for i, (changes, message) in enumerate(cases):
+        folder = tmp_path / f"bad{i}"
+        write_cluster(folder, **changes)
+        with pytest.raises(DaggerError, match=message):
+            load_clusters(str(folder))
+
+
+def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_path):
+    write_cluster(tmp_path)
+    cluster = load_clusters(str(tmp_path))["blue"]
+    argv = submit_argv(cluster, name="surge", spec_path="/specs/surge/v1.yaml", checkpoint="/ck/surge/v1",
+                       metrics_port=9500, parallelism=2,
+                       starting={"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}})
+    assert argv[argv.index("--deploy-mode") + 1] == "cluster" and "--supervise" in argv
+    assert argv[argv.index("--class") + 1] == "org.apache.spark.deploy.PythonRunner"
+    jars = argv[argv.index("--jars") + 1].split(",")
+    assert all(j.startswith("/opt/daggers/jvm/spark/") for j in jars)
+    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+    assert confs["spark.pyspark.python"] == confs["spark.pyspark.driver.python"] == "/opt/daggers/venv/bin/python"
+    assert confs["spark.cores.max"] == "2"
+    # after the primary jar: PythonRunner's script and (empty) py-files, then the dagger's own arguments
+    script = argv.index(jars[-1]) + 1
+    assert argv[script].endswith("dagger_runtime/driver.py") and argv[script + 1] == ""
+    tail = argv[script + 2:]
+    assert tail[:3] == ["/opt/daggers/jvm", "run", "/specs/surge/v1.yaml"]
+    assert tail[tail.index("--checkpoint") + 1] == "/ck/surge/v1"
+    assert json.loads(tail[tail.index("--starting") + 1]) == {"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}}
