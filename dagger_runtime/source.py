@@ -37,7 +37,7 @@ def describe(stream) -> str:
 
 # where a query with a new checkpoint starts reading (`run --starting`); a checkpoint's own offsets
 # always win over these
-STARTING_OPTIONS = ("startingOffsets", "startingTimestamp")
+STARTING_OPTIONS = ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestampStrategy")
 
 
 def read_kafka(spark, stream, starting: dict[str, str] | None = None):

@@ -40,8 +40,9 @@ TOPICS = ["GO_RIDE-booking-log", "GO_CAR-booking-log", "driver-location-ping", "
 DEMAND_QUERY = ('SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHERE time > now() - 15m '
                 'GROUP BY time(1m), "tag_s2id" fill(none)')
 SUPPLY_QUERY = ('SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m '
-                'GROUP BY time(1m), "label_s2id" fill(none)')
-PG_PASSWORD_ENV = "DAGGER_LAB_PG_PASSWORD"
+                'GROUP BY time(1m), "s2id" fill(none)')
+# the api-health dagger is team platform's: its secrets are DAGGER_SECRET_PLATFORM_*
+PG_PASSWORD_ENV = "DAGGER_SECRET_PLATFORM_PG_PASSWORD"
 
 
 def ports() -> dict[str, int]:
@@ -145,20 +146,24 @@ def influxql(query: str) -> list[dict]:
 
 
 def surge_table() -> tuple[Table, int]:
-    """Demand and supply per S2 cell and minute, read back from InfluxDB."""
+    """Demand and supply per S2 cell and minute, read back from InfluxDB; and how many minutes
+    have both."""
     cells: dict[tuple[str, str], dict] = {}
     for row in influxql(DEMAND_QUERY):
         cells.setdefault((row["time"], row["tag_s2id"]), {})["demand"] = row["demand"]
     for row in influxql(SUPPLY_QUERY):
-        cells.setdefault((row["time"], row["label_s2id"]), {})["supply"] = row["supply"]
+        cells.setdefault((row["time"], row["s2id"]), {})["supply"] = row["supply"]
     table = Table(title="surge per S2 cell (level 13) and minute, from InfluxDB", title_justify="left")
     for column in ("minute (UTC)", "S2 cell", "demand", "supply", "demand / supply"):
         table.add_column(column, justify="right" if column != "S2 cell" else "left")
-    busiest = sorted(cells.items(), key=lambda kv: (kv[0][0], kv[1].get("demand", 0)), reverse=True)[:15]
+    both = {m for (m, _), v in cells.items() if "demand" in v and "supply" in v}
+    latest = max(both) if both else None
+    busiest = sorted(((k, v) for k, v in cells.items() if k[0] == latest), key=lambda kv: kv[1].get("demand", 0),
+                     reverse=True)[:15]
     for (minute, cell), v in busiest:
         demand, supply = v.get("demand", 0), v.get("supply", 0)
         table.add_row(minute[11:16], cell, str(demand), str(supply), f"{demand / supply:.2f}" if supply else "-")
-    return table, len({m for m, _ in cells})
+    return table, len(both)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=40, help="messages a second of each kind (default 40)")
     parser.add_argument("--windows", type=int, default=2,
-                        help="end after the aggregates of this many minutes are in InfluxDB (default 2)")
+                        help="end once demand and supply of this many minutes are in InfluxDB (default 2)")
     parser.add_argument("--timeout", type=float, default=480, help="give up waiting for results after SECONDS")
     args = parser.parse_args(argv)
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
     began = time.monotonic()
 
     console.rule("1. the lab (playbooks/site.yml through ansible-runner)")
@@ -218,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             while time.monotonic() < deadline:
                 try:
                     table, minutes = surge_table()
-                    table.caption = (f"{flow.sent:,} messages sent; windows close a minute after they end "
-                                     "(the watermark delay)")
+                    table.caption = (f"{flow.sent:,} messages sent; the busiest cells of the latest minute; a "
+                                     "minute's window closes a minute after it ends (the watermark delay)")
                     live.update(table)
                 except OSError:
                     pass

@@ -204,3 +204,55 @@ def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_p
     assert tail[:3] == ["/opt/daggers/jvm", "run", "/specs/surge/v1.yaml"]
     assert tail[tail.index("--checkpoint") + 1] == "/ck/surge/v1"
     assert json.loads(tail[tail.index("--starting") + 1]) == {"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}}
+
+
+def test_a_deployed_spec_may_name_only_its_teams_secrets(monkeypatch):
+    from dagger_runtime.lifecycle.spark import _spark_env, referenced_env
+
+    monkeypatch.setenv("DAGGER_SECRET_FRAUD_PG", "pw")
+    monkeypatch.setenv("DAGGER_REGISTRY_URL", "postgresql://u:registry-pw@h/db")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
+    assert referenced_env("password: ${DAGGER_SECRET_FRAUD_PG}\n# $${NOT_A_REF}", "fraud") == ("DAGGER_SECRET_FRAUD_PG",)
+    for text, team in (("password: ${DAGGER_REGISTRY_URL}", "fraud"), ("password: ${AWS_SECRET_ACCESS_KEY}", None),
+                       ("password: ${DAGGER_SECRET_FRAUD_PG}", "growth"),     # another team's secret
+                       ("# a comment: ${HOME}", "fraud"), ("password: ${DAGGER_SECRET_FRAUD_}", "fraud")):
+        with pytest.raises(DaggerError, match="only refer to its team's secrets"):
+            referenced_env(text, team)
+    # what spark-submit (and so the driver) gets: its own needs and the named secrets, nothing else
+    env = _spark_env(("DAGGER_SECRET_FRAUD_PG",))
+    assert env["DAGGER_SECRET_FRAUD_PG"] == "pw"
+    assert "DAGGER_REGISTRY_URL" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+
+
+def test_a_team_deploys_only_to_its_cluster_and_keeps_its_names(tmp_path):
+    from dagger_runtime.lifecycle.operations import _check_team
+
+    write_cluster(tmp_path / "team", name="fraud-eu", team="fraud")
+    write_cluster(tmp_path / "shared", name="blue")
+    fraud, shared = load_clusters(str(tmp_path / "team"))["fraud-eu"], load_clusters(str(tmp_path / "shared"))["blue"]
+    (tmp_path / "jobs").mkdir()
+    plan = plan_of(tmp_path / "jobs", team="allocations")
+    with pytest.raises(DaggerError, match="cluster fraud-eu belongs to team fraud; the job's team is allocations"):
+        _check_team(plan, fraud, None)
+    _check_team(plan, shared, None)                     # a cluster without a team takes any
+    reg = Registry(f"sqlite:///{tmp_path}/r.db")
+    record(reg, name=plan.job.name)
+    reg.record_status(plan.job.name, "STOPPED", actor="x", action="stop")
+    other = plan_of(tmp_path / "jobs", team="growth")
+    with pytest.raises(DaggerError, match="belongs to team allocations; this spec says team growth"):
+        _check_team(other, shared, reg.get(plan.job.name))
+
+
+def test_a_status_seen_for_a_replaced_driver_is_not_recorded(tmp_path):
+    reg = Registry(f"sqlite:///{tmp_path}/r.db")
+    record(reg)
+    assert reg.record_status("surge", "KILLED", actor="status", submission_id="driver-20260101000000-0009") is False
+    assert reg.get("surge").status == "SUBMITTED"
+    assert reg.record_status("surge", "RUNNING", actor="status", submission_id="driver-20261123000000-0000") is True
+
+
+def test_an_offset_log_of_another_version_is_refused(tmp_path):
+    spark_checkpoint(tmp_path / "ck", {0: [{"rides": {"0": 5}}]}, committed=[0])
+    (tmp_path / "ck" / "offsets" / "0").write_text('v2\n{}\n0:{"rides":{"0":5}}')
+    with pytest.raises(DaggerError, match="offset log of version v2"):
+        committed_offsets(str(tmp_path / "ck"))

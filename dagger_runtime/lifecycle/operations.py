@@ -49,11 +49,13 @@ def load_spec(path: str):
 
 
 def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str) -> str:
-    """Where the driver reads the spec: <spec_dir>/<name>/v<N><suffix>, owner-only (a spec may
-    hold sink credentials)."""
-    folder = Path(cluster.spec_dir) / name
+    """Where the driver reads the spec: <spec_dir>/<name>/v<N>/<name><suffix> (a spec without a
+    name takes it from its file name), owner-only."""
+    if "://" in cluster.spec_dir:
+        raise DaggerError(f"cluster {cluster.name}: spec_dir must be a folder the workers share, not {cluster.spec_dir}")
+    folder = Path(cluster.spec_dir) / name / f"v{number}"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"v{number}{suffix}"
+    path = folder / f"{name}{suffix}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
@@ -62,7 +64,7 @@ def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str
 
 def _free_port(registry: Registry, cluster: Cluster, keep: int | None = None) -> int:
     used = registry.ports_in_use(cluster.name) - ({keep} if keep else set())
-    if keep and cluster.metrics_ports[0] <= keep <= cluster.metrics_ports[1]:
+    if keep and cluster.metrics_ports[0] <= keep <= cluster.metrics_ports[1] and keep not in used:
         return keep
     for port in range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1):
         if port not in used:
@@ -97,14 +99,25 @@ def _wait_ended(cluster: Cluster, driver_id: str, timeout_s: float = 90.0) -> st
         time.sleep(1)
 
 
-def _submit(registry: Registry, cluster: Cluster, plan, text: str, *, number: int, checkpoint: str,
-            starting: dict | None, keep_port: int | None) -> tuple[str, int, str]:
-    port = _free_port(registry, cluster, keep_port)
+def _check_team(plan, cluster: Cluster, current: Dagger | None) -> None:
+    """A team's dagger runs on its team's cluster (a cluster without a team, like the lab's, takes
+    any), and a dagger's name stays with the team that first deployed it."""
+    team = plan.job.team
+    if cluster.team and team != cluster.team:
+        raise DaggerError(f"cluster {cluster.name} belongs to team {cluster.team}; the job's team is "
+                          f"{team or 'not set'} (set `team: {cluster.team}` if it is theirs)")
+    if current is not None and current.team != team:
+        raise DaggerError(f"dagger {plan.job.name} belongs to team {current.team or 'none'}; this spec says team "
+                          f"{team or 'none'}: a dagger cannot change teams (deploy it under another name)")
+
+
+def _submit(cluster: Cluster, plan, text: str, *, number: int, checkpoint: str, starting: dict | None,
+            port: int, passed_env: tuple[str, ...]) -> tuple[str, str]:
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(cluster, plan.job.name, number, text, suffix)
     argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
                                  metrics_port=port, parallelism=plan.job.parallelism, starting=starting)
-    return spark_api.submit(argv, spark_api.referenced_env(text)), port, suffix
+    return spark_api.submit(argv, passed_env), suffix
 
 
 def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str, clusters_dir: str | None = None,
@@ -116,6 +129,7 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     if existing and existing.running:
         raise DaggerError(f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
                           f"change it with `dagger edit {name} {spec_path}`, or stop it first")
+    _check_team(plan, cluster, existing)
     _check_alive(cluster)
     if existing:  # deployed before and stopped: resume it like an edit (its checkpoint if still valid)
         return _redeploy(registry, plan, text, existing, cluster, start=start, actor=actor, action="deploy",
@@ -127,9 +141,11 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
     start = start or Start("job")
     starting = starting_options(start, plan.job.streams)
+    passed = spark_api.referenced_env(text, plan.job.team)
+    port = _free_port(registry, cluster)
     started = time.monotonic()
-    driver, port, suffix = _submit(registry, cluster, plan, text, number=number, checkpoint=checkpoint,
-                                   starting=starting, keep_port=None)
+    driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port,
+                             passed_env=passed)
     registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
                             spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
                             checkpoint=checkpoint, start=str(start), actor=actor, submission_id=driver,
@@ -165,6 +181,7 @@ def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where}); deploy it first")
     cluster = get_cluster(cluster_name or current.cluster, clusters_dir)
+    _check_team(plan, cluster, current)
     if cluster.name != current.cluster or not current.running:
         _check_alive(cluster)
     return _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="edit",
@@ -192,19 +209,30 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         why = ("the query, its streams or its watermark changed, so the open windows and offsets in the old "
                "checkpoint cannot be used" if key != previous.state_key else "a start position was asked for")
         how = f"new: {why}; reading {start}"
+    # everything that can be checked before the old version stops
+    passed = spark_api.referenced_env(text, plan.job.team)
+    port = _free_port(registry, cluster, current.metrics_port if cluster.name == current.cluster else None)
+    if not keep and start.kind == "committed":
+        starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
     # one writer per checkpoint: the old driver must be gone before the new one starts
     if current.running:
         old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
         _stop_driver(registry, old_cluster, current, actor, action=action, detail=f"replaced by version {number}")
         if old_cluster is not cluster:
             _write_target(old_cluster, name, current.team, None)
-    starting = (None if keep else
-                starting_options(start, plan.job.streams,
-                                 committed_offsets(current.checkpoint) if start.kind == "committed" else None))
     started = time.monotonic()
-    driver, port, suffix = _submit(registry, cluster, plan, text, number=number, checkpoint=checkpoint,
-                                   starting=starting,
-                                   keep_port=current.metrics_port if cluster.name == current.cluster else None)
+    try:
+        # the offsets read again now that the old version has committed its last batch
+        starting = (None if keep else
+                    starting_options(start, plan.job.streams,
+                                     committed_offsets(current.checkpoint) if start.kind == "committed" else None))
+        driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
+                                 port=port, passed_env=passed)
+    except DaggerError as e:
+        if not current.running:
+            raise
+        raise DaggerError(f"{e}. Version {current.version} was stopped before, so {name} is not running now: "
+                          f"start it again with `dagger deploy SPEC --cluster {current.cluster}`") from None
     registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
                             spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
                             checkpoint=checkpoint, start="from its checkpoint" if keep else str(start), actor=actor,
@@ -309,7 +337,8 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
         if master is not None and dagger.submission_id:
             driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
             if driver_state and dagger.running and driver_state != dagger.status:
-                registry.record_status(dagger.name, driver_state, actor=actor, detail="seen on the master")
+                registry.record_status(dagger.name, driver_state, actor=actor, detail="seen on the master",
+                                       submission_id=dagger.submission_id)
         elif dagger.running:
             driver_state = "UNREACHABLE"
         cluster = clusters.get(dagger.cluster)

@@ -215,11 +215,15 @@ class Registry:
                            detail=f"version {number} as {submission_id} on {cluster}; {start}"))
         return number
 
-    def record_status(self, name: str, status: str, *, actor: str, action: str = "status", detail: str = "") -> bool:
-        """A status change (only a change is recorded). Returns whether it changed."""
+    def record_status(self, name: str, status: str, *, actor: str, action: str = "status", detail: str = "",
+                      submission_id: str | None = None) -> bool:
+        """A status change (only a change is recorded). With submission_id, only if that driver is
+        still the dagger's (an edit may have replaced it meanwhile). Returns whether it changed."""
         with Session(self.engine) as s, s.begin():
             row = s.get(DaggerRow, name, with_for_update=True)
             if row is None or (row.status == status and action == "status"):
+                return False
+            if submission_id is not None and row.submission_id != submission_id:
                 return False
             now = _now()
             row.status, row.updated_at = status, now

@@ -84,11 +84,25 @@ def _spark_env(passed: tuple[str, ...] = ()) -> dict[str, str]:
     return env
 
 
-def referenced_env(spec_text: str) -> tuple[str, ...]:
-    """The environment variables a spec's `${VAR}` references name; each must be set here."""
+SECRET_PREFIX = "DAGGER_SECRET_"
+
+
+def secret_prefix(team: str | None) -> str:
+    return SECRET_PREFIX + (team.upper().replace("-", "_") + "_" if team else "")
+
+
+def referenced_env(spec_text: str, team: str | None) -> tuple[str, ...]:
+    """The environment variables a spec's `${VAR}` references name, which deploy passes to the
+    driver. Only the team's own secrets may be named (DAGGER_SECRET_<TEAM>_...): a spec is the
+    analyst's, the environment the operator's, and a sink URL could carry any variable away."""
     from ..config._checks import ENV_REF_RE
 
     names = tuple(sorted({m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}))
+    prefix = secret_prefix(team)
+    foreign = [n for n in names if not n.startswith(prefix) or n == prefix]
+    if foreign:
+        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in foreign)}; a deployed dagger may "
+                          f"only refer to its team's secrets, named {prefix}<NAME>")
     missing = [n for n in names if n not in os.environ]
     if missing:
         raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in missing)}, which "
@@ -99,7 +113,11 @@ def referenced_env(spec_text: str) -> tuple[str, ...]:
 
 def submit(argv: list[str], passed_env: tuple[str, ...] = ()) -> str:
     """Run spark-submit; the driver's submission id."""
-    done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env), timeout=180)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env), timeout=180)
+    except subprocess.TimeoutExpired:
+        raise DaggerError("spark-submit did not answer within 180 s; a driver may have started: look at the "
+                          "master's drivers before deploying again") from None
     found = SUBMITTED.search(done.stdout + done.stderr)
     if done.returncode != 0 or not found:
         raise DaggerError(f"spark-submit failed (exit {done.returncode}): {_last_error(done.stderr)}")
@@ -151,9 +169,12 @@ def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_
     if driver is None or not driver.get("worker") or driver["worker"] not in state.worker_ui:
         raise DaggerError(f"cluster {cluster.name} no longer knows where driver {driver_id} ran "
                           "(the master forgets drivers when it restarts)")
+    worker_ui = state.worker_ui[driver["worker"]]
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+:\d{1,5}", worker_ui):
+        raise DaggerError(f"the master gives {worker_ui!r} as the worker's web UI; not reading a log from there")
     query = urllib.parse.urlencode({"driverId": driver_id, "logType": which, "byteLength": tail_bytes})
     try:
-        with urllib.request.urlopen(f"{state.worker_ui[driver['worker']]}/log?{query}", timeout=10) as response:
+        with urllib.request.urlopen(f"{worker_ui}/log?{query}", timeout=10) as response:
             text = response.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError) as e:
         raise DaggerError(f"cannot read the log of {driver_id} from its worker: {e}") from None

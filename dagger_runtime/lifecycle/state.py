@@ -47,11 +47,11 @@ class Start:
 
 def parse_start(text: str) -> Start:
     """`committed`, `earliest`, `latest`, an ISO-8601 time (2026-11-23T10:00:00Z) or epoch
-    milliseconds."""
+    milliseconds (13 digits)."""
     value = text.strip()
     if value.lower() in ("committed", "earliest", "latest"):
         return Start(value.lower())
-    if re.fullmatch(r"\d{10,14}", value):
+    if re.fullmatch(r"\d{13}", value):
         return Start("timestamp", int(value))
     try:
         at = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -76,7 +76,10 @@ def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
         offsets = root / "offsets" / str(batch)
         if offsets.is_file():
             lines = offsets.read_text().splitlines()
-            # v1, then the batch's metadata, then one line per source
+            # v1, then the batch's metadata, then one line per source ("-": a source without offsets)
+            if not lines or lines[0] != "v1":
+                raise DaggerError(f"{offsets}: an offset log of version {lines[0] if lines else 'none'}; this runtime "
+                                  "reads v1 (Spark 4.0): start from a time instead")
             return [json.loads(line) for line in lines[2:] if line.strip() not in ("", "-")]
     raise DaggerError(f"the previous checkpoint {checkpoint} has no committed batch to start from; "
                       "use --from earliest, latest or a time")
@@ -89,7 +92,9 @@ def starting_options(start: Start, streams, offsets: list[dict] | None = None) -
         return {s.table: {"startingOffsets": start.kind} for s in streams}
     if start.kind == "timestamp":
         # every partition from its first record at or after the time (Spark looks it up on the broker)
-        return {s.table: {"startingTimestamp": str(start.timestamp_ms)} for s in streams}
+        # a partition with no record after the time starts at its end (Spark's default fails the query)
+        return {s.table: {"startingTimestamp": str(start.timestamp_ms),
+                          "startingOffsetsByTimestampStrategy": "latest"} for s in streams}
     if start.kind != "committed":
         return {}
     options = {}
