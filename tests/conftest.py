@@ -93,3 +93,11 @@ def lab_env(request):
             shutil.rmtree(lab_dir, ignore_errors=True)
         else:       # kept, with its logs, for the failure's post-mortem
             print(f"lab kept at {lab_dir}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests on the lab run last, in their files' order: the lab is up from their first to the
+    end of the session, and its idle servers should not slow every other test."""
+    on_lab = [item for item in items if "lab_env" in getattr(item, "fixturenames", ())]
+    if on_lab:
+        items[:] = [item for item in items if item not in on_lab] + on_lab
