@@ -4,7 +4,7 @@ PostgreSQL, pings before completion to Kafka), sample protobuf traffic flows at 
 and the surge aggregates are read back from InfluxDB as they arrive. The lab stays up at the
 end (`make lab-down` stops it); the daggers keep running until `dagger stop`.
 
-    python -m lab.demo [--rate 40] [--windows 3]
+    python -m lab.demo [--rate 40] [--windows 1]
 """
 from __future__ import annotations
 
@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=40, help="messages a second of each kind (default 40)")
-    parser.add_argument("--windows", type=int, default=2,
-                        help="end once demand and supply of this many minutes are in InfluxDB (default 2)")
+    parser.add_argument("--windows", type=int, default=1,
+                        help="end once demand and supply of this many minutes are in InfluxDB (default 1)")
     parser.add_argument("--timeout", type=float, default=480, help="give up waiting for results after SECONDS")
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
@@ -235,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         flow.stopping.set()
         flow.join(timeout=10)
     registry.close()
+    console.print()
 
     console.rule("5. where to look next")
     p = ports()

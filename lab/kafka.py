@@ -471,12 +471,15 @@ class KafkaBroker:
         return {k: str(v) for k, v in props.items()}
 
     def _write_config(self) -> None:
-        lines = [f"# written by lab/kafka.py; {HOST}:{self.port}"]
-        lines += [f"{k}={v}" for k, v in self._server_properties().items()]
-        self.config_path.write_text("\n".join(lines) + "\n")
-        (self.data_dir / "log4j2.properties").write_text(_LOG4J2_TEMPLATE.format(
-            log=str(self.log_path).replace("\\", "/"),
-        ))
+        import javaproperties
+
+        # Java .properties by a writer for the format: escaping of '=', ':', '\\' and newlines included
+        self.config_path.write_text(javaproperties.dumps(
+            self._server_properties(), comments=f"written by lab/kafka.py; {HOST}:{self.port}", timestamp=False))
+        log = str(self.log_path).replace("\\", "/")
+        (self.data_dir / "log4j2.properties").write_text(javaproperties.dumps(
+            {**_LOG4J2, "appender.file.fileName": log, "appender.file.filePattern": f"{log}.%i"},
+            comments=f"written by lab/kafka.py: every JVM log line goes to {log}", timestamp=False))
         state = {"port": self.port, "controller_port": self.controller_port}
         if self.cluster_id:
             state["cluster_id"] = self.cluster_id
@@ -632,26 +635,23 @@ def _read_cluster_id(meta: Path) -> str | None:
     return None
 
 
-_LOG4J2_TEMPLATE = """\
-# written by lab/kafka.py: every JVM log line goes to {log}
-status = warn
-name = lab-kafka
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = {log}
-appender.file.filePattern = {log}.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 50MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
+_LOG4J2 = {
+    "status": "warn",
+    "name": "lab-kafka",
+    "appender.file.type": "RollingFile",
+    "appender.file.name": "file",
+    "appender.file.layout.type": "PatternLayout",
+    "appender.file.layout.pattern": "[%d] %p %m (%c)%n",
+    "appender.file.policies.type": "Policies",
+    "appender.file.policies.size.type": "SizeBasedTriggeringPolicy",
+    "appender.file.policies.size.size": "50MB",
+    "appender.file.strategy.type": "DefaultRolloverStrategy",
+    "appender.file.strategy.max": "2",
+    "rootLogger.level": "INFO",
+    "rootLogger.appenderRef.file.ref": "file",
+    "logger.request.name": "kafka.request.logger",
+    "logger.request.level": "WARN",
+}
 
 
 # -------------------------------------------------------------------------- CLI
