@@ -83,9 +83,11 @@ def lab_env(request):
     os.chmod(lab_dir, 0o711)
     env = {**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
     failed_before = request.session.testsfailed
+    up = lab(["up"], env)
+    if up.returncode != 0:      # the lab is kept, with its logs, for the post-mortem
+        lab(["down"], env)
+        raise AssertionError(f"lab up failed (lab kept at {lab_dir}):\n" + up.stdout[-3000:] + up.stderr[-5000:])
     try:
-        up = lab(["up"], env)
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-5000:]
         yield env
     finally:
         lab(["down"], env)
@@ -94,10 +96,3 @@ def lab_env(request):
         else:       # kept, with its logs, for the failure's post-mortem
             print(f"lab kept at {lab_dir}")
 
-
-def pytest_collection_modifyitems(config, items):
-    """The tests on the lab run last, in their files' order: the lab is up from their first to the
-    end of the session, and its idle servers should not slow every other test."""
-    on_lab = [item for item in items if "lab_env" in getattr(item, "fixturenames", ())]
-    if on_lab:
-        items[:] = [item for item in items if item not in on_lab] + on_lab
