@@ -190,6 +190,10 @@ class PlatformMocks(pulumi.runtime.Mocks):
             raise RuntimeError(f"subnetwork {subnetwork} ({cidr}) is full")
 
 
+class DuplicateUrnError(RuntimeError):
+    """Two resources of one program with the same URN, which `pulumi up` refuses."""
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """Pulumi's mock monitor, keeping every registration with its parent, and components' outputs."""
 
@@ -197,11 +201,17 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self._records: list[dict[str, Any]] = []
         self._component_outputs: dict[str, dict[str, Any]] = {}
+        self._urns: set[str] = set()
         self._lock = threading.Lock()
 
     def RegisterResource(self, request):
         _slot.args = None
         response = super().RegisterResource(request)
+        with self._lock:
+            # the engine refuses two resources with one URN (a spec listing a cluster twice did that)
+            if response.urn in self._urns:
+                raise DuplicateUrnError(f"Duplicate resource URN '{response.urn}'; try giving it a unique name")
+            self._urns.add(response.urn)
         self._record(request, response.urn, custom=bool(request.custom))
         return response
 

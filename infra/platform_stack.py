@@ -2,8 +2,8 @@
 
 The VPC (custom subnets only), a subnetwork and Cloud NAT for the GKE cluster, a private DNS
 zone sending *.googleapis.com to Private Google Access, and the GKE cluster itself (private
-nodes, Workload Identity, network policy enforced by Dataplane V2) with a small system node
-pool; team node pools are tainted, so kube-system runs here.
+nodes, Workload Identity, network policy enforced by Dataplane V2, Google Groups for RBAC) with a
+small system node pool; team node pools are tainted, so kube-system runs here.
 
 Team stacks read OUTPUTS through a StackReference (team.SharedPlatform). The platform's own
 ranges sit outside `network_range` of platform.yaml, which is the teams' space.
@@ -16,7 +16,8 @@ import textwrap
 import pulumi
 import pulumi_gcp as gcp
 
-from .spec import Platform
+from .grants import SECURITY_GROUP
+from .spec import Platform, load_platform
 
 STACK = "platform"
 
@@ -25,8 +26,6 @@ GKE_NODES_RANGE = "10.0.0.0/20"
 GKE_PODS_RANGE = "10.4.0.0/14"
 GKE_SERVICES_RANGE = "10.8.0.0/20"
 GKE_CONTROL_PLANE_RANGE = "172.16.0.0/28"
-# Where the shared Kafka clusters of platform.yaml listen (teams' egress to port 9092 is allowed here).
-SHARED_KAFKA_RANGES = ("10.16.0.0/16",)
 PRIVATE_GOOGLE_ACCESS = ("199.36.153.8", "199.36.153.9", "199.36.153.10", "199.36.153.11")
 SYSTEM_MACHINE_TYPE = "e2-standard-4"
 SYSTEM_ROLES = ("roles/container.defaultNodeServiceAccount",)
@@ -35,10 +34,12 @@ SYSTEM_ROLES = ("roles/container.defaultNodeServiceAccount",)
 OUTPUTS = ("project", "network", "gke_cluster", "gke_location", "workload_pool", "kubeconfig", "kafka_ranges")
 
 
-def platform_ranges() -> dict[str, ipaddress.IPv4Network]:
+def platform_ranges(platform: Platform | None = None) -> dict[str, ipaddress.IPv4Network]:
+    platform = platform or load_platform()
     ranges = {"gke nodes": GKE_NODES_RANGE, "gke pods": GKE_PODS_RANGE, "gke services": GKE_SERVICES_RANGE,
               "gke control plane": GKE_CONTROL_PLANE_RANGE}
-    ranges.update({f"shared kafka {i}": r for i, r in enumerate(SHARED_KAFKA_RANGES)})
+    # where the shared Kafka clusters of platform.yaml listen
+    ranges.update({f"kafka {name}": c.network_range for name, c in platform.kafka_clusters.items()})
     return {name: ipaddress.IPv4Network(r) for name, r in ranges.items()}
 
 
@@ -110,6 +111,10 @@ def platform_program(platform: Platform) -> dict[str, pulumi.Output]:
         # Dataplane V2 enforces NetworkPolicy (the teams' default-deny and allowances)
         datapath_provider="ADVANCED_DATAPATH",
         release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
+        # Google Groups for RBAC: without it a RoleBinding naming a group matches nobody, and each
+        # team's owners' group (infra/grants/<team>.yaml) must be nested in this group
+        authenticator_groups_config=gcp.container.ClusterAuthenticatorGroupsConfigArgs(
+            security_group=SECURITY_GROUP),
         enable_shielded_nodes=True, resource_labels=labels)
 
     system_sa = gcp.serviceaccount.Account("platform-system-gsa", project=project, account_id="daggers-gke-system",
@@ -138,5 +143,6 @@ def platform_program(platform: Platform) -> dict[str, pulumi.Output]:
         "gke_location": cluster.location,
         "workload_pool": pulumi.Output.from_input(workload_pool),
         "kubeconfig": pulumi.Output.secret(config),
-        "kafka_ranges": pulumi.Output.from_input(list(SHARED_KAFKA_RANGES)),
+        # each shared Kafka cluster's range: a team's egress reaches only the clusters it reads
+        "kafka_ranges": pulumi.Output.from_input({name: c.network_range for name, c in platform.kafka_clusters.items()}),
     }

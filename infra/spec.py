@@ -1,14 +1,20 @@
 """Team specs (infra/teams/<team>.yaml): load, validate, fill in the tier's defaults.
 
 Pure: a spec file in, a TeamSpec or a SpecError listing every problem out. The problems name the
-file and the field (`infra/teams/fraud.yaml: network.cidr: ...`) so a team sees them on its
-pull request. Checks across teams (overlapping ranges, duplicate names) live in check_all().
+file, the line and the field (`infra/teams/fraud.yaml:12: network.cidr: ...`) so a team sees
+them on its pull request; TeamSpec.where(field) gives the same prefix to checks made elsewhere.
+Checks across teams (overlapping ranges, duplicate names) live in check_all(); topic patterns
+against the catalogue in infra/topics.py; cluster sizes against machines and quotas in
+infra/sizing.py.
 """
 from __future__ import annotations
 
 import copy
 import ipaddress
 import json
+import re
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +22,8 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from . import sizing, topics
+from .policy.rules import reserved_name_problem
 from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
                     MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
 
@@ -28,6 +36,8 @@ PLATFORM_PATH = INFRA / "platform.yaml"
 SA_ID_MAX = 30          # service account ids: 6-30 chars
 BUCKET_MAX = 63         # bucket names: 3-63 chars, lowercase
 LABEL_VALUE_MAX = 63
+# names a team may not take: the platform's own stack and Kubernetes' namespaces (refused here;
+# the policy pack refuses them too)
 
 
 class SpecError(ValueError):
@@ -41,6 +51,8 @@ class KafkaCluster:
     name: str
     bootstrap_servers: str
     tiers: tuple[str, ...]
+    topics: tuple[topics.Topic, ...] = ()      # the catalogue (infra/topics.py)
+    network_range: str = ""                     # where its brokers listen (teams' egress to them)
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,9 @@ class SparkSpec:
 class KafkaRead:
     cluster: str
     mirrored: bool
-    topics: tuple[str, ...] = (".*",)
+    topics: tuple[str, ...] = ()               # Java regexes; default: what the catalogue grants the team
+    # the granted catalogue entries the patterns reach (labels: a name, or a prefix ending in '*')
+    reaches: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,12 @@ class TeamSpec:
     quota: Quota
     labels: dict[str, str] = field(default_factory=dict)
     source: str = "<memory>"
+    # the line of every field in the file: {("kafka", 0, "topics", 1): 14, ...}
+    lines: Mapping[tuple, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def where(self, field: str) -> str:
+        """"<source>:<line>: <field>": the line of the field, else of its nearest present parent, else 1."""
+        return f"{self.source}:{line_of(self.lines, field)}: {field}"
 
     # Names derived from the team, one place so components and tests agree.
     @property
@@ -110,6 +130,148 @@ class TeamSpec:
         return {**self.labels, "team": self.name, "tier": self.tier, "managed-by": "daggers-infra"}
 
 
+# -- where a field is -------------------------------------------------------------------------
+
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def field_path(name: str) -> tuple:
+    """"kafka[0].topics[1]" -> ("kafka", 0, "topics", 1)."""
+    return tuple(int(i) if i else key for i, key in _PART.findall(name))
+
+
+def field_name(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def line_of(lines: Mapping[tuple, int], name: str) -> int:
+    path = field_path(name)
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return 1
+
+
+class _Problems(list):
+    """Problems of one file, each "<source>:<line>: <field>: <message>"."""
+
+    def __init__(self, source: str, lines: Mapping[tuple, int]):
+        super().__init__()
+        self.source, self.lines = source, lines
+
+    def add(self, name: str, message: str, line: int | None = None) -> None:
+        self.append(f"{self.source}:{line or line_of(self.lines, name)}: {name}: {message}")
+
+
+# -- reading the YAML ----------------------------------------------------------------------------
+
+_YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_YAML_HINTS = (
+    ("found character '\\t'", "YAML indents with spaces only: replace the tab by spaces"),
+    ("mapping values are not allowed", "a ':' where YAML did not expect a field: is the line indented more than "
+                                       "the field above it, or is a value with ': ' in it missing its quotes?"),
+    ("expected <block end>", "a line is indented less or more than the fields around it: line up fields of the "
+                             "same mapping (two spaces a level), list items under their field"),
+    ("did not find expected key", "a line is indented less or more than the fields around it: line up fields of "
+                                  "the same mapping (two spaces a level)"),
+    ("did not find expected '-'", "list items must line up: every '- ' of one list at the same column"),
+    ("could not find expected ':'", "a field needs 'name: value'; is a ':' or a closing quote missing?"),
+    ("expected ',' or ']'", "a [list] is not closed: add the ']'"),
+    ("expected ',' or '}'", "a {mapping} is not closed: add the '}'"),
+    ("found undefined alias", "'*name' refers to no '&name' anchor: write the value out"),
+)
+
+
+def _yaml_error(source: str, e: yaml.YAMLError) -> str:
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    line = mark.line + 1 if mark else 1
+    what = " ".join(x for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
+    hint = next((h for key, h in _YAML_HINTS if key in what), "check the indentation and the quotes on this line")
+    return f"{source}:{line}: (yaml): not valid YAML: {what}; {hint}"
+
+
+def _walk(node, path: tuple, lines: dict, problems: _Problems, seen: set) -> None:
+    if id(node) in seen:
+        # the composer hands back the anchored node for an alias: the same object twice
+        problems.add(field_name(path), "an alias (*name) repeats another part of the file: write the value out, "
+                                       "so that what reviewers read is what the platform gets")
+        return
+    seen.add(id(node))
+    if node.tag not in _YAML_TAGS:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        problems.add(field_name(path), f"the YAML tag {tag} is not allowed: a team spec holds plain strings, "
+                                       "numbers, booleans, lists and mappings (quote a value to keep it a string)")
+        return
+    if isinstance(node, yaml.MappingNode):
+        keys: dict = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (
+                    "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"):
+                problems.add(field_name(path), f"line {line}: a field name must be plain text")
+                continue
+            key = key_node.value
+            if key_node.tag.endswith(":merge"):
+                lines[path + ("<<",)] = line
+                problems.add(field_name(path + ("<<",)), "merge keys (<<) are not allowed: write the fields out")
+                continue
+            if key in keys:
+                problems.add(field_name(path + (key,)), f"given twice (lines {keys[key]} and {line}): keep one; "
+                                                        "YAML would silently keep the last", line)
+                continue
+            keys[key] = line
+            lines[path + (key,)] = line
+            _walk(value_node, path + (key,), lines, problems, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[path + (i,)] = item.start_mark.line + 1
+            _walk(item, path + (i,), lines, problems, seen)
+
+
+def read_yaml(text: str, source: str) -> tuple[object, dict[tuple, int]]:
+    """(the document, the line of every field): SpecError on bad YAML, tags, aliases, merges, duplicates."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        raise SpecError([_yaml_error(source, e)]) from None
+    if node is None:
+        raise SpecError([f"{source}:1: (top level): the file is empty; a spec needs team, owners, tier and network"])
+    lines: dict[tuple, int] = {(): node.start_mark.line + 1}
+    problems = _Problems(source, lines)
+    _walk(node, (), lines, problems, set())
+    if problems:
+        raise SpecError(problems)
+    try:
+        return yaml.safe_load(text), lines
+    except yaml.YAMLError as e:     # composed cleanly, so unlikely: a value YAML cannot construct
+        raise SpecError([_yaml_error(source, e)]) from None
+
+
+def _control_characters(raw, path: tuple, problems: _Problems) -> None:
+    """Every string (names and values) is printable text on one line."""
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            _control_characters(k, path, problems)
+            _control_characters(v, path + (k,), problems)
+    elif isinstance(raw, list):
+        for i, v in enumerate(raw):
+            _control_characters(v, path + (i,), problems)
+    elif isinstance(raw, str) and not (len(path) == 4 and path[0] == "kafka" and path[2] == "topics"):
+        # (topic patterns: infra/topics.py says more)
+        bad = next((ch for ch in raw if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")),
+                   None)
+        if bad is not None:
+            shown = repr(bad)[1:-1] if bad.isprintable() else f"U+{ord(bad):04X}"
+            problems.add(field_name(path), f"{raw!r} has a control or invisible character ({shown} at index "
+                                           f"{raw.index(bad)}): write printable text on one line")
+
+
+# -- the schema -------------------------------------------------------------------------------------
+
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
     return Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -117,50 +279,66 @@ def _validator() -> Draft202012Validator:
 
 def load_platform(path: Path = PLATFORM_PATH) -> Platform:
     raw = yaml.safe_load(path.read_text())
-    clusters = {name: KafkaCluster(name, c["bootstrap_servers"], tuple(c["tiers"]))
+    clusters = {name: KafkaCluster(name, c["bootstrap_servers"], tuple(c["tiers"]),
+                                   topics.parse_catalogue(name, c.get("topics")),
+                                   str(ipaddress.IPv4Network(c["network_range"], strict=True)))
                 for name, c in raw["kafka_clusters"].items()}
     return Platform(raw["project"], raw["region"], raw["network"], ipaddress.IPv4Network(raw["network_range"]),
                     raw["gke_cluster"], clusters)
 
 
-def _where(error) -> str:
-    path = ""
-    for part in error.absolute_path:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "(top level)"
-
-
-def _schema_problems(label: str, raw) -> list[str]:
-    problems = []
+def _schema_problems(problems: _Problems, raw) -> None:
     for error in sorted(_validator().iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+        path = tuple(error.absolute_path)
         message = error.message
         if error.validator == "pattern":
             message = f"{error.instance!r} does not match {error.validator_value!r}"
-            if error.absolute_path and error.absolute_path[-1] == "team":
+            if path and path[-1] == "team":
                 message += " (a DNS label: lowercase letters, digits and '-', 3 to 20 characters)"
-        elif error.validator == "additionalProperties":
-            message = message.replace("Additional properties are not allowed", "unknown field(s)")
-        problems.append(f"{label}: {_where(error)}: {message}")
-    return problems
+            elif path and path[0] == "owners":
+                message += (" (a GitHub user @name or team @org/team; Google identities such as user: or "
+                            "an email are not owners)")
+        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = sorted(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(known), key=str):
+                problems.add(field_name(path + (key,)),
+                             f"unknown field{sizing.did_you_mean(str(key), known)}; the fields here are "
+                             f"{', '.join(known)}")
+            continue
+        elif error.validator == "type" and isinstance(error.instance, float) and error.validator_value == "integer":
+            message = f"{error.instance!r} is not a whole number (type 'integer')"
+        elif error.validator in ("minimum", "maximum"):
+            message = f"{error.instance!r} is out of range: {error.validator} {error.validator_value}"
+        problems.add(field_name(path), message)
 
 
 def parse(text: str, *, source: str = "<memory>", platform: Platform | None = None) -> TeamSpec:
-    label = source
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise SpecError([f"{label}: not valid YAML: {e}"]) from None
+    raw, lines = read_yaml(text, source)
+    problems = _Problems(source, lines)
     if not isinstance(raw, dict):
-        raise SpecError([f"{label}: expected a mapping of fields, got {type(raw).__name__}"])
-    problems = _schema_problems(label, raw)
-    if problems:
+        problems.add("(top level)", f"expected a mapping of fields, got {type(raw).__name__}")
         raise SpecError(problems)
-    return _build(raw, label, platform or load_platform())
+    _control_characters(raw, (), problems)
+    before = len(problems)
+    _schema_problems(problems, raw)
+    if len(problems) > before:
+        raise SpecError(problems)
+    return _build(raw, problems, platform or load_platform())
 
 
-def _build(raw: dict, label: str, platform: Platform) -> TeamSpec:
-    problems: list[str] = []
+def _team_name_problem(name: str) -> str | None:
+    # one list of reserved names, the policy pack's, so validate and the pack agree
+    why = reserved_name_problem(name)
+    return f"{why}: choose another name" if why else None
+
+
+def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
+    label = problems.source
     tier = TIERS[raw["tier"]]
+    name = raw["team"]
+    reserved = _team_name_problem(name)
+    if reserved:
+        problems.add("team", reserved)
     spark_raw = {**tier["spark"], **raw.get("spark", {})}
     size = SIZES[spark_raw.get("size", tier["spark"]["size"])]
     spark = SparkSpec(
@@ -170,34 +348,64 @@ def _build(raw: dict, label: str, platform: Platform) -> TeamSpec:
         worker_memory_gb=spark_raw.get("worker_memory_gb", size["worker_memory_gb"]),
         machine_type=spark_raw.get("machine_type", size["machine_type"]))
     kafka_raw = raw.get("kafka", copy.deepcopy(tier["kafka"]))
-    kafka = tuple(KafkaRead(k["cluster"], k.get("mirrored", False), tuple(k.get("topics", [".*"])))
-                  for k in kafka_raw)
-    for i, k in enumerate(kafka):
-        cluster = platform.kafka_clusters.get(k.cluster)
+    seen: dict[str, int] = {}
+    reads = []
+    for i, k in enumerate(kafka_raw):
+        cluster = platform.kafka_clusters.get(k["cluster"])
+        if k["cluster"] in seen:
+            problems.add(f"kafka[{i}].cluster", f"{k['cluster']} is listed already (kafka[{seen[k['cluster']]}]): "
+                                                 "one entry a cluster; merge their topics")
+        seen.setdefault(k["cluster"], i)
         if cluster is None:
-            problems.append(f"{label}: kafka[{i}].cluster: unknown Kafka cluster {k.cluster!r} "
-                            f"(the platform has: {', '.join(sorted(platform.kafka_clusters))})")
+            problems.add(f"kafka[{i}].cluster", f"unknown Kafka cluster {k['cluster']!r}"
+                                                 f"{sizing.did_you_mean(k['cluster'], platform.kafka_clusters)} "
+                                                 f"(the platform has: {', '.join(sorted(platform.kafka_clusters))})")
         elif raw["tier"] not in cluster.tiers:
-            problems.append(f"{label}: kafka[{i}].cluster: {k.cluster} is for tiers {', '.join(cluster.tiers)}, "
-                            f"not {raw['tier']}")
+            problems.add(f"kafka[{i}].cluster", f"{k['cluster']} is for tiers {', '.join(cluster.tiers)}, "
+                                                 f"not {raw['tier']}")
+            cluster = None      # its catalogue is beside the point
+        if "topics" in k:
+            patterns = tuple(k["topics"])
+            if not patterns:
+                problems.add(f"kafka[{i}].topics", "an empty list mirrors nothing: leave topics out to read what "
+                                                   "the catalogue grants the team, or list patterns")
+        else:
+            patterns = topics.default_patterns(cluster.topics, name) if cluster else ()
+            if "kafka" not in raw and not patterns:
+                continue        # a tier default with nothing granted: no read, rather than a mirror of nothing
+            if cluster is not None and not patterns:
+                problems.add(f"kafka[{i}]", f"the catalogue grants {name} nothing on {k['cluster']} (infra/platform.yaml):"
+                                            " ask a topic's owner for a grant, or remove the cluster")
+        reads.append((k["cluster"], k.get("mirrored", False), patterns))
+    catalogues = {c: platform.kafka_clusters[c].topics for c, _, _ in reads
+                  if c in platform.kafka_clusters and raw["tier"] in platform.kafka_clusters[c].tiers}
+    pattern_problems = topics.check_patterns(name, [(c, p) for c, _, p in reads], catalogues)
+    for (i, j), message in sorted(pattern_problems.items()):
+        where = f"kafka[{i}].topics[{j}]" if "topics" in kafka_raw[i] else f"kafka[{i}]"
+        problems.add(where, message)
+    kafka = []
+    for i, (c, mirrored, patterns) in enumerate(reads):
+        clean = c in catalogues and not any(key[0] == i for key in pattern_problems)
+        reaches = tuple(t.label for t in topics.reached_entries(name, c, patterns, catalogues[c])) if clean else ()
+        kafka.append(KafkaRead(c, mirrored, patterns, reaches))
+    kafka = tuple(kafka)
     quota = Quota(**{**tier["quota"], **raw.get("quota", {})})
-    name = raw["team"]
     try:
         cidr = ipaddress.IPv4Network(raw["network"]["cidr"], strict=True)
     except ValueError as e:
-        problems.append(f"{label}: network.cidr: {raw['network']['cidr']!r} is not a network address ({e})")
+        problems.add("network.cidr", f"{raw['network']['cidr']!r} is not a network address ({e})")
         cidr = None
     if cidr is not None and not cidr.subnet_of(platform.network_range):
-        problems.append(f"{label}: network.cidr: {cidr} is outside the platform's range {platform.network_range}")
+        problems.add("network.cidr", f"{cidr} is outside the platform's range {platform.network_range}")
     labels = dict(raw.get("labels", {}))
-    for reserved in ("team", "tier", "managed-by"):
-        if reserved in labels:
-            problems.append(f"{label}: labels.{reserved}: set by the platform; remove it")
+    for reserved_label in ("team", "tier", "managed-by"):
+        if reserved_label in labels:
+            problems.add(f"labels.{reserved_label}", "set by the platform; remove it")
     if len(f"dagger-{name}") > SA_ID_MAX:
-        problems.append(f"{label}: team: service account id dagger-{name} is longer than {SA_ID_MAX} characters")
+        problems.add("team", f"service account id dagger-{name} is longer than {SA_ID_MAX} characters")
     bucket = f"{platform.project}-{name}-checkpoints"
     if len(bucket) > BUCKET_MAX:
-        problems.append(f"{label}: team: bucket name {bucket} is longer than {BUCKET_MAX} characters")
+        problems.add("team", f"bucket name {bucket} is longer than {BUCKET_MAX} characters")
     # the namespace holds the Spark workers and master, and each mirror's brokers and MM2
     mirrors = sum(1 for k in kafka if k.mirrored)
     brokers = MIRROR_BROKERS[raw["tier"]]
@@ -206,30 +414,40 @@ def _build(raw: dict, label: str, platform: Platform) -> TeamSpec:
     needed_mem = (spark.workers * spark.worker_memory_gb + 4
                   + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
     if spark.flavour == "gke" and (quota.cpu < needed_cpu or quota.memory_gb < needed_mem):
-        problems.append(f"{label}: quota: {quota.cpu} CPUs / {quota.memory_gb} GB cannot hold the Spark cluster "
-                        f"({spark.workers} workers x {spark.worker_cores} CPUs / {spark.worker_memory_gb} GB "
-                        f"plus the master) and {mirrors} Kafka mirror(s): they need {needed_cpu:g} / {needed_mem:g}")
-    if spark.flavour == "gke" and raw.get("region", platform.region) != platform.region:
-        problems.append(f"{label}: region: gke teams run on the platform's cluster in {platform.region}; "
-                        f"use spark.flavour vm for {raw['region']}")
+        problems.add("quota", f"{quota.cpu} CPUs / {quota.memory_gb} GB cannot hold the Spark cluster "
+                              f"({spark.workers} workers x {spark.worker_cores} CPUs / {spark.worker_memory_gb} GB "
+                              f"plus the master) and {mirrors} Kafka mirror(s): they need {needed_cpu:g} / "
+                              f"{needed_mem:g}")
+    for where, message in sizing.check(
+            tier=raw["tier"], flavour=spark.flavour, workers=spark.workers, worker_cores=spark.worker_cores,
+            worker_memory_gb=spark.worker_memory_gb, machine_type=spark.machine_type, quota_cpu=quota.cpu,
+            quota_memory_gb=quota.memory_gb, quota_pods=quota.pods, mirrors=mirrors, brokers=brokers):
+        problems.add(where, message)
+    region = raw.get("region", platform.region)
+    region_problem = sizing.region_problem(region)
+    if region_problem:
+        problems.add("region", region_problem)
+    elif spark.flavour == "gke" and region != platform.region:
+        problems.add("region", f"gke teams run on the platform's cluster in {platform.region}; "
+                               f"use spark.flavour vm for {region}")
     if problems:
-        raise SpecError(problems)
+        raise SpecError(list(problems))
     return TeamSpec(
         name=name, description=raw.get("description", ""), owners=tuple(raw["owners"]), tier=raw["tier"],
-        region=raw.get("region", platform.region), spark=spark, kafka=kafka,
+        region=region, spark=spark, kafka=kafka,
         checkpoint_retention_days=raw.get("checkpoints", {}).get(
             "retention_days", tier["checkpoints"]["retention_days"]),
-        cidr=cidr, quota=quota, labels=labels, source=label)
+        cidr=cidr, quota=quota, labels=labels, source=label, lines=problems.lines)
 
 
 def load(path: str | Path, platform: Platform | None = None) -> TeamSpec:
     p = Path(path)
     label = _label(p)
     if not p.is_file():
-        raise SpecError([f"{label}: no such file"])
+        raise SpecError([f"{label}:1: (file): no such file"])
     spec = parse(p.read_text(), source=label, platform=platform)
     if p.stem != spec.name:
-        raise SpecError([f"{label}: team: the file must be named after the team ({spec.name}.yaml)"])
+        raise SpecError([f"{spec.where('team')}: the file must be named after the team ({spec.name}.yaml)"])
     return spec
 
 
@@ -246,12 +464,13 @@ def check_all(specs: list[TeamSpec]) -> list[str]:
     seen: dict[str, TeamSpec] = {}
     for spec in specs:
         if spec.name in seen:
-            problems.append(f"{spec.source}: team: {spec.name} is already used by {seen[spec.name].source}")
+            problems.append(f"{spec.where('team')}: {spec.name} is already used by {seen[spec.name].source}")
         seen.setdefault(spec.name, spec)
     for i, a in enumerate(specs):
         for b in specs[i + 1:]:
             if a.cidr.overlaps(b.cidr):
-                problems.append(f"{b.source}: network.cidr: {b.cidr} overlaps {a.name}'s {a.cidr} ({a.source})")
+                problems.append(f"{b.where('network.cidr')}: {b.cidr} overlaps {a.name}'s {a.cidr} "
+                                f"({a.source}:{line_of(a.lines, 'network.cidr')})")
     return problems
 
 

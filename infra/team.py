@@ -6,11 +6,13 @@ provider from the platform's kubeconfig (gke flavour) and declares TeamPlatform.
 
 Every name comes from the spec (spec.namespace, spec.service_account_id, spec.bucket_name), every
 resource that takes labels carries spec.all_labels, and the only identity granted anything is
-the team's own service account.
+the team's own service account. The owners' Kubernetes access goes to the Google group the
+platform team declares in the team's grant (infra/grants/<team>.yaml), which the cluster resolves
+through Google Groups for RBAC (platform_stack).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from . import platform_stack
+from . import grants, kafka_access, platform_stack
 from .components import (CheckpointBucket, CheckpointBucketArgs, GkePlacement, KafkaMirror, KafkaMirrorArgs,
                          MirrorOnGke, MirrorOnVms, NamespaceIsolation, Quota, SparkCluster, SparkClusterArgs,
                          TeamIdentity, TeamIdentityArgs, TeamNetwork, TeamNetworkArgs, VmPlacement,
@@ -34,14 +36,24 @@ PROJECT_ROLES: dict[str, tuple[str, ...]] = {
     # the GKE node role for the team's node pool, which runs as the team's account
     "gke": ("roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/container.defaultNodeServiceAccount"),
 }
-DEFAULT_GROUPS_DOMAIN = "daggers.dev"
+DEFAULT_GROUPS_DOMAIN = grants.GROUPS_DOMAIN
 OUTPUT_NAMES = ("spark_master_url", "checkpoint_url", "mirror_bootstrap_servers", "inventory", "namespace",
-                "service_account_email")
+                "service_account_email", "kafka_acls")
 
 
-def owners_group(spec: TeamSpec, domain: str) -> str:
-    """The Google group (Kubernetes RBAC Group) of the team's owners."""
-    return f"{spec.namespace}-owners@{domain}"
+def owners_group(spec: TeamSpec, domain: str = DEFAULT_GROUPS_DOMAIN,
+                 grants_dir=grants.GRANTS_DIR) -> str | None:
+    """The Google group (Kubernetes RBAC Group) of the team's owners, as the team's grant declares
+    it; None when the team has no grant (then nobody is bound: validate refuses such a spec).
+    `domain` is the one the cluster's security group resolves groups of; a group elsewhere would
+    match nobody, so it is refused here rather than bound in vain."""
+    grant = grants.find(spec.name, grants_dir)
+    if grant is None:
+        return None
+    if grant.rbac_group.rpartition("@")[2] != domain:
+        raise ValueError(f"{grant.where('rbac_group')}: {grant.rbac_group} is not a group of {domain}, the "
+                         f"domain the cluster's RBAC resolves groups of (gke-security-groups@{domain})")
+    return grant.rbac_group
 
 
 def network_tag(spec: TeamSpec) -> str:
@@ -57,7 +69,7 @@ class SharedPlatform:
     gke_location: pulumi.Input[str]
     workload_pool: pulumi.Input[str]
     kubeconfig: pulumi.Input[str]
-    kafka_ranges: pulumi.Input[Sequence[str]]
+    kafka_ranges: pulumi.Input[Mapping[str, str]]       # shared Kafka cluster -> its network range
 
     @classmethod
     def from_stack_reference(cls, ref: pulumi.StackReference) -> SharedPlatform:
@@ -69,7 +81,7 @@ class TeamPlatformArgs:
     spec: TeamSpec
     platform: Platform
     shared: SharedPlatform
-    owners_group: str
+    owners_group: str | None                # None: no owners' RoleBinding
 
 
 class TeamPlatform(pulumi.ComponentResource):
@@ -95,7 +107,11 @@ class TeamPlatform(pulumi.ComponentResource):
             kubernetes=NamespaceIsolation(
                 namespace=spec.namespace, quota=Quota(spec.quota.cpu, spec.quota.memory_gb, spec.quota.pods),
                 max_container_cpu=spec.spark.worker_cores, max_container_memory_gb=spec.spark.worker_memory_gb,
-                owners_group=args.owners_group, kafka_ranges=shared.kafka_ranges) if on_gke else None),
+                owners_group=args.owners_group,
+                # egress to the shared Kafka clusters the team reads, not to every cluster: which clusters
+                # a tier may read is enforced in the network too, not only in the spec
+                kafka_ranges=pulumi.Output.from_input(shared.kafka_ranges).apply(
+                    lambda ranges: sorted({ranges[k.cluster] for k in spec.kafka}))) if on_gke else None),
             opts=child)
 
         identity = TeamIdentity(f"{name}-identity", TeamIdentityArgs(
@@ -142,6 +158,10 @@ class TeamPlatform(pulumi.ComponentResource):
             **{alias: m.bootstrap_servers for alias, m in mirrors.items()}) if mirrors else pulumi.Output.from_input({})
         self.namespace = network.namespace
         self.service_account_email = identity.email
+        # what the platform's Kafka tooling applies on the shared clusters for this team (its daggers'
+        # principal and each mirror's MirrorMaker): data, since no Kafka provider runs here
+        self.kafka_acls = [acl.as_dict() for acl in (*kafka_access.acls_for(spec, platform),
+                                                     *kafka_access.mirror_acls(spec, platform))]
         self.inventory = None
         if not on_gke:
             team_vars = {"all": {"vars": {"daggers_team": spec.name, "daggers_tier": spec.tier}}}

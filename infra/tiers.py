@@ -34,3 +34,14 @@ TIERS = {
 MIRROR_BROKERS = {"critical": 3, "standard": 1, "experimental": 1}
 MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB = 1, 4
 MIRROR_MM2_CPU, MIRROR_MM2_MEMORY_GB = 0.5, 1
+
+# The most a team of each tier may ask for in its namespace quota, and its Spark workers: a
+# team raises its own quota in its spec (CODEOWNERS makes the platform team review it), but
+# never past its tier's ceiling without moving tier. Sized so that each tier's largest preset
+# (with its mirrors) fits with room to grow, and so that one team cannot take the shared GKE
+# cluster's whole capacity.
+CEILINGS = {
+    "critical": {"cpu": 512, "memory_gb": 2048, "pods": 500, "workers": 32},
+    "standard": {"cpu": 128, "memory_gb": 512, "pods": 200, "workers": 16},
+    "experimental": {"cpu": 32, "memory_gb": 128, "pods": 60, "workers": 4},
+}

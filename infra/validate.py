@@ -1,9 +1,11 @@
 """Validate team specs: `python -m infra.validate [FILES...]` (default: every infra/teams/*.yaml).
 
-Each file is checked against the schema and the platform (infra/spec.py), then against every other
-team for overlapping ranges and duplicate names, so a pull request that adds one team is checked
-against all the teams already there. Every problem is printed, one a line, naming the file and the
-field; the exit status is 1 if there was any, else 0 with one line per team.
+Each file is checked against the schema and the platform (infra/spec.py), against what the
+platform team grants the team (infra/grants/<team>.yaml: tier, quota ceilings, Kafka clusters;
+infra/grants.py), then against every other team for overlapping ranges and duplicate names, so a
+pull request that adds one team is checked against all the teams already there. Every problem is
+printed, one a line, naming the file, the line and the field; the exit status is 1 if there was
+any, else 0 with one line per team.
 """
 from __future__ import annotations
 
@@ -11,25 +13,71 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import spec
+import yaml
+
+from . import grants, spec
+
+
+def where(s: spec.TeamSpec, field: str) -> str:
+    """`<file>:<line>: <field>` in a spec: TeamSpec.where where the spec has it, else read here."""
+    own = getattr(s, "where", None)
+    if callable(own):
+        return own(field)
+    return f"{s.source}:{_line(s.source, field)}: {field}"
+
+
+def _line(source: str, field: str) -> int:
+    """The line of `field` (`quota.cpu`, `kafka[0].cluster`) in the spec file, else of its nearest
+    parent; a field the spec leaves to its tier's defaults points at `tier`."""
+    path = Path(source) if Path(source).is_absolute() else spec.INFRA.parent / source
+    try:
+        node = yaml.compose(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return 1
+    parts = [p for p in field.replace("[", ".").replace("]", "").split(".") if p]
+    line, first = None, True
+    while node is not None and parts:
+        part, child = parts.pop(0), None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if getattr(key, "value", None) == part:
+                    line, child = key.start_mark.line + 1, value
+        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            child = node.value[int(part)]
+            line = child.start_mark.line + 1
+        if child is None and first and part != "tier":
+            return _line(source, "tier")
+        node, first = child, False
+    return line or 1
 
 
 def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
-             platform: spec.Platform | None = None) -> tuple[list[spec.TeamSpec], list[str]]:
+             platform: spec.Platform | None = None,
+             grants_dir: Path = grants.GRANTS_DIR) -> tuple[list[spec.TeamSpec], list[str]]:
     """(the specs of `files` that are valid, every problem). No files: every spec in teams_dir.
 
     The committed specs not among `files` take part in the cross-team checks only; the problems
     reported are those of `files` (a broken committed spec is reported when it is validated itself).
+    A spec that asks for more than its grant (grants_dir/<team>.yaml), or has none, is refused.
     """
     platform = platform or spec.load_platform()
     paths = [Path(f) for f in files] if files else sorted(teams_dir.glob("*.yaml"))
     chosen = {p.resolve() for p in paths}
+    granted, broken = grants.load_all(grants_dir, grants.platform_clusters(platform))
     specs, problems = [], []
     for path in paths:
         try:
-            specs.append(spec.load(path, platform))
+            s = spec.load(path, platform)
         except spec.SpecError as e:
             problems.extend(e.problems)
+            continue
+        specs.append(s)
+        if s.name in broken:
+            problems.extend(broken[s.name])
+            problems.append(f"{where(s, 'team')}: the grant of team {s.name} is invalid (above); "
+                            f"ask {grants.PLATFORM_OWNER} to fix infra/grants/{s.name}.yaml")
+        else:
+            problems.extend(grants.problems_of(s, granted.get(s.name), lambda f, s=s: where(s, f)))
     others = []
     for path in sorted(teams_dir.glob("*.yaml")):
         if path.resolve() in chosen:

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from . import access
 from .cli import converge, lab_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,13 +37,14 @@ DAGGERS = {
     "pings-before-completion": ("pings_before_completion.yaml", "green", "kafka"),
 }
 TOPICS = ["GO_RIDE-booking-log", "GO_CAR-booking-log", "driver-location-ping", "available-driver-location-ping",
-          "p-logstream-all", "pings-before-completion"]
+          "p-logstream-all", "allocations-pings-before-completion"]
 DEMAND_QUERY = ('SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHERE time > now() - 15m '
                 'GROUP BY time(1m), "tag_s2id" fill(none)')
 SUPPLY_QUERY = ('SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m '
                 'GROUP BY time(1m), "s2id" fill(none)')
-# the api-health dagger is team platform's: its secrets are DAGGER_SECRET_PLATFORM_*
-PG_PASSWORD_ENV = "DAGGER_SECRET_PLATFORM_PG_PASSWORD"
+# the api-health dagger is team api-health's: its secrets are DAGGER_SECRET_API_HEALTH_*
+PG_PASSWORD_ENV = "DAGGER_SECRET_API_HEALTH_PG_PASSWORD"
+TEAMS = ("allocations", "api-health")
 
 
 def ports() -> dict[str, int]:
@@ -56,16 +58,19 @@ def bootstrap() -> str:
 
 
 def job_specs(folder: Path) -> dict[str, Path]:
-    """The examples, pointed at the lab (a YAML writer; secrets as ${VAR} references)."""
+    """The examples, pointed at the lab (a YAML writer; secrets as ${VAR} references). Each logs in
+    to Kafka as its team's principal, which may read the team's granted topics and write only
+    under the team's prefix: the sink and dead-letter topics are named so."""
     p, servers = ports(), bootstrap()
     folder.mkdir(parents=True, exist_ok=True)
     specs = {}
     for name, (example, _, sink) in DAGGERS.items():
         job = yaml.safe_load((EXAMPLES / example).read_text())
-        job["name"] = name
+        job["name"], team = name, job["team"]
+        job["dead_letter_topic"] = f"{team}-{name}-dlq"
         for stream in job["streams"]:
-            stream["kafka"]["bootstrap_servers"] = servers
-            stream["kafka"]["auto_offset_reset"] = "latest"
+            stream["kafka"].update(bootstrap_servers=servers, auto_offset_reset="latest",
+                                   group_id=f"dagger-{team}-{name}", client=access.team_client(team))
         if sink == "influx":
             job["sink"] = {"type": "influx", "influx": {"url": f"http://127.0.0.1:{p['influx']}", "db_name": "daggers",
                                                         "measurement_name": name.replace("-", "_")}}
@@ -74,7 +79,8 @@ def job_specs(folder: Path) -> dict[str, Path]:
                 "url": f"postgresql://127.0.0.1:{p['postgres']}/daggers", "table": "api_health", "user": "daggers",
                 "password": "${" + PG_PASSWORD_ENV + "}"}}
         else:
-            job["sink"]["kafka"]["brokers"] = servers
+            job["sink"]["kafka"].update(brokers=servers, topic=f"{team}-{job['sink']['kafka']['topic']}",
+                                        client=access.team_client(team))
         specs[name] = folder / f"{name}.yaml"
         specs[name].write_text(yaml.safe_dump(job, sort_keys=False))
     return specs
@@ -84,7 +90,7 @@ def create_topics() -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap(), client_id="lab-demo")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap(), client_id="lab-demo", **access.kafka_python())
     try:
         existing = set(admin.list_topics())
         new = [NewTopic(t, num_partitions=2, replication_factor=3) for t in TOPICS if t not in existing]
@@ -117,7 +123,7 @@ class Traffic(threading.Thread):
                  (traffic.api_logs, "gojek.esb.apilog.ApiLogMessage", ["p-logstream-all"], "request_id")]
         pools = [(make(600, minutes=1, seed=40 + i), dset.message_class(message), topics, key)
                  for i, (make, message, topics, key) in enumerate(kinds)]
-        producer = KafkaProducer(bootstrap_servers=bootstrap(), acks="all", linger_ms=20)
+        producer = KafkaProducer(bootstrap_servers=bootstrap(), acks="all", linger_ms=20, **access.kafka_python())
         tick = 0
         while not self.stopping.is_set():
             started = time.monotonic()
@@ -191,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"topics on primary ({bootstrap()}): {', '.join(TOPICS)}")
     registry_url = (lab_dir() / "secrets" / "registry.url").read_text().strip()
     os.environ[PG_PASSWORD_ENV] = urllib.parse.unquote(urllib.parse.urlsplit(registry_url).password or "")
+    for team in TEAMS:                          # each team's Kafka password, for its daggers' drivers
+        os.environ.update(access.team_env(team))
     flow = Traffic(args.rate)
     flow.start()
     console.print(f"sample traffic: {args.rate} bookings, {args.rate} driver pings and {args.rate} API logs a second, "

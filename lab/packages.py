@@ -1,5 +1,5 @@
 """The Debian packages of the servers the tests and the lab start (InfluxDB 1.x, VictoriaMetrics,
-PostgreSQL, Prometheus), installed with apt-get when missing. `make test` and `make demo` run this first.
+PostgreSQL, Prometheus; and Node.js, which runs the workflow's script in a test), installed with apt-get when missing. `make test` and `make demo` run this first.
 
     python -m lab.packages          # install what is missing (as root), or say the command
     python -m lab.packages --check  # exit 1 if anything is missing
@@ -19,6 +19,8 @@ PACKAGES = {
     "victoria-metrics": lambda: shutil.which("victoria-metrics"),
     "postgresql": lambda: postgres_bin("postgres"),
     "prometheus": lambda: shutil.which("promtool"),
+    # runs the pull-request workflow's github-script verdict in tests/test_infra_pr_flow.py
+    "nodejs": lambda: shutil.which("node"),
 }
 
 

@@ -14,11 +14,11 @@ from infra.policy import rules
 from infra.policy.rules import Resource, Teams
 
 PROJECT = "daggers-platform"
-TEAMS = Teams({
+TEAMS = Teams.of(PROJECT, {
     "fraud": ipaddress.IPv4Network("10.64.16.0/20"),
     "fraud-ops": ipaddress.IPv4Network("10.64.48.0/22"),
     "growth": ipaddress.IPv4Network("10.64.40.0/22"),
-})
+}, {"fraud": "dagger-fraud-owners@daggers.dev", "growth": "dagger-growth-owners@daggers.dev"})
 SA = f"dagger-fraud@{PROJECT}.iam.gserviceaccount.com"
 LABELS = {"team": "fraud", "tier": "critical", "managed-by": "daggers-infra", "cost_center": "cc-5100"}
 K8S_LABELS = {"daggers.dev/team": "fraud"}
@@ -196,14 +196,28 @@ def test_granting_another_teams_identity_is_refused():
     assert "names team growth's resources" in violations_of(wi, rules.TEAM_ISOLATION)[0]
 
 
-def test_a_longer_team_name_is_told_apart_from_its_prefix():
-    assert TEAMS.named_in("dagger-fraud-ops-spark") == {"fraud-ops"}
-    assert TEAMS.named_in("dagger-fraud-spark-master") == {"fraud"}
+def test_teams_are_recognised_by_their_exact_identities_not_by_a_prefix():
+    assert TEAMS.named_in("dagger-fraud-ops") == {"fraud-ops"}
     assert TEAMS.named_in(f"gs://{PROJECT}-fraud-ops-checkpoints/x") == {"fraud-ops"}
+    assert TEAMS.named_in(f"projects/{PROJECT}/serviceAccounts/dagger-growth@{PROJECT}.iam.gserviceaccount.com") \
+        == {"growth"}
+    assert TEAMS.named_in(f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/dagger]") == {"growth"}
+    # a longer name that starts like a team's is nobody's: not fraud's, not fraud-ops'
+    assert TEAMS.named_in("dagger-fraud-ops-spark dagger-fraud-spark-master dagger-fraudster") == set()
     assert TEAMS.named_in("daggers-vpc dagger-nobody dagger-growthy") == set()
     grant = changed(find(fraud_stack(), "fraud-wi"),
                     lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud-ops/spark]"))
     assert "names team fraud-ops's" in violations_of(grant, rules.TEAM_ISOLATION)[0]
+
+
+@pytest.mark.parametrize("spelling", [
+    f"serviceaccount:DAGGER-GROWTH@{PROJECT.upper()}.IAM.GSERVICEACCOUNT.COM",      # case
+    f"serviceAccount: dagger-growth@{PROJECT}.iam.gserviceaccount.com. ",           # blanks, FQDN dot
+    f"serviceAccount:ｄａｇｇｅｒ-growth@{PROJECT}.iam.gserviceaccount.com",         # fullwidth letters
+    f"https://{PROJECT}-growth-checkpoints.storage.googleapis.com/x",                # bucket in a host name
+])
+def test_another_teams_identity_is_recognised_in_any_spelling(spelling):
+    assert TEAMS.named_in(spelling) == {"growth"}
 
 
 def test_a_rolebinding_subject_in_another_teams_namespace_is_refused():
@@ -474,7 +488,9 @@ def declared():
 @pytest.mark.parametrize("team", [s.name for s in spec.load_all()])
 def test_every_sample_teams_declared_resources_pass_every_rule(declared, team):
     stack = declared[team]
-    teams = Teams.from_specs(spec.load_all())
+    from infra.policy.pack import load_teams
+
+    teams = load_teams()
     assert [str(v) for v in rules.check_stack(stack, team, teams)] == []
     types = {r.type for r in stack}
     # not vacuous: the rules saw the team's identity and bucket
@@ -486,7 +502,9 @@ def test_the_platform_stack_passes_every_rule():
 
     stack = [Resource(d.type, d.urn, d.inputs) for d in declare_platform(spec.load_platform())]
     assert {rules.stack_of(r.urn) for r in stack} == {rules.PLATFORM_STACK}
-    assert [str(v) for v in rules.check_stack(stack, teams=Teams.from_specs(spec.load_all()))] == []
+    from infra.policy.pack import load_teams
+
+    assert [str(v) for v in rules.check_stack(stack, teams=load_teams())] == []
 
 
 @pytest.mark.parametrize("team", [s.name for s in spec.load_all()])
@@ -587,7 +605,249 @@ def test_the_pack_checks_a_whole_stack_through_the_engines_protocol(servicer):
     assert list(servicer.AnalyzeStack(clean, None).diagnostics) == []
 
 
-def test_the_pack_knows_every_committed_team():
+def test_the_pack_knows_every_committed_team_by_its_exact_identities():
     from infra.policy.pack import load_teams
 
-    assert load_teams() == Teams.from_specs(spec.load_all())
+    teams = load_teams()
+    assert teams.names == {p.stem for p in spec.TEAMS_DIR.glob("*.yaml")}
+    assert teams.get("fraud") == rules.TeamIdentities(
+        name="fraud", cidr=ipaddress.IPv4Network("10.64.16.0/20"), namespace="dagger-fraud",
+        service_account="dagger-fraud@daggers-platform.iam.gserviceaccount.com",
+        service_account_resource="projects/daggers-platform/serviceAccounts/"
+                                 "dagger-fraud@daggers-platform.iam.gserviceaccount.com",
+        bucket="daggers-platform-fraud-checkpoints", workload_pool="daggers-platform.svc.id.goog",
+        owners_group="dagger-fraud-owners@daggers.dev")
+
+
+# -- the registry: teams told apart by identities, not by name ------------------------------------
+
+FRAUD_SPARK = """\
+team: fraud-spark
+owners: ["@gojek/fraud-engineering"]
+tier: standard
+network: {cidr: 10.64.48.0/20}
+"""
+
+
+@pytest.fixture(scope="module")
+def fraud_and_fraud_spark():
+    """fraud (committed) and a new team fraud-spark, both in the registry, as their programs declare them."""
+    from infra.mocks import declare
+    from infra.policy.pack import load_teams
+
+    platform = spec.load_platform()
+    fraud = spec.load(spec.TEAMS_DIR / "fraud.yaml", platform)
+    fraud_spark = spec.parse(FRAUD_SPARK, source="infra/teams/fraud-spark.yaml", platform=platform)
+    committed = load_teams()
+    teams = Teams({**committed.identities, **Teams.of(PROJECT, {"fraud-spark": fraud_spark.cidr}).identities},
+                  PROJECT)
+    stacks = {s.name: [Resource(d.type, d.urn, d.inputs) for d in declare(s, platform)] for s in (fraud, fraud_spark)}
+    return teams, stacks
+
+
+def test_a_new_team_whose_name_extends_another_leaves_both_stacks_valid(fraud_and_fraud_spark):
+    teams, stacks = fraud_and_fraud_spark
+    assert {"fraud", "fraud-spark"} <= teams.names
+    for team, stack in stacks.items():
+        assert [str(v) for v in rules.check_stack(stack, team, teams)] == [], team
+    # not vacuous: fraud's stack has names that start with dagger-fraud-spark (its Spark machines)
+    names = [v for r in stacks["fraud"] for _, v in rules._strings(r.props)]
+    assert any(v.startswith("dagger-fraud-spark") for v in names), sorted(set(names))[:20]
+
+
+def _regrant(stack: list[Resource], resource_type: str, member: str) -> Resource:
+    grant = next(r for r in stack if r.type == resource_type)
+    return changed(grant, lambda p: p.update(member=member))
+
+
+def test_fraud_and_fraud_spark_each_fail_when_they_grant_to_the_other(fraud_and_fraud_spark):
+    teams, stacks = fraud_and_fraud_spark
+    cases = [
+        ("fraud", "gcp:storage/bucketIAMMember:BucketIAMMember",
+         f"serviceAccount:dagger-fraud-spark@{PROJECT}.iam.gserviceaccount.com", "fraud-spark"),
+        ("fraud-spark", "gcp:storage/bucketIAMMember:BucketIAMMember",
+         f"serviceAccount:dagger-fraud@{PROJECT}.iam.gserviceaccount.com", "fraud"),
+        ("fraud-spark", "gcp:serviceaccount/iAMMember:IAMMember",
+         f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/dagger]", "fraud"),
+    ]
+    for team, resource_type, member, other in cases:
+        grant = _regrant(stacks[team], resource_type, member)
+        found = [str(v) for v in rules.check_resource(grant.type, grant.props, grant.urn, team, teams)]
+        assert any(f"{rules.TEAM_ISOLATION}: " in v and f"names team {other}'s resources" in v for v in found), found
+        assert any(f"{rules.OWN_MEMBERS}: " in v and f"is not one of team {team}'s identities" in v for v in found), found
+
+
+# -- grants go to the team's own identities only --------------------------------------------------
+
+OWN_WI = f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/dagger]"
+
+
+@pytest.mark.parametrize("member", [
+    f"serviceAccount:{SA}",
+    OWN_WI,
+    f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/mirror]",     # any account in the team's namespace
+])
+def test_a_grant_to_the_teams_own_identities_passes(member):
+    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
+    assert violations_of(grant, rules.OWN_MEMBERS) == []
+
+
+@pytest.mark.parametrize("member", [
+    "user:alice@gojek.com",
+    "group:fraud-engineering@gojek.com",
+    "domain:gojek.com",
+    "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/subject/repo:gojek/x",
+    "principalSet://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/*",
+    "allUsers",
+    "allAuthenticatedUsers",
+    f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com",          # another team's account
+    f"serviceAccount:dagger-growth-2@{PROJECT}.iam.gserviceaccount.com",        # a second account of another team
+    f"serviceAccount:dagger-fraud-2@{PROJECT}.iam.gserviceaccount.com",         # an account the stack did not create
+    f"serviceAccount:ci@{PROJECT}.iam.gserviceaccount.com",
+    "serviceAccount:dagger-fraud@other-project.iam.gserviceaccount.com",
+    f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/dagger]",              # another team's namespace
+    f"serviceAccount:{PROJECT}.svc.id.goog[kube-system/default]",
+    "serviceAccount:other-project.svc.id.goog[dagger-fraud/dagger]",          # another project's pool
+    f"serviceaccount:{SA}",                                                     # other spellings of its own
+    f"serviceAccount:{SA.upper()}",
+    f" serviceAccount:{SA}",
+    f"serviceAccount:{SA}.",
+    f"serviceAccount:{SA}\n",
+    f"{OWN_WI}\n",
+    OWN_WI.replace("/dagger]", "/dagger\n]"),
+    f"serviceAccount:{SA.replace('a', 'а', 1)}",                                # Cyrillic a
+    f"deleted:serviceAccount:{SA}?uid=123",
+    f"projectOwner:{PROJECT}",
+])
+def test_a_grant_to_anyone_outside_the_team_is_refused(member):
+    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
+    found = violations_of(grant, rules.OWN_MEMBERS)
+    assert len(found) == 1 and f"member = {member!r} is not one of team fraud's identities" in found[0], found
+    # the same member in a list of members, or behind a condition, is refused all the same
+    conditional = changed(find(fraud_stack(), "fraud-logs"), lambda p: p.update(
+        member=member, condition={"title": "never", "expression": "request.time < timestamp('2000-01-01T00:00:00Z')"}))
+    assert violations_of(conditional, rules.OWN_MEMBERS)
+    members = res("gcp:secretmanager/secretIamMember:SecretIamMember", "s", {"secretId": "x", "role": "r",
+                                                                             "members": [f"serviceAccount:{SA}", member]})
+    assert any("members[1] = " in v for v in violations_of(members, rules.OWN_MEMBERS))
+
+
+def test_members_are_found_wherever_a_resource_keeps_them():
+    policy = res("gcp:storage/bucketIAMPolicy:BucketIAMPolicy", "pol", {
+        "bucket": f"{PROJECT}-fraud-checkpoints",
+        "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["user:eve@x.com"]}]}'})
+    found = violations_of(policy, rules.OWN_MEMBERS)
+    assert any("policyData.bindings[0].members[0] = 'user:eve@x.com'" in v for v in found), found
+    assert any("BucketIAMPolicy is not a grant a team stack makes" in v for v in found), found
+    dataset = res("gcp:bigquery/datasetAccess:DatasetAccess", "d", {
+        "datasetId": "x", "role": "READER", "userByEmail": "eve@gojek.com"})
+    assert any("userByEmail = 'eve@gojek.com'" in v for v in violations_of(dataset, rules.OWN_MEMBERS))
+    acl = res("gcp:storage/bucketAccessControl:BucketAccessControl", "acl", {
+        "bucket": f"{PROJECT}-fraud-checkpoints", "entity": "user-eve@gojek.com", "role": "READER"})
+    assert any("ACLs grant outside IAM" in v for v in violations_of(acl, rules.OWN_MEMBERS))
+    anywhere = res("gcp:pubsub/topicIAMMember:TopicIAMMember", "t", {"topic": "x", "role": "roles/pubsub.publisher",
+                                                                     "member": "user:eve@gojek.com"})
+    assert len(violations_of(anywhere, rules.OWN_MEMBERS)) == 2      # the member, and a grant on no resource of its own
+    assert rules.is_iam("gcp:secretmanager/secretIamMember:SecretIamMember")
+
+
+@pytest.mark.parametrize("target, value", [
+    ("fraud-checkpoints-writer", {"bucket": "some-shared-bucket"}),
+    ("fraud-wi", {"serviceAccountId": f"projects/{PROJECT}/serviceAccounts/daggers-gke-system@{PROJECT}.iam.gserviceaccount.com"}),
+    ("fraud-logs", {"project": "another-project"}),
+])
+def test_a_grant_on_anything_but_the_teams_own_resources_is_refused(target, value):
+    grant = changed(find(fraud_stack(), target), lambda p: p.update(value))
+    (key, got), = value.items()
+    found = violations_of(grant, rules.OWN_MEMBERS)
+    assert len(found) == 1 and f"{key} = {got!r} is not the fraud team's own" in found[0], found
+
+
+@pytest.mark.parametrize("subject, ok", [
+    ({"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}, True),
+    ({"kind": "Group", "name": "dagger-fraud-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, True),
+    ({"kind": "Group", "name": "dagger-growth-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
+    ({"kind": "Group", "name": "DAGGER-FRAUD-OWNERS@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
+    ({"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}, False),
+    ({"kind": "Group", "name": "system:serviceaccounts", "apiGroup": "rbac.authorization.k8s.io"}, False),
+    ({"kind": "User", "name": "alice@gojek.com", "apiGroup": "rbac.authorization.k8s.io"}, False),
+    ({"kind": "ServiceAccount", "name": "default", "namespace": "kube-system"}, False),
+    ({"kind": "ServiceAccount", "name": "spark"}, False),
+    ({"kind": "ServiceAccount", "name": "spark\n", "namespace": "dagger-fraud"}, False),
+])
+def test_a_rolebinding_names_only_the_teams_accounts_and_owners_group(subject, ok):
+    binding = changed(find(fraud_stack(), "fraud-binding"), lambda p: p.update(subjects=[subject]))
+    found = violations_of(binding, rules.OWN_MEMBERS)
+    assert (found == []) == ok, found
+    if not ok:
+        assert f"subjects[0] = {subject['kind']} {subject['name']!r} is not one of team fraud's identities" in found[0]
+
+
+def test_a_team_without_a_granted_owners_group_may_bind_no_group():
+    binding = res("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "b", {
+        "metadata": {"name": "owners", "namespace": "dagger-fraud-ops", "labels": {"team": "fraud-ops"}},
+        "roleRef": {"kind": "Role", "name": "x"},
+        "subjects": [{"kind": "Group", "name": "dagger-fraud-ops-owners@daggers.dev"}]}, stack="fraud-ops")
+    found = violations_of(binding, rules.OWN_MEMBERS, team="fraud-ops")
+    assert len(found) == 1 and "owners' group (none granted)" in found[0]
+
+
+# -- reserved names and the registry --------------------------------------------------------------
+
+def stack_named(name: str) -> list[Resource]:
+    return [Resource(r.type, urn(r.type, r.name, stack=name), r.props) for r in fraud_stack()]
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-fraud", "gke-ops", "istio-system", "google-ads",
+                                  "system"])
+def test_a_team_stack_with_a_reserved_name_fails_the_pack(name):
+    teams = Teams.of(PROJECT, {name: "10.64.60.0/22"})
+    found = [str(v) for v in rules.registered_team(stack_named(name), name, teams)]
+    assert len(found) == 1 and found[0].startswith(f"{rules.REGISTERED_TEAM}: ") and "reserved" in found[0], found
+
+
+def test_a_team_named_platform_is_a_team_and_fails_while_the_platform_stack_passes():
+    registered = Teams.of(PROJECT, {"platform": "10.64.60.0/22"})
+    assert rules.is_team_stack("platform", registered) and not rules.is_team_stack("platform", TEAMS)
+    found = [str(v) for v in rules.registered_team(stack_named("platform"), "platform", registered)]
+    assert len(found) == 1 and "'platform' is reserved" in found[0]
+    assert rules.registered_team(stack_named("platform"), "platform", TEAMS) == []
+    # a registered `platform` team is held to the team rules: its grants to others are refused
+    grant = changed(find(stack_named("platform"), "fraud-checkpoints-writer"), lambda p: p.update(member="user:x@y.z"))
+    assert [v for v in rules.check_resource(grant.type, grant.props, grant.urn, "platform", registered)
+            if v.rule == rules.OWN_MEMBERS]
+
+
+def test_a_stack_the_registry_does_not_know_fails_the_pack():
+    found = [str(v) for v in rules.registered_team(stack_named("search"), "search", TEAMS)]
+    assert len(found) == 1 and "stack search is not a team of the platform's registry" in found[0]
+    assert rules.registered_team(fraud_stack(), "fraud", TEAMS) == []
+
+
+# -- owners' access: Google Groups for RBAC -------------------------------------------------------
+
+def test_the_platform_cluster_resolves_google_groups_and_each_binding_names_the_granted_group():
+    import yaml
+
+    from infra.mocks import declare, declare_platform
+
+    platform = spec.load_platform()
+    (cluster,) = [d for d in declare_platform(platform) if d.type == "gcp:container/cluster:Cluster"]
+    security_group = cluster.get("authenticatorGroupsConfig.securityGroup")
+    assert security_group == "gke-security-groups@daggers.dev"
+    domain = security_group.split("@")[1]
+    gke = [s for s in spec.load_all() if s.spark.flavour == "gke"]
+    assert gke
+    for s in gke:
+        granted = yaml.safe_load((spec.INFRA / "grants" / f"{s.name}.yaml").read_text())["rbac_group"]
+        bindings = [d for d in declare(s, platform) if d.type == "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"]
+        assert [b.inputs["subjects"] for b in bindings] == [
+            [{"kind": "Group", "name": granted, "apiGroup": "rbac.authorization.k8s.io"}]], s.name
+        assert granted.split("@")[1] == domain, f"{granted}: not a group the cluster's RBAC resolves"
+
+
+def test_a_team_without_a_grant_binds_nobody(fraud_and_fraud_spark):
+    _, stacks = fraud_and_fraud_spark
+    types = [r.type for r in stacks["fraud-spark"]]
+    assert "kubernetes:core/v1:Namespace" in types
+    assert "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding" not in types

@@ -54,24 +54,23 @@ def test_the_minimal_spec_is_valid(platform):
 
 def test_a_missing_owners_field_is_named():
     problem = one(refused(MINIMAL.replace('owners: ["@gojek/search"]\n', "")))
-    assert problem == f"{SOURCE}: (top level): 'owners' is a required property"
+    assert problem == f"{SOURCE}:1: (top level): 'owners' is a required property"
 
 
 def test_a_wrong_type_names_the_field_and_the_value():
     problem = one(refused(MINIMAL + "spark: {workers: four}\n"))
-    assert problem.startswith(f"{SOURCE}: spark.workers: ")
+    assert problem.startswith(f"{SOURCE}:5: spark.workers: ")
     assert "'four' is not of type 'integer'" in problem
 
 
 def test_an_unknown_field_is_named_so_a_typo_is_found():
     problem = one(refused(MINIMAL + "sprak: {flavour: gke}\n"))
-    assert problem.startswith(f"{SOURCE}: (top level): unknown field(s)")
-    assert "'sprak'" in problem
+    assert problem.startswith(f"{SOURCE}:5: sprak: unknown field (did you mean spark?); the fields here are ")
 
 
 def test_a_bad_enum_names_the_field_and_the_allowed_values():
     problem = one(refused(MINIMAL + "spark: {flavour: k8s}\n"))
-    assert problem.startswith(f"{SOURCE}: spark.flavour: ")
+    assert problem.startswith(f"{SOURCE}:5: spark.flavour: ")
     assert "'k8s' is not one of ['gke', 'vm']" in problem
 
 
@@ -85,7 +84,7 @@ def test_several_schema_problems_are_reported_at_once():
         """)
     assert len(problems) == 4, problems
     text = "\n".join(problems)
-    for expected in ("'owners' is a required property", "'sprak'", "spark.flavour: 'k8s'",
+    for expected in ("'owners' is a required property", ":5: sprak: unknown field", ":4: spark.flavour: 'k8s'",
                      "spark.workers: 'four'"):
         assert expected in text
 
@@ -107,14 +106,22 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused():
 ])
 def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
-    assert problem.startswith(f"{SOURCE}: team: {name!r} does not match"), why
+    assert problem.startswith(f"{SOURCE}:1: team: {name!r} does not match"), why
     assert "lowercase letters, digits and '-', 3 to 20 characters" in problem
 
 
-def test_the_schema_keeps_the_service_account_id_within_30_characters():
-    longest = "a" * 20
-    assert spec.parse(MINIMAL.replace("team: search", f"team: {longest}"), source=SOURCE)
-    assert len(f"dagger-{longest}") <= spec.SA_ID_MAX
+@pytest.mark.parametrize("name", ["platform", "default", "kube-system", "kube-public", "gke-system", "dagger-ops"])
+def test_a_name_the_platform_or_kubernetes_uses_is_refused(name):
+    """Valid DNS labels all, so the schema takes them: the spec's reserved-name check refuses them."""
+    problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
+    assert problem.startswith((f"{SOURCE}:1: team: {name!r} is reserved",
+                               f"{SOURCE}:1: team: {name!r} starts with the reserved prefix")), problem
+    assert "choose another name" in problem
+
+
+def test_a_name_next_to_a_reserved_one_is_a_team_like_any_other(platform):
+    for name in ("platforms", "kubernetes", "defaults-team"):
+        assert spec.parse(MINIMAL.replace("team: search", f"team: {name}"), source=SOURCE, platform=platform)
 
 
 def test_a_bucket_name_over_63_characters_is_refused(platform):
@@ -123,46 +130,47 @@ def test_a_bucket_name_over_63_characters_is_refused(platform):
     bucket = f"{long_project.project}-{name}-checkpoints"
     assert len(bucket) > spec.BUCKET_MAX
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}"), platform=long_project))
-    assert problem == f"{SOURCE}: team: bucket name {bucket} is longer than 63 characters"
+    assert problem == f"{SOURCE}:1: team: bucket name {bucket} is longer than 63 characters"
 
 
 def test_the_file_must_be_named_after_the_team(tmp_path):
     path = write(tmp_path, "search-team.yaml", MINIMAL)
     with pytest.raises(spec.SpecError) as e:
         spec.load(path)
-    assert one(e.value.problems) == f"{path}: team: the file must be named after the team (search.yaml)"
+    assert one(e.value.problems) == f"{path}:1: team: the file must be named after the team (search.yaml)"
 
 
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(spec.SpecError) as e:
         spec.load(tmp_path / "nobody.yaml")
-    assert one(e.value.problems).endswith("nobody.yaml: no such file")
+    assert one(e.value.problems).endswith("nobody.yaml:1: (file): no such file")
 
 
 # -- the platform: network range, Kafka catalog -----------------------------------------------------
 
 def test_a_range_outside_the_platforms_range_is_refused(platform):
     problem = one(refused(MINIMAL.replace("10.65.0.0/24", "192.168.10.0/24")))
-    assert problem == (f"{SOURCE}: network.cidr: 192.168.10.0/24 is outside the platform's range "
+    assert problem == (f"{SOURCE}:4: network.cidr: 192.168.10.0/24 is outside the platform's range "
                        f"{platform.network_range}")
 
 
 def test_a_range_with_host_bits_set_is_refused():
     problem = one(refused(MINIMAL.replace("10.65.0.0/24", "10.65.0.7/24")))
-    assert problem.startswith(f"{SOURCE}: network.cidr: '10.65.0.7/24' is not a network address")
+    assert problem.startswith(f"{SOURCE}:4: network.cidr: '10.65.0.7/24' is not a network address")
 
 
 def test_an_unknown_kafka_cluster_is_named_with_the_known_ones(platform):
     problem = one(refused(MINIMAL + "kafka: [{cluster: esb-critcal, mirrored: true}]\n"))
     known = ", ".join(sorted(platform.kafka_clusters))
-    assert problem == f"{SOURCE}: kafka[0].cluster: unknown Kafka cluster 'esb-critcal' (the platform has: {known})"
+    assert problem == (f"{SOURCE}:5: kafka[0].cluster: unknown Kafka cluster 'esb-critcal' (did you mean "
+                       f"esb-critical?) (the platform has: {known})")
 
 
 def test_a_kafka_cluster_not_allowed_for_the_tier_is_refused(platform):
     problem = one(refused(MINIMAL.replace("tier: standard", "tier: experimental")
                           + "kafka: [{cluster: playground}, {cluster: esb-critical}]\n"))
     tiers = ", ".join(platform.kafka_clusters["esb-critical"].tiers)
-    assert problem == f"{SOURCE}: kafka[1].cluster: esb-critical is for tiers {tiers}, not experimental"
+    assert problem == f"{SOURCE}:5: kafka[1].cluster: esb-critical is for tiers {tiers}, not experimental"
 
 
 # -- labels and quotas ------------------------------------------------------------------------------
@@ -170,12 +178,12 @@ def test_a_kafka_cluster_not_allowed_for_the_tier_is_refused(platform):
 @pytest.mark.parametrize("label", ["team", "tier", "managed-by"])
 def test_a_label_the_platform_sets_is_refused(label):
     problem = one(refused(MINIMAL + f"labels: {{{label}: mine, cost_center: cc-1}}\n"))
-    assert problem == f"{SOURCE}: labels.{label}: set by the platform; remove it"
+    assert problem == f"{SOURCE}:5: labels.{label}: set by the platform; remove it"
 
 
 def test_a_label_that_breaks_gcps_rules_is_refused():
     problem = one(refused(MINIMAL + "labels: {CostCenter: cc-1}\n"))
-    assert problem.startswith(f"{SOURCE}: labels: ")
+    assert problem.startswith(f"{SOURCE}:5: labels: ")
     assert "'CostCenter'" in problem
 
 
@@ -191,7 +199,7 @@ def test_a_quota_too_small_for_the_spark_cluster_and_its_mirrors_is_refused():
               + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
     too_small = int(cpu) - 1
     problem = one(refused(MINIMAL + f"quota: {{cpu: {too_small}}}\n"))
-    assert problem.startswith(f"{SOURCE}: quota: {too_small} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
+    assert problem.startswith(f"{SOURCE}:5: quota: {too_small} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
                               "cannot hold the Spark cluster")
     assert f"{mirrors} Kafka mirror(s): they need {cpu:g} / {memory:g}" in problem
 
@@ -218,9 +226,11 @@ def test_several_semantic_problems_are_reported_at_once():
         labels: {team: search}
         quota: {cpu: 2}
         """)
-    fields = {p.removeprefix(f"{SOURCE}: ").split(": ")[0] for p in problems}
-    assert len(problems) == 4, problems
-    assert fields == {"kafka[0].cluster", "network.cidr", "labels.team", "quota"}
+    fields = {p.split(": ")[1] for p in problems}
+    lines = {p.split(": ")[1]: int(p.split(": ")[0].rsplit(":", 1)[1]) for p in problems}
+    assert len(problems) == 5, problems
+    assert fields == {"kafka[0].cluster", "network.cidr", "labels.team", "quota", "quota.cpu"}
+    assert lines == {"network.cidr": 4, "kafka[0].cluster": 5, "labels.team": 6, "quota": 7, "quota.cpu": 7}
 
 
 # -- across teams -----------------------------------------------------------------------------------
@@ -230,8 +240,8 @@ def test_overlapping_ranges_between_two_teams_are_refused_by_load_all(tmp_path):
     write(tmp_path, "maps.yaml", MINIMAL.replace("search", "maps").replace("10.65.0.0/24", "10.65.4.0/24"))
     with pytest.raises(spec.SpecError) as e:
         spec.load_all(tmp_path)
-    assert one(e.value.problems) == (f"{tmp_path / 'search.yaml'}: network.cidr: 10.65.0.0/16 overlaps maps's "
-                                     f"10.65.4.0/24 ({tmp_path / 'maps.yaml'})")
+    assert one(e.value.problems) == (f"{tmp_path / 'search.yaml'}:4: network.cidr: 10.65.0.0/16 overlaps maps's "
+                                     f"10.65.4.0/24 ({tmp_path / 'maps.yaml'}:4)")
 
 
 def test_load_all_reports_every_file_and_every_overlap_at_once(tmp_path):
@@ -242,7 +252,7 @@ def test_load_all_reports_every_file_and_every_overlap_at_once(tmp_path):
         spec.load_all(tmp_path)
     text = "\n".join(e.value.problems)
     assert len(e.value.problems) == 2, text
-    assert "broken.yaml: tier: 'gold' is not one of" in text
+    assert "broken.yaml:3: tier: 'gold' is not one of" in text
     assert "network.cidr: 10.65.0.0/24 overlaps" in text
 
 
@@ -251,8 +261,8 @@ def test_check_all_refuses_overlaps_and_duplicate_names(platform):
     b = spec.parse(MINIMAL.replace("10.65.0.0/24", "10.65.1.0/24"), source="b.yaml", platform=platform)
     c = spec.parse(MINIMAL.replace("search", "maps"), source="c.yaml", platform=platform)
     problems = spec.check_all([a, b, c])
-    assert "b.yaml: team: search is already used by a.yaml" in problems
-    assert "c.yaml: network.cidr: 10.65.0.0/24 overlaps search's 10.65.0.0/24 (a.yaml)" in problems
+    assert "b.yaml:1: team: search is already used by a.yaml" in problems
+    assert "c.yaml:4: network.cidr: 10.65.0.0/24 overlaps search's 10.65.0.0/24 (a.yaml:4)" in problems
     assert spec.check_all([a, spec.parse(MINIMAL.replace("search", "maps").replace("10.65.0.0", "10.65.1.0"),
                                          source="d.yaml", platform=platform)]) == []
 
@@ -265,7 +275,10 @@ def test_a_committed_teams_range_is_not_free_for_a_new_team(tmp_path):
     new = write(tmp_path, "search.yaml", MINIMAL.replace("10.65.0.0/24", str(taken.cidr)))
     specs, problems = validate([new])
     assert [s.name for s in specs] == ["search"]
-    assert problems == [f"{new}: network.cidr: {taken.cidr} overlaps {taken.name}'s {taken.cidr} ({taken.source})"]
+    line = next(i for i, text in enumerate(Path(taken.source).read_text().splitlines(), 1) if "cidr:" in text)
+    # (a new team also needs its grant, infra/validate.py: not this test's subject)
+    assert [p for p in problems if "network.cidr" in p] == [f"{new}:4: network.cidr: {taken.cidr} overlaps {taken.name}'s {taken.cidr} "
+                        f"({taken.source}:{line})"]
 
 
 # -- defaults by tier -------------------------------------------------------------------------------
@@ -279,8 +292,9 @@ def test_tier_defaults_fill_the_smallest_request(platform):
     size = SIZES[tier["spark"]["size"]]
     assert growth.region == platform.region
     assert growth.spark == spec.SparkSpec(flavour=tier["spark"]["flavour"], size=tier["spark"]["size"], **size)
-    assert growth.kafka == tuple(spec.KafkaRead(k["cluster"], k["mirrored"]) for k in tier["kafka"])
-    assert growth.kafka[0].topics == (".*",)
+    # no topics in the spec: what infra/platform.yaml grants growth on playground (a public prefix,
+    # and the topic growth owns), not every topic
+    assert growth.kafka == (spec.KafkaRead("playground", False, ("sandbox-.*", "campaign-triggers")),)
     assert growth.checkpoint_retention_days == tier["checkpoints"]["retention_days"]
     assert growth.quota == spec.Quota(**tier["quota"])
     assert growth.labels == {}
@@ -315,3 +329,61 @@ def test_the_sample_teams_exercise_both_flavours_and_every_tier():
     specs = spec.load_all()
     assert {s.spark.flavour for s in specs} == {"gke", "vm"}
     assert {s.tier for s in specs} == set(TIERS)
+
+
+# -- lines, topic patterns, sizing (issue 9) ----------------------------------------------------------
+
+def test_where_names_the_line_of_a_field_or_of_its_nearest_parent(platform):
+    s = spec.parse(MINIMAL + "kafka:\n  - cluster: mainstream\n    topics:\n      - campaign-.*\n"
+                   "labels: {cost_center: cc-1}\n", source=SOURCE, platform=platform)
+    assert s.where("network.cidr") == f"{SOURCE}:4: network.cidr"
+    assert s.where("kafka[0].topics[0]") == f"{SOURCE}:8: kafka[0].topics[0]"
+    assert s.where("kafka[0].mirrored") == f"{SOURCE}:6: kafka[0].mirrored"     # absent: its parent's line
+    assert s.where("labels.cost_center") == f"{SOURCE}:9: labels.cost_center"
+    assert s.where("quota.cpu") == f"{SOURCE}:1: quota.cpu"                     # nothing present: line 1
+
+
+def test_a_java_regex_that_python_cannot_read_is_accepted(platform):
+    """\\p{Alpha} and possessive ++ are Java's (MirrorMaker's) dialect; Python's re refuses both."""
+    import re
+    pattern = r"campaign-\p{Alpha}++"
+    with pytest.raises(re.error):
+        re.compile(pattern)
+    s = spec.parse(MINIMAL + f"kafka: [{{cluster: mainstream, topics: ['{pattern}']}}]\n", source=SOURCE,
+                   platform=platform)
+    assert s.kafka[0].topics == (pattern,) and s.kafka[0].reaches == ("campaign-*",)
+
+
+def test_a_yaml_indentation_error_names_its_line_and_says_how_to_fix_it():
+    problem = one(refused(MINIMAL + "labels:\n  cost_center: cc-1\n team_lead: x\n"))
+    assert problem.startswith(f"{SOURCE}:7: (yaml): not valid YAML: ")
+    assert "indented less or more than the fields around it" in problem
+
+
+def test_a_worker_too_small_for_the_spark_daemon_is_refused_saying_what_fits():
+    # by hand: a 4 GB node keeps 1 GB (25%) + 100 MiB for GKE, 1024 MiB for daemonsets and 1536 MiB for
+    # the worker daemon: 3072 - 100 - 1024 - 1536 = 412 MiB; 5 GB: 3.8 GB*1024 - 100 - 2560 = 1231 MiB
+    problem = one(refused(MINIMAL + "spark: {worker_memory_gb: 4, worker_cores: 4, machine_type: e2-standard-4}\n"))
+    assert problem.startswith(f"{SOURCE}:5: spark.worker_memory_gb: a worker of 4 GB leaves 412 MiB to executors")
+    assert problem.endswith("use worker_memory_gb >= 5")
+
+
+def test_a_real_region_is_accepted_and_a_made_up_one_refused(platform):
+    s = spec.parse(MINIMAL + "region: europe-west10\nspark: {flavour: vm}\n", source=SOURCE, platform=platform)
+    assert s.region == "europe-west10"
+    problem = one(refused(MINIMAL + "region: atlantis-deep7\nspark: {flavour: vm}\n"))
+    assert problem.startswith(f"{SOURCE}:5: region: 'atlantis-deep7' is not a GCP region; the regions: africa-south1")
+
+
+def test_a_tier_ceiling_is_enforced_and_a_quota_within_it_accepted(platform):
+    problem = one(refused(MINIMAL.replace("standard", "experimental") + "quota: {cpu: 33}\n"))
+    assert problem == (f"{SOURCE}:5: quota.cpu: 33 CPUs is above the experimental tier's ceiling of 32 CPUs: "
+                       "ask for at most 32, or for a tier change")
+    assert spec.parse(MINIMAL.replace("standard", "experimental") + "quota: {cpu: 32}\n", source=SOURCE,
+                      platform=platform).quota.cpu == 32
+
+
+def test_the_default_topics_are_the_grants_not_everything(platform):
+    s = spec.parse(MINIMAL, source=SOURCE, platform=platform)
+    # search is in no readers list: on mainstream it gets the public campaign- prefix only
+    assert s.kafka == (spec.KafkaRead("mainstream", True, ("campaign-.*",)),)

@@ -3,16 +3,20 @@ promises. Parametrised over every spec in infra/teams/, so a new team's pull req
 the same rules; each failure names the policy and the resource's URN."""
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
 import runpy
+from pathlib import Path
 
+import javaproperties
 import pytest
 import yaml
 
 from infra import platform_stack
-from infra.components import PlacementError, parse_properties
+
+from infra.components import PlacementError
 from infra.components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, TEAM_LABEL
 from infra.components.kafka_mirror import IDENTITY_POLICY, LOCAL_ALIAS
 from infra.mocks import PLATFORM_STACK_NAME, Declared, declare, declare_platform, platform_outputs, run, team_mocks
@@ -152,6 +156,23 @@ def test_every_namespace_has_a_default_deny_policy_and_the_quota_of_the_spec(tea
         expected = {"requests.cpu": str(q.cpu), "limits.cpu": str(q.cpu), "requests.memory": f"{q.memory_gb}Gi",
                     "limits.memory": f"{q.memory_gb}Gi", "pods": str(q.pods)}
         assert hard == expected, f"{quotas[0].urn}: hard {hard}; policy: the spec's quota {expected}"
+
+
+def test_a_teams_pods_reach_only_the_kafka_clusters_it_reads(team):
+    """Egress to port 9092 goes to the ranges of the clusters in the team's spec, read here from
+    platform.yaml itself; before, every team reached every shared cluster whatever its tier."""
+    if not team.on_gke:
+        return
+    catalog = yaml.safe_load((Path(__file__).resolve().parent.parent / "infra" / "platform.yaml").read_text())[
+        "kafka_clusters"]
+    wanted = sorted({catalog[k.cluster]["network_range"] for k in team.spec.kafka})
+    others = {c["network_range"] for name, c in catalog.items()} - set(wanted)
+    reached = sorted(peer["ipBlock"]["cidr"] for policy in team.of(NETWORK_POLICY)
+                     for rule in policy.get("spec.egress") or []
+                     if any(port.get("port") == 9092 for port in rule.get("ports") or [])
+                     for peer in rule.get("to") or [] if "ipBlock" in peer)
+    assert reached == wanted, f"team {team.spec.name}: Kafka egress to {reached}; policy: only {wanted}"
+    assert others, "the platform has clusters this team does not read, so the test can tell"
 
 
 def test_firewalls_admit_only_the_teams_own_range_and_deny_the_rest(team):
@@ -364,7 +385,7 @@ def test_the_vm_flavour_inventory_has_a_host_for_every_instance(team):
 def mm2_configs(team: Team) -> dict[str, str]:
     """{source alias: mm2.properties} from the ConfigMaps (gke) or the inventory (vm)."""
     if team.on_gke:
-        return {parse_properties(c.inputs["data"]["mm2.properties"])["clusters"].split(",")[0].strip():
+        return {javaproperties.loads(c.inputs["data"]["mm2.properties"])["clusters"].split(",")[0].strip():
                 c.inputs["data"]["mm2.properties"] for c in team.of(CONFIG_MAP) if "mm2.properties" in c.inputs["data"]}
     inventory = team.outputs()["inventory"]
     return {body["vars"]["kafka_mirror_source_alias"]: body["vars"]["mirror_maker_properties"]
@@ -389,7 +410,7 @@ def test_every_mirror_uses_identity_replication_on_its_source_and_checkpoint_con
         f"policy: one per mirrored cluster {sorted(mirrored)}")
     servers = team.outputs()["mirror_bootstrap_servers"]
     for alias, text in configs.items():
-        props = parse_properties(text)
+        props = javaproperties.loads(text)
         where = f"team {team.spec.name}, mirror of {alias}"
         for connector in ("MirrorSourceConnector", "MirrorCheckpointConnector"):
             config = connector_config(props, alias, LOCAL_ALIAS)
@@ -402,6 +423,17 @@ def test_every_mirror_uses_identity_replication_on_its_source_and_checkpoint_con
             f"{where}: policy: checkpoints emitted and group offsets synced"
         assert props["offset-syncs.topic.location"] == "target", \
             f"{where}: policy: nothing written to the shared cluster"
+        # MM2 starts a heartbeat connector per pair, enabled or not, writing to the pair's target:
+        # the pair into the shared cluster must not emit
+        back = connector_config(props, LOCAL_ALIAS, alias)
+        assert back.get("emit.heartbeats.enabled") == "false" and back.get("emit.checkpoints.enabled") == "false", \
+            f"{where}: policy: no heartbeats or checkpoints written to the shared cluster"
+        assert connector_config(props, alias, LOCAL_ALIAS).get("emit.heartbeats.enabled") == "true"
+        # the source's login by reference: no password in the file
+        assert props[f"{alias}.security.protocol"] == "SASL_SSL" and props[f"{alias}.sasl.mechanism"] == "SCRAM-SHA-512"
+        assert props[f"{alias}.sasl.jaas.config"] == f"${{file:/etc/mm2/secrets/{alias}.properties:sasl.jaas.config}}"
+        assert props["config.providers"] == "file" and props["config.providers.file.class"] == \
+            "org.apache.kafka.common.config.provider.FileConfigProvider"
         assert [t.strip() for t in props[f"{alias}->{LOCAL_ALIAS}.topics"].split(",")] == list(mirrored[alias].topics)
         assert props[f"{alias}.bootstrap.servers"] == team.platform.kafka_clusters[alias].bootstrap_servers
         assert props[f"{LOCAL_ALIAS}.bootstrap.servers"] == servers[alias], \
@@ -580,3 +612,128 @@ def test_the_entry_point_declares_the_team_its_stack_is_named_after(platform, st
 def test_the_sample_teams_cover_both_flavours_and_every_tier(specs):
     assert {s.spark.flavour for s in specs.values()} == {"gke", "vm"}
     assert {s.tier for s in specs.values()} == {"critical", "standard", "experimental"}
+
+
+def test_mirror_maker_on_gke_runs_only_the_flows_into_the_mirror(team):
+    """Dedicated mode with --clusters local runs only connectors whose target is `local`."""
+    mm2 = [w for w in team.of(*WORKLOADS) if str(w.get("metadata.name", "")).startswith("mm2-")]
+    assert len(mm2) == (sum(1 for k in team.spec.kafka if k.mirrored) if team.on_gke else 0)
+    for workload in mm2:
+        container = workload.get("spec.template.spec.containers.0")
+        assert container["command"][-2:] == ["--clusters", "local"], f"{workload.urn}: {container['command']}"
+        source = workload.get("metadata.name").removeprefix("mm2-")
+        secrets = [v for v in workload.get("spec.template.spec.volumes") if "secret" in v]
+        assert [v["secret"]["secretName"] for v in secrets] == [f"mm2-{source}-credentials"]
+        assert {m["mountPath"] for m in container["volumeMounts"]} == {"/etc/mm2", "/etc/mm2/secrets"}
+
+
+def test_the_worker_daemon_gets_the_memory_the_spec_check_computed(team):
+    """infra/sizing.py checks the same --memory the worker Deployment passes (one computation)."""
+    from infra.sizing import worker_pod
+    if not team.on_gke:
+        return
+    workers = next(w for w in team.of(*WORKLOADS) if w.get("metadata.name") == "spark-worker")
+    args = workers.get("spec.template.spec.containers.0.args")
+    memory = args[args.index("--memory") + 1]
+    assert memory == f"{worker_pod(team.spec.spark.worker_cores, team.spec.spark.worker_memory_gb)[2]}m"
+    assert int(memory.removesuffix("m")) >= 1024
+
+
+HOSTILE_PATTERNS = [
+    "orders-v\\d+", "a=b", "a:b", "#not-a-comment", "!bang", "back\\\\slash", "trail\\", "caf\u00e9-\u30c8\u30d4\u30c3\u30af",
+    "x\\u0041", " lead", "p\\Q.*\\E", "a{1}b",
+]
+
+
+@pytest.mark.parametrize("pattern", HOSTILE_PATTERNS)
+def test_a_topic_pattern_survives_the_properties_writer_as_it_is(pattern):
+    from infra.components.kafka_mirror import mm2_properties
+    text = mm2_properties(source_alias="esb-critical", source_bootstrap_servers="s:9092",
+                          local_bootstrap_servers="l:9092", topics=[pattern, "second"], replication_factor=1)
+    props = javaproperties.loads(text)
+    assert props["esb-critical->local.topics"] == f"{pattern}, second"
+    flows = {k for k in props if "->" in k and k.endswith(".enabled")}
+    assert flows == {"esb-critical->local.enabled", "local->esb-critical.enabled",
+                     "esb-critical->local.emit.heartbeats.enabled", "local->esb-critical.emit.heartbeats.enabled",
+                     "local->esb-critical.emit.checkpoints.enabled"}
+    assert [props[k] for k in sorted(flows)] == ["true", "true", "false", "false", "false"]
+    # the 34 settings of mm2_settings (8 clusters and login, 2 flow, 2 policy, 5 one-way, 4 checkpoints,
+    # 5 syncs and refreshes, tasks.max, 7 replication factors): a pattern adds none
+    assert len(props) == 34, sorted(props)
+
+
+@pytest.mark.parametrize("pattern", ["x\nlocal->esb-critical.enabled = true", "x\rlocal->esb-critical.enabled=true",
+                                     "a,b", "x\u2028y", "tab\there", ""])
+def test_the_properties_writer_refuses_what_would_change_the_settings(pattern):
+    from infra.components.kafka_mirror import mm2_properties
+    with pytest.raises(ValueError, match="topic pattern"):
+        mm2_properties(source_alias="esb-critical", source_bootstrap_servers="s:9092",
+                       local_bootstrap_servers="l:9092", topics=[pattern], replication_factor=1)
+
+
+def test_a_newline_pattern_that_got_past_the_spec_still_adds_no_reverse_flow():
+    """Even written raw (no check), the writer escapes the newline: one key, no second flow."""
+    from infra.components.kafka_mirror import mm2_settings
+    settings = mm2_settings(source_alias="esb-critical", source_bootstrap_servers="s:9092",
+                            local_bootstrap_servers="l:9092", topics=["x"], replication_factor=1)
+    settings["esb-critical->local.topics"] = "x\nlocal->esb-critical.enabled = true"
+    props = javaproperties.loads(javaproperties.dumps(settings, timestamp=False))
+    assert props["local->esb-critical.enabled"] == "false"
+    assert props["esb-critical->local.topics"] == "x\nlocal->esb-critical.enabled = true"
+
+
+def test_a_cluster_listed_twice_is_refused_by_the_mocks_as_by_the_engine(specs, platform):
+    from infra.mocks import DuplicateUrnError
+    fraud = specs["fraud"]
+    twice = dataclasses.replace(fraud, kafka=fraud.kafka + fraud.kafka)
+    with pytest.raises(DuplicateUrnError, match="Duplicate resource URN"):
+        declare(twice, platform)
+
+
+# -- Kafka access as data: expectations written from infra/platform.yaml by hand ---------------------
+
+def _acl_rows(acls):
+    return {(a.cluster, a.principal, a.resource_type, a.name, a.pattern_type, a.operation, a.permission)
+            for a in acls}
+
+
+def test_the_team_principals_acls_are_its_grants_and_its_groups(specs, platform):
+    from infra.kafka_access import acls_for
+
+    def topic(cluster, team, name, pattern="LITERAL"):
+        return {(cluster, f"User:dagger-{team}", "TOPIC", name, pattern, op, "ALLOW") for op in ("READ", "DESCRIBE")}
+
+    def group(cluster, team):
+        return {(cluster, f"User:dagger-{team}", "GROUP", f"dagger-{team}-", "PREFIXED", "READ", "ALLOW")}
+
+    assert _acl_rows(acls_for(specs["fraud"], platform)) == (
+        topic("esb-critical", "fraud", "GO_RIDE-booking-log") | topic("esb-critical", "fraud", "GO_CAR-booking-log")
+        | topic("esb-critical", "fraud", "payment-", "PREFIXED") | group("esb-critical", "fraud"))
+    assert _acl_rows(acls_for(specs["growth"], platform)) == (
+        topic("playground", "growth", "sandbox-", "PREFIXED") | topic("playground", "growth", "campaign-triggers")
+        | group("playground", "growth"))
+    assert _acl_rows(acls_for(specs["api-health"], platform)) == (
+        topic("logstream", "api-health", "api-gateway-log", "PREFIXED") | group("logstream", "api-health"))
+    allocations = _acl_rows(acls_for(specs["allocations"], platform))
+    assert allocations == (
+        topic("esb-critical", "allocations", "GO_RIDE-booking-log") | topic("esb-critical", "allocations", "GO_CAR-booking-log")
+        | topic("esb-critical", "allocations", "driver-location-ping") | group("esb-critical", "allocations")
+        | topic("mainstream", "allocations", "booking-events-", "PREFIXED")
+        | topic("mainstream", "allocations", "campaign-", "PREFIXED") | group("mainstream", "allocations"))
+    # nobody but fraud reads payments; nobody reads the restricted customer or audit topics
+    every = set().union(*(_acl_rows(acls_for(s, platform)) for s in specs.values()))
+    assert {r[1] for r in every if r[3] == "payment-"} == {"User:dagger-fraud"}
+    assert not {r for r in every if r[3] in ("customer-profile-updates", "audit-log")}
+
+
+def test_the_mirror_principal_only_reads_what_it_replicates(specs, platform):
+    from infra.kafka_access import mirror_acls
+    fraud = _acl_rows(mirror_acls(specs["fraud"], platform))
+    assert fraud == {("esb-critical", "User:mm2-fraud-esb-critical", "TOPIC", name, pattern, op, "ALLOW")
+                     for name, pattern in (("GO_RIDE-booking-log", "LITERAL"), ("GO_CAR-booking-log", "LITERAL"),
+                                           ("payment-", "PREFIXED"))
+                     for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")}
+    assert mirror_acls(specs["growth"], platform) == []      # growth does not mirror
+    every = [a for s in specs.values() for a in mirror_acls(s, platform)]
+    assert {a.operation for a in every} == {"READ", "DESCRIBE", "DESCRIBE_CONFIGS"}
+    assert {a.resource_type for a in every} == {"TOPIC"}

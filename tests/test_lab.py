@@ -18,6 +18,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from lab import access
 from tests.labrun import PORT_BASE, lab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
@@ -37,9 +38,15 @@ def bootstrap(cluster_offset: int, nodes: int) -> str:
     return ",".join(f"127.0.0.1:{PORT_BASE + cluster_offset + 100 * n + 92}" for n in range(1, nodes + 1))
 
 
+def login(env, cluster: str = "primary") -> dict:
+    """kafka-python arguments that log in as the cluster's administrator (the lab's clusters
+    authenticate every client)."""
+    return access.kafka_python("admin", cluster, Path(env["DAGGER_LAB_DIR"]))
+
+
 def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost(lab_env):
     servers = bootstrap(0, 3)
-    admin = KafkaAdminClient(bootstrap_servers=servers, client_id="lab-test")
+    admin = KafkaAdminClient(bootstrap_servers=servers, client_id="lab-test", **login(lab_env))
     try:
         assert sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"]) == [1, 2, 3]
         topic = f"lab-{uuid.uuid4().hex[:8]}"
@@ -57,18 +64,19 @@ def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost
            str(Path(lab_env["DAGGER_LAB_DIR"]) / "supervisor" / "supervisord.conf")]
     subprocess.run([*ctl, "stop", "kafka-primary-2"], check=True, capture_output=True, timeout=120)
     try:
-        producer = KafkaProducer(bootstrap_servers=servers, acks="all", retries=10)
+        producer = KafkaProducer(bootstrap_servers=servers, acks="all", retries=10, **login(lab_env))
         for i in range(30):
             producer.send(topic, key=str(i).encode(), value=f"m{i}".encode())
         producer.flush(timeout=60)      # acks=all: two of three replicas in sync are enough
         producer.close()
         consumer = KafkaConsumer(topic, bootstrap_servers=servers, auto_offset_reset="earliest",
-                                 consumer_timeout_ms=10000)
+                                 consumer_timeout_ms=10000, **login(lab_env))
         assert sorted(r.value for r in consumer) == sorted(f"m{i}".encode() for i in range(30))
         consumer.close()
         # with a second broker gone, one replica is in sync: min.insync.replicas=2 refuses the write
         subprocess.run([*ctl, "stop", "kafka-primary-3"], check=True, capture_output=True, timeout=120)
-        producer = KafkaProducer(bootstrap_servers=bootstrap(0, 1), acks="all", retries=0, request_timeout_ms=5000)
+        producer = KafkaProducer(bootstrap_servers=bootstrap(0, 1), acks="all", retries=0, request_timeout_ms=5000,
+                                 **login(lab_env))
         refused = [producer.send(topic, partition=p, value=b"x") for p in range(3)]
         producer.flush(timeout=30)
         errors = [type(f.exception).__name__ for f in refused if f.failed()]
@@ -81,10 +89,10 @@ def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost
 
 
 def test_the_mirror_is_a_separate_cluster(lab_env):
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap(1000, 1), client_id="lab-test")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap(1000, 1), client_id="lab-test", **login(lab_env, "mirror"))
     try:
         assert [b["broker_id"] for b in admin.describe_cluster()["brokers"]] == [1]
-        primary = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test")
+        primary = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test", **login(lab_env))
         assert admin.describe_cluster()["cluster_id"] != primary.describe_cluster()["cluster_id"]
         primary.close()
     finally:
@@ -94,17 +102,17 @@ def test_the_mirror_is_a_separate_cluster(lab_env):
 def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_the_primary(lab_env):
     topic = f"orders-{uuid.uuid4().hex[:6]}"
     sent = {f"k{i}".encode(): f"order {i}".encode() for i in range(50)}
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test", **login(lab_env))
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)])  # the lab creates none itself
     admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap(0, 3), acks="all")
+    producer = KafkaProducer(bootstrap_servers=bootstrap(0, 3), acks="all", **login(lab_env))
     for key, value in sent.items():
         producer.send(topic, key=key, value=value)
     producer.flush(timeout=60)
     producer.close()
     # DefaultReplicationPolicy: the mirror's copy is named after its source cluster
     consumer = KafkaConsumer(bootstrap_servers=bootstrap(1000, 1), auto_offset_reset="earliest",
-                             consumer_timeout_ms=5000)
+                             consumer_timeout_ms=5000, **login(lab_env, "mirror"))
     got: dict = {}
     deadline = time.monotonic() + 120          # MirrorMaker looks for new topics every 10 s
     while len(got) < len(sent) and time.monotonic() < deadline:
@@ -115,7 +123,7 @@ def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_th
             time.sleep(1)
     consumer.close()
     assert got == sent
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap(0, 3), client_id="lab-test", **login(lab_env))
     try:
         on_primary = set(admin.list_topics())
     finally:

@@ -15,6 +15,7 @@ import yaml
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from lab import access
 from loadtest import traffic
 from protos import registry as protos
 from tests.kafka_jobs import EXAMPLES, run_cli
@@ -44,10 +45,10 @@ def shifted(events, minutes: int) -> list[dict]:
     return [{**e, "event_timestamp": e["event_timestamp"] + dt.timedelta(minutes=minutes)} for e in events]
 
 
-def read_results(servers: str, topic: str, expected: int, timeout_s: float = 240) -> dict:
+def read_results(setup, topic: str, expected: int, timeout_s: float = 240) -> dict:
     """The sink topic's rows by (window end, city, cell, vehicle); waits for `expected` rows."""
-    consumer = KafkaConsumer(topic, bootstrap_servers=servers, auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=2000)
+    consumer = KafkaConsumer(topic, bootstrap_servers=setup["servers"], auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=2000, **setup["admin"])
     rows, deadline = {}, time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
@@ -70,16 +71,19 @@ def setup(lab_env, tmp_path_factory):
     servers = bootstrap(base)
     run_id = uuid.uuid4().hex[:6]
     topics = [f"bookings-{run_id}-ride", f"bookings-{run_id}-car"]
-    outs = [f"surge-{run_id}-v{n}" for n in (1, 2, 3)]
-    admin = KafkaAdminClient(bootstrap_servers=servers)
+    # the dagger logs in as team allocations, which may write only topics named allocations-*
+    outs = [f"allocations-surge-{run_id}-v{n}" for n in (1, 2, 3)]
+    lab_dir = Path(lab_env["DAGGER_LAB_DIR"])
+    login = access.kafka_python("admin", lab=lab_dir)
+    admin = KafkaAdminClient(bootstrap_servers=servers, **login)
     admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=3) for t in topics] +
                         [NewTopic(t, num_partitions=1, replication_factor=3) for t in outs])
     admin.close()
-    lab_dir = Path(lab_env["DAGGER_LAB_DIR"])
     env = {"DAGGER_CLUSTERS": str(lab_dir / "clusters"),
-           "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip()}
+           "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
+           **access.team_env("allocations", lab=lab_dir)}
     return {"servers": servers, "topics": topics, "outs": outs, "env": env, "name": f"surge-{run_id}",
-            "dir": tmp_path_factory.mktemp("lifecycle")}
+            "dir": tmp_path_factory.mktemp("lifecycle"), "admin": login}
 
 
 def spec(setup, version: int, *, window_s: int = 60, parallelism: int = 2) -> Path:
@@ -87,18 +91,21 @@ def spec(setup, version: int, *, window_s: int = 60, parallelism: int = 2) -> Pa
     job["name"] = setup["name"]
     job["description"] = f"version {version}"
     job["streams"][0]["topics"] = setup["topics"]
-    job["streams"][0]["kafka"].update(bootstrap_servers=setup["servers"], auto_offset_reset="earliest")
+    job["streams"][0]["kafka"].update(bootstrap_servers=setup["servers"], auto_offset_reset="earliest",
+                                      group_id=f"dagger-allocations-{setup['name']}",
+                                      client=access.team_client("allocations"))
+    job["dead_letter_topic"] = f"allocations-{setup['name']}-dlq"
     job["sql"] = job["sql"].replace("INTERVAL '60' SECOND", f"INTERVAL '{window_s}' SECOND")
     job["parallelism"] = parallelism
     job["sink"] = {"type": "kafka", "kafka": {"brokers": setup["servers"], "topic": setup["outs"][version - 1],
-                                              "data_type": "JSON"}}
+                                              "data_type": "JSON", "client": access.team_client("allocations")}}
     path = setup["dir"] / f"v{version}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     return path
 
 
 def produce(setup, events) -> None:
-    producer = KafkaProducer(bootstrap_servers=setup["servers"], acks="all", linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=setup["servers"], acks="all", linger_ms=5, **setup["admin"])
     message = protos.load().message_class(traffic.BOOKING)
     for i, value in enumerate(traffic.encode(events, message)):
         producer.send(setup["topics"][i % 2], key=str(events[i]["order_number"]).encode(), value=value)
@@ -122,7 +129,7 @@ def test_deploy_edit_and_stop_keep_every_result_once_and_the_registry_holds_the_
     print(deployed.stdout)       # the deploy-to-first-row time, in the test's output
     assert re.search(r"first result row written [\d.]+ s after", deployed.stdout)
     want_1 = closed(first, 60, watermark_of(first))
-    got_1 = read_results(setup["servers"], setup["outs"][0], len(want_1))
+    got_1 = read_results(setup, setup["outs"][0], len(want_1))
     assert got_1 == want_1
 
     # edit the sink and parallelism: the state is kept, so the window open at the end of the first
@@ -133,7 +140,7 @@ def test_deploy_edit_and_stop_keep_every_result_once_and_the_registry_holds_the_
     produce(setup, second)
     both = first + second
     want_2 = {k: n for k, n in closed(both, 60, watermark_of(both)).items() if k not in want_1}
-    got_2 = read_results(setup["servers"], setup["outs"][1], len(want_2))
+    got_2 = read_results(setup, setup["outs"][1], len(want_2))
     assert got_2 == want_2
     assert any(k[0] <= watermark_of(first) + dt.timedelta(seconds=DELAY_S) for k in got_2)  # a straddling window
 
@@ -145,7 +152,7 @@ def test_deploy_edit_and_stop_keep_every_result_once_and_the_registry_holds_the_
     third = shifted(traffic.bookings(1500, minutes=MINUTES, seed=23), 2 * MINUTES)
     produce(setup, third)
     want_3 = closed(third, 120, watermark_of(third))
-    got_3 = read_results(setup["servers"], setup["outs"][2], len(want_3))
+    got_3 = read_results(setup, setup["outs"][2], len(want_3))
     assert got_3 == want_3
 
     status = json.loads(dagger(setup, "status", name, "--json").stdout)

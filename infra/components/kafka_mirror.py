@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import javaproperties
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -43,56 +45,97 @@ MM2_CPU, MM2_MEMORY = f"{int(MIRROR_MM2_CPU * 1000)}m", f"{MIRROR_MM2_MEMORY_GB}
 MM2_CONFIG_KEY = "mm2.properties"
 
 
+FILE_CONFIG_PROVIDER = "org.apache.kafka.common.config.provider.FileConfigProvider"
+SECRETS_DIR = "/etc/mm2/secrets"
+# printable text on one line, no ',' (MM2 splits `topics` on commas): spec validation refuses
+# the rest with the field and line; this is the writer's own guard
+_UNSAFE_IN_PATTERN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029,]")
+
+
+def source_secret_file(source_alias: str) -> str:
+    """Where MM2 reads the source cluster's SASL login (a Secret mounted from out of band)."""
+    return f"{SECRETS_DIR}/{source_alias}.properties"
+
+
+def mm2_settings(*, source_alias: str, source_bootstrap_servers: str, local_bootstrap_servers: str,
+                 topics: Sequence[str], replication_factor: int, tasks_max: int = 4) -> dict[str, str]:
+    """The settings of a one-way mirror of source_alias into `local`, as a dict (mm2_properties writes it)."""
+    for pattern in topics:
+        if not pattern or _UNSAFE_IN_PATTERN.search(pattern):
+            raise ValueError(f"topic pattern {pattern!r}: a control character or ',' cannot go into mm2.properties")
+    if not topics:
+        raise ValueError("no topic patterns: a mirror of nothing")
+    flow, back = f"{source_alias}->{LOCAL_ALIAS}", f"{LOCAL_ALIAS}->{source_alias}"
+    rf = str(replication_factor)
+    return {
+        "clusters": f"{source_alias}, {LOCAL_ALIAS}",
+        # the source is the shared cluster: the mirror's own principal, its password by reference
+        f"{source_alias}.bootstrap.servers": source_bootstrap_servers,
+        f"{source_alias}.security.protocol": "SASL_SSL",
+        f"{source_alias}.sasl.mechanism": "SCRAM-SHA-512",
+        f"{source_alias}.sasl.jaas.config": f"${{file:{source_secret_file(source_alias)}:sasl.jaas.config}}",
+        "config.providers": "file",
+        "config.providers.file.class": FILE_CONFIG_PROVIDER,
+        f"{LOCAL_ALIAS}.bootstrap.servers": local_bootstrap_servers,
+        f"{flow}.enabled": "true",
+        f"{flow}.topics": ", ".join(topics),     # MM2 splits on ',' and trims
+        # topics keep their names on the mirror; every connector (source AND checkpoint) gets the
+        # top-level replication.policy.*, and the flow's own setting says the same
+        "replication.policy.class": IDENTITY_POLICY,
+        f"{flow}.replication.policy.class": IDENTITY_POLICY,
+        # one way: MM2 starts a heartbeat connector for every pair, enabled or not, and it writes
+        # to the pair's target; only the flow into `local` may emit them
+        f"{back}.enabled": "false",
+        "emit.heartbeats.enabled": "false",
+        f"{flow}.emit.heartbeats.enabled": "true",
+        f"{back}.emit.heartbeats.enabled": "false",
+        f"{back}.emit.checkpoints.enabled": "false",
+        # consumer-group offsets translated and written to the mirror (daggers that commit to a group)
+        "emit.checkpoints.enabled": "true",
+        "emit.checkpoints.interval.seconds": "10",
+        "sync.group.offsets.enabled": "true",
+        "sync.group.offsets.interval.seconds": "10",
+        # the mirror writes nothing to the shared cluster: offset syncs on the target too
+        "offset-syncs.topic.location": "target",
+        "sync.topic.configs.enabled": "true",
+        "sync.topic.acls.enabled": "false",
+        "refresh.topics.interval.seconds": "60",
+        "refresh.groups.interval.seconds": "60",
+        "tasks.max": str(tasks_max),
+        "replication.factor": rf,
+        "checkpoints.topic.replication.factor": rf,
+        "heartbeats.topic.replication.factor": rf,
+        "offset-syncs.topic.replication.factor": rf,
+        "offset.storage.replication.factor": rf,
+        "status.storage.replication.factor": rf,
+        "config.storage.replication.factor": rf,
+    }
+
+
 def mm2_properties(*, source_alias: str, source_bootstrap_servers: str, local_bootstrap_servers: str,
                    topics: Sequence[str], replication_factor: int, tasks_max: int = 4) -> str:
-    """mm2.properties for a one-way mirror of source_alias into `local`."""
-    flow = f"{source_alias}->{LOCAL_ALIAS}"
-    lines = [
-        f"# MirrorMaker 2: {source_alias} -> {LOCAL_ALIAS}, one way (managed by daggers infra)",
-        f"clusters = {source_alias}, {LOCAL_ALIAS}",
-        f"{source_alias}.bootstrap.servers = {source_bootstrap_servers}",
-        f"{LOCAL_ALIAS}.bootstrap.servers = {local_bootstrap_servers}",
-        f"{flow}.enabled = true",
-        f"{LOCAL_ALIAS}->{source_alias}.enabled = false",
-        f"{flow}.topics = {', '.join(topics)}",
-        "# topics keep their names on the mirror; every connector (source AND checkpoint) gets the",
-        "# top-level replication.policy.*, and the flow's own setting says the same",
-        f"replication.policy.class = {IDENTITY_POLICY}",
-        f"{flow}.replication.policy.class = {IDENTITY_POLICY}",
-        "# consumer-group offsets translated and written to the mirror (daggers that commit to a group)",
-        "emit.checkpoints.enabled = true",
-        "emit.checkpoints.interval.seconds = 10",
-        "sync.group.offsets.enabled = true",
-        "sync.group.offsets.interval.seconds = 10",
-        "emit.heartbeats.enabled = true",
-        "# the mirror writes nothing to the shared cluster",
-        "offset-syncs.topic.location = target",
-        "sync.topic.configs.enabled = true",
-        "sync.topic.acls.enabled = false",
-        "refresh.topics.interval.seconds = 60",
-        "refresh.groups.interval.seconds = 60",
-        f"tasks.max = {tasks_max}",
-        f"replication.factor = {replication_factor}",
-        f"checkpoints.topic.replication.factor = {replication_factor}",
-        f"heartbeats.topic.replication.factor = {replication_factor}",
-        f"offset-syncs.topic.replication.factor = {replication_factor}",
-        f"offset.storage.replication.factor = {replication_factor}",
-        f"status.storage.replication.factor = {replication_factor}",
-        f"config.storage.replication.factor = {replication_factor}",
-    ]
-    return "\n".join(lines) + "\n"
+    """mm2.properties for a one-way mirror of source_alias into `local`, written by javaproperties
+    (every key and value escaped as Java's Properties.load reads it back).
+
+    MM2 logs in to the source with SCRAM-SHA-512 over TLS as the mirror's own principal
+    (User:mm2-<team>-<source>, ACLs from infra/kafka_access.py). Its JAAS line is not here: the
+    FileConfigProvider reads it from /etc/mm2/secrets/<source>.properties, a file (on GKE a
+    Kubernetes Secret mm2-<source>-credentials) that is created out of band, by whoever creates
+    the SCRAM user, so no password passes through Pulumi's state or this file. Run MM2 with
+    `--clusters local`: dedicated mode then runs only the connectors whose target is `local`.
+    """
+    settings = mm2_settings(source_alias=source_alias, source_bootstrap_servers=source_bootstrap_servers,
+                            local_bootstrap_servers=local_bootstrap_servers, topics=topics,
+                            replication_factor=replication_factor, tasks_max=tasks_max)
+    header = (f" MirrorMaker 2: {source_alias} -> {LOCAL_ALIAS}, one way (managed by daggers infra)\n"
+              " the mirror writes nothing to the shared cluster: run with --clusters local; heartbeats,\n"
+              " checkpoints and offset syncs go to the mirror only")
+    return javaproperties.dumps(settings, comments=header, timestamp=False)
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """key = value lines (comments and blanks skipped), as MirrorMaker reads them."""
-    props = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, _, value = line.partition("=")
-        props[key.strip()] = value.strip()
-    return props
+    """mm2.properties read as MirrorMaker reads it (java.util.Properties rules: javaproperties.loads)."""
+    return javaproperties.loads(text)
 
 
 def kraft_cluster_id(team: str, source_alias: str) -> str:
@@ -256,12 +299,21 @@ class KafkaMirror(pulumi.ComponentResource):
                             lambda t: hashlib.sha256(t.encode()).hexdigest()[:16])}),
                     spec=pod_spec([k8s.core.v1.ContainerArgs(
                         name="mirror-maker", image=KAFKA_IMAGE, security_context=locked_down,
-                        command=["/opt/kafka/bin/connect-mirror-maker.sh", f"/etc/mm2/{MM2_CONFIG_KEY}"],
+                        # --clusters local: only the connectors that write to the mirror run
+                        command=["/opt/kafka/bin/connect-mirror-maker.sh", f"/etc/mm2/{MM2_CONFIG_KEY}",
+                                 "--clusters", LOCAL_ALIAS],
                         volume_mounts=[k8s.core.v1.VolumeMountArgs(name="config", mount_path="/etc/mm2",
+                                                                   read_only=True),
+                                       k8s.core.v1.VolumeMountArgs(name="source-login", mount_path=SECRETS_DIR,
                                                                    read_only=True)],
                         resources=exact(MM2_CPU, MM2_MEMORY))],
                         volumes=[k8s.core.v1.VolumeArgs(name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
-                            name=config.metadata.name))]))),
+                            name=config.metadata.name)),
+                            # created out of band with the SCRAM user (see mm2_properties)
+                            k8s.core.v1.VolumeArgs(name="source-login", secret=k8s.core.v1.SecretVolumeSourceArgs(
+                                secret_name=f"mm2-{args.source_alias}-credentials",
+                                items=[k8s.core.v1.KeyToPathArgs(key="sasl.properties",
+                                                                 path=f"{args.source_alias}.properties")]))]))),
             opts=child_opts(self))
         return bootstrap
 

@@ -47,7 +47,8 @@ class NamespaceIsolation:
     quota: Quota
     max_container_cpu: int                  # a container may not ask for more than a node has
     max_container_memory_gb: int
-    owners_group: str                       # the Google group (RBAC Group subject) of the team's owners
+    owners_group: str | None                # the Google group (RBAC Group subject) of the team's owners;
+                                            # None: no binding (the team has no grant)
     kafka_ranges: pulumi.Input[Sequence[str]]   # where the platform's shared Kafka clusters live
 
 
@@ -199,6 +200,8 @@ class TeamNetwork(pulumi.ComponentResource):
                                            resources=["networkpolicies"]),
             ],
             opts=child_opts(self))
+        if iso.owners_group is None:
+            return namespace
         k8s.rbac.v1.RoleBinding(
             f"{name}-owners-binding", metadata=meta("dagger-owners"),
             role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role",

@@ -2,7 +2,8 @@
 
 Each policy hands the engine's view of a resource (type, inputs, URN) to the pure rule and reports
 what it returns. The stack's team is the stack's name, read from the URN (`pulumi up -s fraud`);
-what the platform knows about every team comes from infra/teams/*.yaml.
+what the platform knows about every team (the registry: each team's exact identities and range)
+comes from infra/teams/*.yaml, and its owners' group from infra/grants/*.yaml.
 """
 from __future__ import annotations
 
@@ -37,9 +38,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def load_teams(teams_dir: Path | None = None) -> rules.Teams:
-    """Every team whose spec loads; a broken spec is `python -m infra.validate`'s business."""
-    from infra import spec
+def load_teams(teams_dir: Path | None = None, grants_dir: Path | None = None) -> rules.Teams:
+    """Every team whose spec loads, with the owners' group of its grant; a broken spec or grant is
+    `python -m infra.validate`'s business (a team without a grant has no owners' group here, so
+    no RoleBinding of its stack may name a group)."""
+    from infra import grants, spec
 
     platform = spec.load_platform()
     loaded = []
@@ -48,7 +51,8 @@ def load_teams(teams_dir: Path | None = None) -> rules.Teams:
             loaded.append(spec.load(path, platform))
         except spec.SpecError:
             continue
-    return rules.Teams.from_specs(loaded)
+    granted, _ = grants.load_all(grants_dir or grants.GRANTS_DIR)
+    return rules.Teams.from_specs(loaded, platform.project, {t: g.rbac_group for t, g in granted.items()})
 
 
 def _resource_policy(rule: rules.Rule, teams: rules.Teams) -> ResourceValidationPolicy:

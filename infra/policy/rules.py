@@ -7,8 +7,9 @@ functions, so a rule is proved without the CLI or a cloud.
 Two kinds of rule:
 - a resource rule: `rule(resource_type, props, urn, team, teams) -> list[Violation]`, where `props`
   are the resource's inputs as the engine sees them (camelCase wire names), `team` is the stack's
-  team (a team stack is named after its team: `pulumi up -s fraud`) and `teams` what the platform
-  knows about every team (names and network ranges), to recognise another team's resources;
+  team (a team stack is named after its team: `pulumi up -s fraud`) and `teams` the platform's team
+  registry (every team's exact identities: namespace, service accounts, bucket, owners' group, and
+  its network range), to recognise another team's resources by identity, never by a name prefix;
 - a stack rule: `rule(resources, team, teams) -> list[Violation]` over every resource of a stack.
 
 Every violation names its rule and the resource's URN. Values Pulumi cannot know during a preview
@@ -17,7 +18,9 @@ arrive as UNKNOWN and are never judged (the rules run again at `pulumi up`, on k
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,7 +35,6 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 
-PLATFORM_STACK = "platform"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -86,41 +88,147 @@ class Resource:
 
 
 @dataclass(frozen=True)
-class Teams:
-    """What the platform knows about its teams: their names and network ranges."""
-    ranges: Mapping[str, ipaddress.IPv4Network] = field(default_factory=dict)
+class TeamIdentities:
+    """The exact identities one team's stack creates (infra/spec.py derives them; the registry
+    copies them from each spec): what another stack could name or grant, and the only members
+    the team's own grants may go to."""
+    name: str
+    cidr: ipaddress.IPv4Network | None
+    namespace: str                  # also the service account id, network tag and subnetwork name
+    service_account: str            # the email of the team's Google service account
+    service_account_resource: str   # projects/<project>/serviceAccounts/<email>
+    bucket: str                     # the checkpoint bucket
+    workload_pool: str              # <project>.svc.id.goog: the team's Kubernetes service accounts
+    owners_group: str | None = None  # the owners' Google group (infra/grants/<team>.yaml)
 
-    @classmethod
-    def from_specs(cls, specs) -> "Teams":
-        return cls({s.name: s.cidr for s in specs})
+    @property
+    def member(self) -> str:
+        return f"serviceAccount:{self.service_account}"
 
     @property
     def names(self) -> frozenset[str]:
-        return frozenset(self.ranges)
+        """The names another stack must not mention, casefolded (see _tokens)."""
+        names = {self.namespace, self.service_account, self.bucket, self.owners_group or ""}
+        return frozenset(_fold(n) for n in names if n)
+
+    def is_own_member(self, member: Any) -> bool:
+        """member is this team's service account, or one of its Kubernetes service accounts through
+        Workload Identity: spelled exactly as IAM writes them (an allow-list, so any other spelling,
+        case or look-alike is refused rather than guessed at)."""
+        if not isinstance(member, str):
+            return False
+        if member == self.member:
+            return True
+        m = _WI_MEMBER.fullmatch(member)
+        return bool(m) and m["pool"] == self.workload_pool and m["namespace"] == self.namespace \
+            and _DNS_SUBDOMAIN.fullmatch(m["ksa"]) is not None
+
+    def own_members(self) -> str:
+        return f"{self.member} or serviceAccount:{self.workload_pool}[{self.namespace}/<its service account>]"
+
+
+_WI_MEMBER = re.compile(r"^serviceAccount:(?P<pool>[a-z0-9.-]+\.svc\.id\.goog)\[(?P<namespace>[a-z0-9-]+)/(?P<ksa>[^\]]+)\]$")
+
+
+def _fold(text: str) -> str:
+    """One spelling for comparing names: compatibility forms folded (fullwidth letters and the
+    like), case folded, surrounding blanks and trailing dots (FQDN style) dropped."""
+    return unicodedata.normalize("NFKC", text).casefold().strip().rstrip(".")
+
+
+# A name inside a longer string: bucket, email, namespace characters; `gs://b/x`, `a[b/c]`,
+# `serviceAccount:e` and `projects/p/serviceAccounts/e` split into their names.
+_TOKEN = re.compile(r"[a-z0-9._@-]+")
+
+
+def _tokens(text: str) -> set[str]:
+    """The names in a string, each also as its dot- and @-separated parts (a bucket in a host name
+    `b.storage.googleapis.com`, an account id in an email)."""
+    out = set()
+    for token in _TOKEN.findall(_fold(text)):
+        token = token.strip(".")
+        out.add(token)
+        out.update(token.split("@"))
+        out.update(token.split("."))
+    return out - {""}
+
+
+@dataclass(frozen=True)
+class Teams:
+    """The platform's team registry: every team's exact identities and network range, from the
+    team specs (and the owners' groups from the grants). Teams are told apart by these identities,
+    never by a name prefix: `fraud` and `fraud-spark` are two teams whose names share nothing."""
+    identities: Mapping[str, TeamIdentities] = field(default_factory=dict)
+    project: str = ""
+
+    @classmethod
+    def of(cls, project: str, ranges: Mapping[str, Any], owners_groups: Mapping[str, str] | None = None) -> "Teams":
+        """A registry from team names and ranges, with the identities the platform derives from a
+        name (spec.TeamSpec's namespace, service_account_id and bucket_name)."""
+        groups = owners_groups or {}
+        out = {}
+        for name, cidr in ranges.items():
+            email = f"dagger-{name}@{project}.iam.gserviceaccount.com"
+            out[name] = TeamIdentities(
+                name=name, cidr=ipaddress.IPv4Network(cidr) if cidr is not None else None,
+                namespace=f"dagger-{name}", service_account=email,
+                service_account_resource=f"projects/{project}/serviceAccounts/{email}",
+                bucket=f"{project}-{name}-checkpoints", workload_pool=f"{project}.svc.id.goog",
+                owners_group=groups.get(name))
+        return cls(out, project)
+
+    @classmethod
+    def from_specs(cls, specs, project: str, owners_groups: Mapping[str, str] | None = None) -> "Teams":
+        """The registry from the team specs: each identity as the spec names it."""
+        groups = owners_groups or {}
+        out = {}
+        for s in specs:
+            email = f"{s.service_account_id}@{project}.iam.gserviceaccount.com"
+            out[s.name] = TeamIdentities(
+                name=s.name, cidr=s.cidr, namespace=s.namespace, service_account=email,
+                service_account_resource=f"projects/{project}/serviceAccounts/{email}",
+                bucket=s.bucket_name(project), workload_pool=f"{project}.svc.id.goog",
+                owners_group=groups.get(s.name))
+        return cls(out, project)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.identities)
+
+    @property
+    def ranges(self) -> dict[str, ipaddress.IPv4Network]:
+        return {name: t.cidr for name, t in self.identities.items() if t.cidr is not None}
+
+    def get(self, team: str) -> TeamIdentities | None:
+        return self.identities.get(team)
 
     def named_in(self, text: str) -> set[str]:
-        """The teams a string refers to, by the names the platform derives from a team:
-        namespace and service account `dagger-<team>` (so `dagger-<team>@...`, `...svc.id.goog[dagger-
-        <team>/...]`, `dagger-<team>-spark`) and checkpoint bucket `<project>-<team>-checkpoints`."""
-        found = set()
-        for m in _DAGGER_TOKEN.finditer(text):
-            team = self._longest_prefix(m.group(1))
-            if team:
-                found.add(team)
-        for m in _BUCKET_TOKEN.finditer(text):
-            prefix = m.group(1)
-            matches = [t for t in self.names if prefix == t or prefix.endswith("-" + t)]
-            if matches:
-                found.add(max(matches, key=len))
-        return found
-
-    def _longest_prefix(self, rest: str) -> str | None:
-        matches = [t for t in self.names if rest == t or rest.startswith(t + "-")]
-        return max(matches, key=len) if matches else None
+        """The teams whose exact identities (namespace, service account, bucket, owners' group)
+        a string names."""
+        tokens = _tokens(text)
+        return {name for name, t in self.identities.items() if tokens & t.names}
 
 
-_DAGGER_TOKEN = re.compile(r"(?<![a-z0-9-])dagger-([a-z0-9][a-z0-9-]*)")
-_BUCKET_TOKEN = re.compile(r"(?<![a-z0-9-])([a-z0-9][a-z0-9-]*)-checkpoints(?![a-z0-9-])")
+# Team names a team may not take: the platform's own stack, and names that read as Kubernetes',
+# GKE's, Istio's or Google's own (reviewers, audit logs and RBAC would confuse them).
+PLATFORM_STACK = "platform"
+RESERVED_TEAM_NAMES = frozenset({
+    PLATFORM_STACK, "default", "system", "admin", "root", "all", "shared", "public", "dagger", "daggers",
+    "kube", "gke", "istio", "google", "goog", "anthos", "knative", "gatekeeper",
+})
+RESERVED_TEAM_PREFIXES = ("kube-", "gke-", "istio-", "dagger-", "goog", "anthos-", "knative-", "gatekeeper-",
+                          "config-management-", "cnrm-", "system-", "platform-")
+
+
+def reserved_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a team's, or None."""
+    folded = _fold(name)
+    if folded in RESERVED_TEAM_NAMES:
+        return f"{name!r} is reserved (reserved names: {', '.join(sorted(RESERVED_TEAM_NAMES))})"
+    prefix = next((p for p in RESERVED_TEAM_PREFIXES if folded.startswith(p)), None)
+    if prefix:
+        return f"{name!r} starts with the reserved prefix {prefix!r} (reserved: {', '.join(RESERVED_TEAM_PREFIXES)})"
+    return None
 
 
 def team_namespace(team: str) -> str:
@@ -138,8 +246,9 @@ def logical_name(urn: str) -> str:
     return urn.split("::")[-1] if "::" in urn else urn
 
 
-def is_team_stack(team: str) -> bool:
-    return bool(team) and team != PLATFORM_STACK
+def is_team_stack(team: str, teams: "Teams | None" = None) -> bool:
+    """Every stack but the platform's own; a team registered as `platform` is a team (and refused)."""
+    return bool(team) and (team != PLATFORM_STACK or (teams is not None and team in teams.names))
 
 
 # -- small helpers over props -------------------------------------------------------------------------
@@ -180,8 +289,10 @@ def _kind(resource_type: str) -> str:
 
 
 def is_iam(resource_type: str) -> bool:
-    """A GCP IAM member, binding or policy on anything (project, bucket, service account, ...)."""
-    return resource_type.startswith("gcp:") and re.search(r"IAM(Member|Binding|Policy)$", _kind(resource_type)) is not None
+    """A GCP IAM member, binding or policy on anything (project, bucket, service account, ...);
+    pulumi-gcp spells it IAMMember on some resources and IamMember on others (SecretIamMember)."""
+    return resource_type.startswith("gcp:") and re.search(r"iam(member|binding|policy)$", _kind(resource_type),
+                                                          re.IGNORECASE) is not None
 
 
 def is_acl(resource_type: str) -> bool:
@@ -256,7 +367,7 @@ def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
     names another team's identity, namespace or bucket; every namespaced Kubernetes object lives in
     the team's namespace; no firewall rule or NetworkPolicy ipBlock admits another team's range; no
     project-wide role that would reach every team."""
-    if not is_team_stack(team) or not (resource_type.startswith("gcp:") or resource_type.startswith("kubernetes:")):
+    if not is_team_stack(team, teams) or not (resource_type.startswith("gcp:") or resource_type.startswith("kubernetes:")):
         return []
     teams = teams or Teams()
     out = []
@@ -289,6 +400,135 @@ def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
                                  f"grants {role} on the whole project, which reaches every team's "
                                  f"resources; grant it on the team's own resources instead"))
     return out
+
+
+OWN_MEMBERS = "grants-to-own-identities"
+# The grants a team stack makes: IAMMember (additive) on its own bucket, its own service account and
+# the project (PROJECT_ROLES_ALLOWED). Bindings and policies are authoritative: they would remove
+# whatever else holds the role, so a team stack makes none.
+TEAM_IAM_TYPES = frozenset({
+    "gcp:storage/bucketIAMMember:BucketIAMMember",
+    "gcp:serviceaccount/iAMMember:IAMMember",
+    "gcp:projects/iAMMember:IAMMember",
+})
+# Every member prefix IAM accepts (and allUsers, allAuthenticatedUsers): how a string that grants is
+# recognised wherever it sits, in whatever case or with blanks around it.
+_MEMBER_SHAPE = re.compile(r"^\s*(allusers|allauthenticatedusers|(user|group|domain|serviceaccount|principal|"
+                           r"principalset|deleted|projectowner|projecteditor|projectviewer)\s*:)", re.IGNORECASE)
+_MEMBER_KEYS = ("member", "members", "iamMember")
+# BigQuery dataset access names its grantees in fields of their own.
+_EMAIL_GRANT_KEYS = ("userByEmail", "groupByEmail", "domain", "specialGroup")
+RBAC_BINDINGS = re.compile(r"^kubernetes:rbac\.authorization\.k8s\.io/v[^:]*:RoleBinding(Patch)?$")
+
+
+def _grantees(resource_type: str, props: Mapping) -> Iterator[tuple[str, Any]]:
+    """(where, member) for every grantee in a GCP resource's inputs: member fields wherever they
+    sit, an IAM policy's bindings, and any other string shaped like an IAM member."""
+    keys = _MEMBER_KEYS + (_EMAIL_GRANT_KEYS if resource_type.startswith("gcp:bigquery/") else ())
+    seen = set()
+    for where, value in _strings(props):
+        last = re.sub(r"\[\d+\]$", "", where).rsplit(".", 1)[-1]
+        if last in keys or _MEMBER_SHAPE.match(
+                unicodedata.normalize("NFKC", value)):
+            seen.add(where)
+            yield where, value
+    for key in _MEMBER_KEYS:        # a member the preview does not know yet is judged at `pulumi up`
+        if _get(props, key) is UNKNOWN and key not in seen:
+            yield key, UNKNOWN
+    policy = _get(props, "policyData")
+    if isinstance(policy, str):
+        try:
+            bindings = json.loads(policy).get("bindings", [])
+        except (ValueError, AttributeError):
+            yield "policyData", policy
+            return
+        for i, binding in enumerate(_items(bindings)):
+            for j, member in enumerate(_items(_get(binding, "members"))):
+                yield f"policyData.bindings[{i}].members[{j}]", member
+
+
+def grants_to_own_identities(resource_type: str, props: Mapping, urn: str, team: str,
+                             teams: Teams | None = None) -> list[Violation]:
+    """A team stack grants to its own identities only, and only on its own resources: every IAM
+    member is the team's service account or one of its Kubernetes service accounts (Workload
+    Identity), never a user, group, domain, principal, another team's or any other account, nor
+    anyone at all; IAM grants are IAMMembers on the team's bucket, its account or the platform's
+    project; no ACLs; a RoleBinding names the team's service accounts or its owners' group only."""
+    if not is_team_stack(team, teams):
+        return []
+    teams = teams or Teams()
+    me = teams.get(team)
+    own = me.own_members() if me else f"nobody: {team} is not in the platform's team registry"
+    out = []
+    if resource_type.startswith("gcp:"):
+        for where, member in _grantees(resource_type, props):
+            if member is UNKNOWN or (me and me.is_own_member(member)):
+                continue
+            out.append(Violation(OWN_MEMBERS, urn, f"{where} = {member!r} is not one of team {team}'s identities; "
+                                                   f"the {team} stack grants only to {own}"))
+        if is_acl(resource_type):
+            out.append(Violation(OWN_MEMBERS, urn, "ACLs grant outside IAM; the team's bucket uses uniform "
+                                                   "bucket-level access, grant with a BucketIAMMember"))
+        if is_iam(resource_type):
+            out += _iam_target_violations(resource_type, props, urn, team, teams, me)
+    elif RBAC_BINDINGS.match(resource_type):
+        for i, subject in enumerate(_items(_get(props, "subjects"))):
+            kind, name, ns = (_get(subject, k) for k in ("kind", "name", "namespace"))
+            if UNKNOWN in (kind, name, ns):
+                continue
+            if me and kind == "ServiceAccount" and ns == me.namespace and isinstance(name, str) \
+                    and _DNS_SUBDOMAIN.fullmatch(name):
+                continue
+            if me and kind == "Group" and me.owners_group is not None and name == me.owners_group:
+                continue
+            group = me.owners_group if me and me.owners_group else "none granted"
+            out.append(Violation(OWN_MEMBERS, urn,
+                                 f"subjects[{i}] = {kind} {name!r} is not one of team {team}'s identities; a "
+                                 f"RoleBinding names the team's service accounts (namespace "
+                                 f"{me.namespace if me else team_namespace(team)}) or its owners' group ({group})"))
+    return out
+
+
+def _iam_target_violations(resource_type: str, props: Mapping, urn: str, team: str, teams: Teams,
+                           me: TeamIdentities | None) -> list[Violation]:
+    if resource_type not in TEAM_IAM_TYPES:
+        return [Violation(OWN_MEMBERS, urn, f"{_kind(resource_type)} is not a grant a team stack makes: it "
+                                            "grants with an IAMMember on its own bucket, its own service "
+                                            "account or the project")]
+    out = []
+    checks = {
+        "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", {me.bucket} if me else set(), "bucket"),
+        "gcp:serviceaccount/iAMMember:IAMMember": (
+            "serviceAccountId", {me.service_account_resource, me.service_account} if me else set(), "service account"),
+        "gcp:projects/iAMMember:IAMMember": ("project", {teams.project} if teams.project else set(), "project"),
+    }
+    key, allowed, what = checks[resource_type]
+    target = _get(props, key)
+    if target is not UNKNOWN and target not in allowed:
+        mine = " or ".join(sorted(allowed)) or "none known"
+        out.append(Violation(OWN_MEMBERS, urn, f"{key} = {target!r} is not the {team} team's own {what} ({mine})"))
+    return out
+
+
+REGISTERED_TEAM = "registered-team"
+
+
+def registered_team(resources: Sequence[Resource], team: str = "", teams: Teams | None = None) -> list[Violation]:
+    """A team stack is a team of the platform's registry (infra/teams, infra/grants), and its name
+    is not reserved: `platform` is the platform's own stack, and kube-*, gke-*, istio-*, default
+    and the like read as the cluster's own."""
+    if not resources or not is_team_stack(team, teams):
+        return []
+    teams = teams or Teams()
+    urn = resources[0].urn
+    why = reserved_name_problem(team)
+    if why:
+        return [Violation(REGISTERED_TEAM, urn, f"stack {team}: the team name {why}")]
+    if team not in teams.names:
+        return [Violation(REGISTERED_TEAM, urn, f"stack {team} is not a team of the platform's registry "
+                                                f"(infra/teams/{team}.yaml): its identities are unknown, so "
+                                                "nothing it grants can be checked")]
+    return []
 
 
 def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
@@ -368,7 +608,7 @@ def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
                 out.append(Violation(LABELS_PRESENT, urn, f"{where}.{key} = {value!r} breaks GCP's label rules "
                                                           "(lowercase letters, digits, '_' and '-', at most 63)"))
         owner = labels.get("team")
-        if is_team_stack(team) and isinstance(owner, str) and owner and owner != team:
+        if is_team_stack(team, teams) and isinstance(owner, str) and owner and owner != team:
             out.append(Violation(LABELS_PRESENT, urn, f"{where}.team is {owner!r} in the {team} stack"))
     elif is_k8s_object(resource_type):
         labels = _get(props, "metadata", "labels")
@@ -380,7 +620,7 @@ def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
             out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels lacks a team label "
                                                       f"({' or '.join(K8S_TEAM_LABELS)})"))
         for key in present:
-            if is_team_stack(team) and labels[key] is not UNKNOWN and labels[key] != team:
+            if is_team_stack(team, teams) and labels[key] is not UNKNOWN and labels[key] != team:
                 out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels.{key} is {labels[key]!r} in the {team} stack"))
     return out
 
@@ -558,10 +798,16 @@ RESOURCE_RULES: tuple[Rule, ...] = (
     Rule(NO_EXTERNAL_IPS, "No external IP addresses on instances.", no_external_ips),
     Rule(NO_CLUSTER_ROLE_BINDINGS, "No ClusterRoleBinding: RBAC stays in the team's namespace.",
          no_cluster_role_bindings),
+    Rule(OWN_MEMBERS, "Grants go to the team's own identities only (its service account and Kubernetes "
+                      "service accounts, its owners' group), never to users, groups, domains, principals, "
+                      "other accounts or everyone, and only on the team's own bucket, account or project.",
+         grants_to_own_identities),
 )
 STACK_RULES: tuple[Rule, ...] = (
     Rule(NAMESPACE_GUARDS, "Every namespace has a ResourceQuota and a default-deny NetworkPolicy.",
          namespace_guards),
+    Rule(REGISTERED_TEAM, "A team stack is a team of the platform's registry, under a name that is not "
+                          "reserved (platform, default, kube-*, gke-*, istio-*, ...).", registered_team),
 )
 
 

@@ -18,6 +18,8 @@ import os
 import re
 import subprocess
 
+import javaproperties
+
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
 from ansible.utils.unsafe_proxy import wrap_var
@@ -279,21 +281,24 @@ class StackInventory:
 
 
 def mirror_maker_settings(stack, group, text, source):
-    """(topics, replication policy, source bootstrap servers) from the stack's mm2.properties text."""
-    props = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")):
-            key, sep, value = line.partition("=")
-            if not sep:
-                raise StackError(stack, f"inventory.{group}.vars.mirror_maker_properties", line,
-                                 "not a key = value line")
-            props[key.strip()] = value.strip()
+    """(topics, replication policy, source bootstrap servers) from the stack's mm2.properties text.
+
+    Read by javaproperties with java.util.Properties' rules (escapes, continuations, comments), as
+    MirrorMaker itself reads the file: a value cannot hide a second setting from this reader.
+    """
     where = f"inventory.{group}.vars.mirror_maker_properties"
+    try:
+        props = javaproperties.loads(text)
+    except (ValueError, UnicodeError) as e:
+        raise StackError(stack, where, text, f"not a Java properties file ({e})") from None
     clusters = [c.strip() for c in props.get("clusters", "").split(",")]
     if len(clusters) != 2 or source not in clusters:
         raise StackError(stack, f"{where}: clusters", props.get("clusters"), f"must be {source} and one target")
     target = clusters[1 - clusters.index(source)]
+    # one way: the mirror never replicates back into the shared cluster
+    back = props.get(f"{target}->{source}.enabled", "false")
+    if back.strip().lower() != "false":
+        raise StackError(stack, f"{where}: {target}->{source}.enabled", back, "must be false (one way only)")
     found = {}
     for key, check in ((f"{source}->{target}.topics", TOPICS), ("replication.policy.class", JAVA_CLASS),
                        (f"{source}.bootstrap.servers", SERVERS)):

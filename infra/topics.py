@@ -1,0 +1,292 @@
+"""The topic catalogue (infra/platform.yaml) and the checks on a team's topic patterns.
+
+Each shared Kafka cluster lists its shared topics, or topic prefixes, with the team that owns
+them, their sensitivity and criticality, whom to ask, and the teams granted to read them (seed
+002: topics classified by nature, criticality, sensitivity and volume). A team may read:
+  - public topics: every team whose tier may use the cluster;
+  - internal and restricted ones: their owner and the teams listed in `readers`.
+(restricted topics hold personal or payment data: the same rule, and a grant to them needs the
+data owner's review as well as the platform team's, see CODEOWNERS.)
+
+A team's `kafka[i].topics` are MirrorMaker 2 patterns, i.e. Java regexes. They are checked with
+Java itself (jvm/topic-patterns/TopicPatterns.java; Python's re is another dialect): each must
+compile, and must not be able to reach a catalogue entry the team is not granted. For a `name`
+entry that is a full match; for a `prefix` entry, Java's Matcher.hitEnd() says whether some longer
+name starting with the prefix could match (a safe over-approximation). Topics outside the
+catalogue belong to nobody: a pattern must reach at least one granted entry, and the Kafka ACLs
+(infra/kafka_access.py) grant only catalogue entries, so what a pattern matches beyond them is
+never readable.
+
+One JVM serves the whole process (a validate run): started on first use, asked in batches.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import select
+import shutil
+import subprocess
+import threading
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+JAVA_SOURCE = REPO / "jvm" / "topic-patterns" / "TopicPatterns.java"
+SENSITIVITIES = ("public", "internal", "restricted")
+CRITICALITIES = ("critical", "standard", "low")
+# Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic): 1-249 of these
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+TEAM_NAME = re.compile(r"[a-z][a-z0-9-]{1,18}[a-z0-9]")
+CONTACT = re.compile(r"@[A-Za-z0-9-]+(/[A-Za-z0-9._-]+)?|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[a-z]{2,}")
+ENTRY_KEYS = {"name", "prefix", "owner", "sensitivity", "criticality", "contact", "readers", "description"}
+MAX_PATTERN = 1000
+
+
+class CatalogueError(ValueError):
+    """infra/platform.yaml's catalogue is malformed (the platform team's file, checked on load)."""
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One catalogue entry: a topic (`name`) or every topic starting with `prefix`."""
+    cluster: str
+    value: str
+    is_prefix: bool
+    owner: str
+    sensitivity: str
+    criticality: str
+    contact: str
+    readers: tuple[str, ...] = ()
+    description: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.value}*" if self.is_prefix else self.value
+
+    def readable_by(self, team: str) -> bool:
+        return self.sensitivity == "public" or team == self.owner or team in self.readers
+
+    @property
+    def as_pattern(self) -> str:
+        """The entry as a Java regex: names hold only [A-Za-z0-9._-], of which only '.' is special."""
+        literal = self.value.replace(".", r"\.")
+        return f"{literal}.*" if self.is_prefix else literal
+
+
+def parse_catalogue(cluster: str, raw) -> tuple[Topic, ...]:
+    """A cluster's `topics:` list from platform.yaml, checked (raises CatalogueError)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise CatalogueError(f"kafka_clusters.{cluster}.topics: must be a list")
+    out = []
+    for i, e in enumerate(raw):
+        where = f"kafka_clusters.{cluster}.topics[{i}]"
+        if not isinstance(e, dict) or set(e) - ENTRY_KEYS:
+            raise CatalogueError(f"{where}: a mapping of {', '.join(sorted(ENTRY_KEYS))}")
+        if ("name" in e) == ("prefix" in e):
+            raise CatalogueError(f"{where}: give exactly one of name or prefix")
+        value = e.get("name", e.get("prefix"))
+        if not isinstance(value, str) or not TOPIC_NAME.fullmatch(value):
+            raise CatalogueError(f"{where}: {value!r} is not a Kafka topic name")
+        if e.get("sensitivity") not in SENSITIVITIES or e.get("criticality") not in CRITICALITIES:
+            raise CatalogueError(f"{where}: sensitivity one of {SENSITIVITIES}, criticality one of {CRITICALITIES}")
+        readers = e.get("readers", [])
+        if not isinstance(e.get("owner"), str) or not TEAM_NAME.fullmatch(e["owner"]) or not isinstance(
+                readers, list) or not all(isinstance(r, str) and TEAM_NAME.fullmatch(r) for r in readers):
+            raise CatalogueError(f"{where}: owner and readers are team names")
+        if not isinstance(e.get("contact"), str) or not CONTACT.fullmatch(e["contact"]):
+            raise CatalogueError(f"{where}: contact is a GitHub @user, @org/team or an email address")
+        out.append(Topic(cluster, value, "prefix" in e, e["owner"], e["sensitivity"], e["criticality"],
+                         e["contact"], tuple(readers), str(e.get("description", ""))))
+    labels = [t.label for t in out]
+    if len(set(labels)) != len(labels):
+        raise CatalogueError(f"kafka_clusters.{cluster}.topics: an entry is listed twice")
+    return tuple(out)
+
+
+def granted(catalogue: Iterable[Topic], team: str) -> tuple[Topic, ...]:
+    return tuple(t for t in catalogue if t.readable_by(team))
+
+
+def default_patterns(catalogue: Iterable[Topic], team: str) -> tuple[str, ...]:
+    """What a team reads when its spec names no topics: everything it is granted, nothing more."""
+    return tuple(t.as_pattern for t in granted(catalogue, team))
+
+
+# -- checks before Java ------------------------------------------------------------------------------
+
+def _shown(ch: str) -> str:
+    return repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}"
+
+
+def text_problem(pattern: str) -> str | None:
+    """Refusals that need no regex engine: control and invisible characters, ',' and length."""
+    for i, ch in enumerate(pattern):
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            return (f"{pattern!r} has a control or invisible character ({_shown(ch)} at index {i}); "
+                    "a topic pattern is printable text on one line")
+    if "," in pattern:
+        return (f"{pattern!r} has a ','; MirrorMaker 2 splits its topics setting on commas, so one pattern "
+                "would become several: give each pattern as its own list item (use {m,n} bounds without a comma)")
+    if len(pattern) > MAX_PATTERN:
+        return f"a pattern of {len(pattern)} characters; at most {MAX_PATTERN}"
+    if pattern != pattern.strip():
+        return f"{pattern!r} starts or ends with white space, which MirrorMaker 2 trims: remove it"
+    return None
+
+
+# -- the JVM ------------------------------------------------------------------------------------------
+
+class JavaUnavailable(RuntimeError):
+    pass
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").is_file():
+        return str(Path(home, "bin", "java"))
+    found = shutil.which("java")
+    if not found:
+        raise JavaUnavailable("no `java` on PATH (and JAVA_HOME unset): topic patterns are checked with Java 17+")
+    return found
+
+
+class _Checker:
+    """One `java TopicPatterns.java` for the process, asked in batches (see the Java file)."""
+    TIMEOUT = 120.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._buffer = b""
+        self._cache: dict[tuple[str, ...], str] = {}
+
+    def _start(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._buffer = b""
+            self._proc = subprocess.Popen([_java(), "-Xss8m", str(JAVA_SOURCE)], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return self._proc
+
+    def _line(self, proc: subprocess.Popen) -> str:
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([fd], [], [], self.TIMEOUT)
+            chunk = os.read(fd, 65536) if ready else b""
+            if not chunk:
+                self.close()
+                raise JavaUnavailable("the topic pattern checker (Java) stopped or timed out")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def ask(self, requests: Sequence[tuple[str, ...]]) -> list[str]:
+        with self._lock:
+            todo = list(dict.fromkeys(r for r in requests if r not in self._cache))
+            if todo:
+                proc = self._start()
+                body = "".join(f"{r[0]} {' '.join(x.encode().hex() for x in r[1:])}\n" for r in todo) + "END\n"
+                try:
+                    proc.stdin.write(body.encode())
+                    proc.stdin.flush()
+                except OSError as e:
+                    self.close()
+                    raise JavaUnavailable(f"the topic pattern checker (Java) failed: {e}") from None
+                for r in todo:
+                    self._cache[r] = self._line(proc)
+                if self._line(proc) != "END":
+                    self.close()
+                    raise JavaUnavailable("the topic pattern checker (Java) answered out of step")
+            return [self._cache[r] for r in requests]
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.stdin.close()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+_checker = _Checker()
+atexit.register(_checker.close)
+
+
+def _decode_error(answer: str) -> str:
+    _, index, description = answer.split(" ", 2)
+    return f"{bytes.fromhex(description).decode()} near index {index}"
+
+
+# -- the check -----------------------------------------------------------------------------------------
+
+def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
+                   catalogues: Mapping[str, Sequence[Topic]]) -> dict[tuple[int, int], str]:
+    """Problems of a team's topic patterns: {(read index, pattern index): message}.
+
+    reads: (cluster, patterns) per kafka[i] entry; clusters not in `catalogues` are skipped (the
+    spec reports unknown clusters itself). All Java questions go in one batch.
+    """
+    problems: dict[tuple[int, int], str] = {}
+    asks: list[tuple[tuple[int, int], str, Topic | None]] = []
+    for i, (cluster, patterns) in enumerate(reads):
+        if cluster not in catalogues:
+            continue
+        for j, pattern in enumerate(patterns):
+            why = text_problem(pattern)
+            if why:
+                problems[(i, j)] = why
+                continue
+            asks.append(((i, j), pattern, None))
+            asks.extend(((i, j), pattern, entry) for entry in catalogues[cluster])
+    if not asks:
+        return problems
+    requests = [("C", p) if e is None else ("M", p, e.value) for _, p, e in asks]
+    try:
+        answers = _checker.ask(requests)
+    except JavaUnavailable as e:
+        for key, _, _ in asks:
+            problems.setdefault(key, f"cannot be checked: {e}")
+        return problems
+    reached: dict[tuple[int, int], list[Topic]] = {}
+    for (key, pattern, entry), answer in zip(asks, answers):
+        if key in problems:
+            continue
+        if answer.startswith("ERR"):
+            problems[key] = f"{pattern!r} is not a Java regex (MirrorMaker 2's dialect): {_decode_error(answer)}"
+        elif answer == "SLOW":
+            problems[key] = (f"{pattern!r} backtracks without end on a topic name such as {entry.value!r}; MirrorMaker "
+                             "would pay that on every topic: simplify it (no nested repetition like (a*)*)")
+        elif entry is not None and (answer == "FULL" or (answer == "PREFIX" and entry.is_prefix)):
+            reached.setdefault(key, []).append(entry)
+    for i, (cluster, patterns) in enumerate(reads):
+        for j, pattern in enumerate(patterns):
+            key = (i, j)
+            if key in problems or cluster not in catalogues:
+                continue
+            entries = reached.get(key, [])
+            refused = [t for t in entries if not t.readable_by(team)]
+            if refused:
+                t = refused[0]
+                more = f" (and {len(refused) - 1} more: {', '.join(x.label for x in refused[1:])})" if refused[1:] else ""
+                problems[key] = (f"{pattern!r} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
+                                 f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
+                                 f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
+                                 f" ({', '.join(x.label for x in granted(catalogues[cluster], team)) or 'nothing'})")
+            elif not entries:
+                problems[key] = (f"{pattern!r} matches no topic the catalogue grants {team} on {cluster} (granted: "
+                                 f"{', '.join(x.label for x in granted(catalogues[cluster], team)) or 'nothing'}); "
+                                 "topics outside infra/platform.yaml's catalogue are readable by no team")
+    return problems
+
+
+def reached_entries(team: str, cluster: str, patterns: Sequence[str], catalogue: Sequence[Topic]) -> tuple[Topic, ...]:
+    """The granted catalogue entries that the (already checked) patterns reach, in catalogue order."""
+    asks = [(p, t) for p in patterns for t in catalogue if t.readable_by(team)]
+    answers = _checker.ask([("M", p, t.value) for p, t in asks])
+    hit = {t for (p, t), a in zip(asks, answers) if a == "FULL" or (a == "PREFIX" and t.is_prefix)}
+    return tuple(t for t in catalogue if t in hit)
