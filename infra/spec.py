@@ -294,7 +294,7 @@ def _schema_problems(problems: _Problems, raw) -> None:
         if error.validator == "pattern":
             message = f"{error.instance!r} does not match {error.validator_value!r}"
             if path and path[-1] == "team":
-                message += " (a DNS label: lowercase letters, digits and '-', 3 to 20 characters)"
+                message += " (a DNS label: lowercase letters, digits and single '-', 3 to 20 characters)"
             elif path and path[0] == "owners":
                 message += (" (a GitHub user @name or team @org/team; Google identities such as user: or "
                             "an email are not owners)")

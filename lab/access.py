@@ -4,7 +4,7 @@ The kafka role (`kafka_security: sasl`) gives each principal a generated passwor
 `<lab>/secrets/kafka/<cluster>/<principal>.password`, and a client settings file next to it for
 Kafka's own tools. The platform's tools (the demo's feeders, the tests' setup) log in as `admin`;
 a team's daggers as `dagger-<team>`, whose password reaches the driver as the team's secret
-DAGGER_SECRET_<TEAM>_KAFKA_PASSWORD (the only kind of variable `dagger deploy` hands on).
+DAGGER_SECRET_<TEAM>__KAFKA_PASSWORD (the only kind of variable `dagger deploy` hands on).
 """
 from __future__ import annotations
 

@@ -42,8 +42,8 @@ DEMAND_QUERY = ('SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHE
                 'GROUP BY time(1m), "tag_s2id" fill(none)')
 SUPPLY_QUERY = ('SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m '
                 'GROUP BY time(1m), "s2id" fill(none)')
-# the api-health dagger is team api-health's: its secrets are DAGGER_SECRET_API_HEALTH_*
-PG_PASSWORD_ENV = "DAGGER_SECRET_API_HEALTH_PG_PASSWORD"
+# the api-health dagger is team api-health's: its secrets are DAGGER_SECRET_API_HEALTH__*
+PG_PASSWORD_ENV = "DAGGER_SECRET_API_HEALTH__PG_PASSWORD"
 TEAMS = ("allocations", "api-health")
 
 

@@ -417,6 +417,8 @@ BAD_INPUTS = [
     pytest.param(minimal(idle_state_retention="90s"), ["job.yaml: idle_state_retention: must be a whole number of minutes, got '90s'"], id="retention"),
     pytest.param(minimal(name="completed bookings"), ["job.yaml: name: a job name is 1-128 letters", "'completed bookings'"], id="name"),
     pytest.param(minimal(team="Allocations"), ["job.yaml: team: a team name is a DNS label"], id="team"),
+    # DAGGER_SECRET_API__HEALTH__* would fall under team api's secrets (DAGGER_SECRET_API__*)
+    pytest.param(minimal(team="api--health"), ["job.yaml: team: a team name is a DNS label"], id="team-double-hyphen"),
     pytest.param(minimal(paralelism=2), ["job.yaml: paralelism: unknown field (did you mean 'parallelism'?)"], id="unknown-field"),
     pytest.param(with_stream(topcs=["a"]), ["job.yaml: streams[0].topcs: unknown field (did you mean 'topics'?)"], id="unknown-stream-field"),
     pytest.param(minimal(schema={"version": "3f1c"}), ["job.yaml: schema.version: expected a descriptor-set digest (8 to 64 hex digits), got '3f1c'"], id="version-short"),

@@ -101,13 +101,14 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused():
     ("9search", "leading digit"),
     ("search_team", "underscore"),
     ("search-", "trailing hyphen"),
+    ("api--health", "double hyphen: DAGGER_SECRET_API__HEALTH__ would fall under team api's secrets"),
     ("a" * 21, "longer than 20"),
     ("a" * 24, "service account id dagger-<team> longer than 30"),
 ])
 def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
     assert problem.startswith(f"{SOURCE}:1: team: {name!r} does not match"), why
-    assert "lowercase letters, digits and '-', 3 to 20 characters" in problem
+    assert "lowercase letters, digits and single '-', 3 to 20 characters" in problem
 
 
 @pytest.mark.parametrize("name", ["platform", "default", "kube-system", "kube-public", "gke-system", "dagger-ops"])

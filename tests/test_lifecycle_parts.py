@@ -209,18 +209,28 @@ def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_p
 def test_a_deployed_spec_may_name_only_its_teams_secrets(monkeypatch):
     from dagger_runtime.lifecycle.spark import _spark_env, referenced_env
 
-    monkeypatch.setenv("DAGGER_SECRET_FRAUD_PG", "pw")
+    monkeypatch.setenv("DAGGER_SECRET_FRAUD__PG", "pw")
     monkeypatch.setenv("DAGGER_REGISTRY_URL", "postgresql://u:registry-pw@h/db")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
-    assert referenced_env("password: ${DAGGER_SECRET_FRAUD_PG}\n# $${NOT_A_REF}", "fraud") == ("DAGGER_SECRET_FRAUD_PG",)
+    assert referenced_env("password: ${DAGGER_SECRET_FRAUD__PG}\n# $${NOT_A_REF}", "fraud") == ("DAGGER_SECRET_FRAUD__PG",)
     for text, team in (("password: ${DAGGER_REGISTRY_URL}", "fraud"), ("password: ${AWS_SECRET_ACCESS_KEY}", None),
-                       ("password: ${DAGGER_SECRET_FRAUD_PG}", "growth"),     # another team's secret
-                       ("# a comment: ${HOME}", "fraud"), ("password: ${DAGGER_SECRET_FRAUD_}", "fraud")):
+                       ("password: ${DAGGER_SECRET_FRAUD__PG}", None),        # no team: no secret at all
+                       ("password: ${DAGGER_SECRET_FRAUD__PG}", "growth"),     # another team's secret
+                       # team api may not name team api-health's secrets
+                       ("password: ${DAGGER_SECRET_API_HEALTH__PG}", "api"), ("password: ${DAGGER_SECRET_API_X}", "api"),
+                       ("# a comment: ${HOME}", "fraud"), ("password: ${DAGGER_SECRET_FRAUD__}", "fraud")):
         with pytest.raises(DaggerError, match="only refer to its team's secrets"):
             referenced_env(text, team)
+    # a YAML escape hides the reference from the text but not from the loader, which resolves it
+    escaped = ("name: x\nteam: fraud\nstreams: []\nsql: SELECT 1\n"
+               'sink: {type: influx, influx: {url: "http://127.0.0.1:9", db_name: d, measurement_name: m, '
+               'password: "\\x24{DAGGER_REGISTRY_URL}"}}\n')
+    assert "${DAGGER_REGISTRY_URL}" not in escaped
+    with pytest.raises(DaggerError, match=r"\$\{DAGGER_REGISTRY_URL\}"):
+        referenced_env(escaped, "fraud")
     # what spark-submit (and so the driver) gets: its own needs and the named secrets, nothing else
-    env = _spark_env(("DAGGER_SECRET_FRAUD_PG",))
-    assert env["DAGGER_SECRET_FRAUD_PG"] == "pw"
+    env = _spark_env(("DAGGER_SECRET_FRAUD__PG",))
+    assert env["DAGGER_SECRET_FRAUD__PG"] == "pw"
     assert "DAGGER_REGISTRY_URL" not in env and "AWS_SECRET_ACCESS_KEY" not in env
 
 

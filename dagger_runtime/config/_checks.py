@@ -228,9 +228,10 @@ def job_name(value: str) -> str:
 
 
 def team_name(value: str) -> str:
-    if not TEAM_RE.fullmatch(value):
+    # no '--': a team's secrets are DAGGER_SECRET_<TEAM>__<NAME>, and '--' would make a '__' there
+    if not TEAM_RE.fullmatch(value) or "--" in value:
         raise ValueError(
-            f"a team name is a DNS label (lowercase letters, digits and '-', at most 63), got {show(value)}"
+            f"a team name is a DNS label (lowercase letters, digits and single '-', at most 63), got {show(value)}"
         )
     return value
 

@@ -91,6 +91,23 @@ def _secret_slots(data: Mapping[str, Any]):
                     yield ("streams", i, "kafka", "client_secrets", key), secrets, key
 
 
+def secret_references(text: str, fmt: Format) -> tuple[str, ...]:
+    """The ${VAR} names the job's secret values name once parsed, so after YAML's and the
+    properties format's own escapes (a `\x24{VAR}` in a YAML string is a reference too): what
+    the loader will resolve from the environment."""
+    front = native if fmt == "yaml" else dagger_properties
+    try:
+        draft = front.parse(text, default_name="job")
+    except Exception:       # a spec that does not parse resolves nothing; load reports why
+        return ()
+    names: set[str] = set()
+    for _, container, key in _secret_slots(draft.data):
+        value = container[key]
+        if isinstance(value, str):
+            names.update(m.group(1) for m in _checks.ENV_REF_RE.finditer(value.replace("$${", "")))
+    return tuple(sorted(names))
+
+
 def _resolve_secrets(draft: Draft, env: Mapping[str, str]) -> None:
     for loc, container, key in list(_secret_slots(draft.data)):
         value = container[key]

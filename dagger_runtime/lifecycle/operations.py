@@ -141,7 +141,8 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
     start = start or Start("job")
     starting = starting_options(start, plan.job.streams)
-    passed = spark_api.referenced_env(text, plan.job.team)
+    passed = spark_api.referenced_env(text, plan.job.team,
+                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
     port = _free_port(registry, cluster)
     started = time.monotonic()
     driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port,
@@ -210,7 +211,8 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                "checkpoint cannot be used" if key != previous.state_key else "a start position was asked for")
         how = f"new: {why}; reading {start}"
     # everything that can be checked before the old version stops
-    passed = spark_api.referenced_env(text, plan.job.team)
+    passed = spark_api.referenced_env(text, plan.job.team,
+                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
     port = _free_port(registry, cluster, current.metrics_port if cluster.name == current.cluster else None)
     if not keep and start.kind == "committed":
         starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))

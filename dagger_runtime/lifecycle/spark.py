@@ -88,16 +88,26 @@ SECRET_PREFIX = "DAGGER_SECRET_"
 
 
 def secret_prefix(team: str | None) -> str:
-    return SECRET_PREFIX + (team.upper().replace("-", "_") + "_" if team else "")
+    """DAGGER_SECRET_<TEAM>__: a double underscore ends the team, which no team name can hold
+    (no '--' in team names), so team `api` cannot name team `api-health`'s secrets."""
+    return SECRET_PREFIX + (team.upper().replace("-", "_") + "__" if team else "")
 
 
-def referenced_env(spec_text: str, team: str | None) -> tuple[str, ...]:
+def referenced_env(spec_text: str, team: str | None, fmt: str = "yaml") -> tuple[str, ...]:
     """The environment variables a spec's `${VAR}` references name, which deploy passes to the
-    driver. Only the team's own secrets may be named (DAGGER_SECRET_<TEAM>_...): a spec is the
-    analyst's, the environment the operator's, and a sink URL could carry any variable away."""
+    driver. Only the team's own secrets may be named (DAGGER_SECRET_<TEAM>__...), and a spec
+    without a team may name none: a spec is the analyst's, the environment the operator's, and a
+    sink URL could carry any variable away. The names are read both from the text (comments
+    included) and from the parsed secret values (so an escaped `\x24{VAR}` is seen too)."""
     from ..config._checks import ENV_REF_RE
+    from ..config.loader import secret_references
 
-    names = tuple(sorted({m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}))
+    names = tuple(sorted({m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}
+                         | set(secret_references(spec_text, "properties" if fmt.endswith("properties") else "yaml"))))
+    if names and not team:
+        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in names)} but names no team; a "
+                          "deployed dagger may only refer to its team's secrets, named DAGGER_SECRET_<TEAM>__<NAME>: "
+                          "set `team:`")
     prefix = secret_prefix(team)
     foreign = [n for n in names if not n.startswith(prefix) or n == prefix]
     if foreign:

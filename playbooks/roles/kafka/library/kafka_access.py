@@ -35,9 +35,9 @@ options:
     description: "[{principal, resource_type, name, pattern_type, operations}], ALLOW from any host."
 """
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # '*' is Kafka's wildcard resource (LITERAL only); other names are topic, group or id names
-RESOURCE_NAME = re.compile(r"^(\*|[A-Za-z0-9._-]{1,249})$")
+RESOURCE_NAME = re.compile(r"\*|[A-Za-z0-9._-]{1,249}")
 RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
 PATTERN_TYPES = ("LITERAL", "PREFIXED")
 OPERATIONS = ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
@@ -51,11 +51,11 @@ def declared(acls: list[dict]) -> tuple[set[tuple], list[str]]:
         where = f"acls[{i}]"
         principal, rtype = str(acl.get("principal", "")), str(acl.get("resource_type", "")).upper()
         name, ptype = str(acl.get("name", "")), str(acl.get("pattern_type", "LITERAL")).upper()
-        if not NAME.match(principal):
+        if not NAME.fullmatch(principal):
             problems.append(f"{where}.principal: {principal!r} is not a principal name (letters, digits, . _ -)")
         if rtype not in RESOURCE_TYPES:
             problems.append(f"{where}.resource_type: {rtype!r}: one of {', '.join(RESOURCE_TYPES)}")
-        if not RESOURCE_NAME.match(name) or (name == "*" and ptype != "LITERAL"):
+        if not RESOURCE_NAME.fullmatch(name) or (name == "*" and ptype != "LITERAL"):
             problems.append(f"{where}.name: {name!r} is not a resource name (or '*' with pattern_type LITERAL)")
         if ptype not in PATTERN_TYPES:
             problems.append(f"{where}.pattern_type: {ptype!r}: one of {', '.join(PATTERN_TYPES)}")
@@ -82,7 +82,7 @@ def main() -> None:
     p = module.params
     wanted, problems = declared(p["acls"])
     users = {name: str(p["passwords"].get(name) or "") for name in p["users"]}
-    problems += [f"users: {name!r} is not a principal name" for name in users if not NAME.match(name)]
+    problems += [f"users: {name!r} is not a principal name" for name in users if not NAME.fullmatch(name)]
     problems += [f"users: {name}: no password" for name, pw in users.items() if not pw]
     if problems:
         module.fail_json(msg="; ".join(problems))
@@ -146,11 +146,20 @@ def main() -> None:
             if error is not None and getattr(error, "errno", 0):
                 module.fail_json(msg=f"describing the ACLs of {principal}: {error}")
             for acl in found:
+                if acl.permission_type.name == "DENY":
+                    continue        # an operator's DENY only narrows access: never removed here
                 key = (acl.principal.removeprefix("User:"), acl.resource_pattern.resource_type.name,
                        acl.resource_pattern.resource_name, acl.resource_pattern.pattern_type.name,
                        acl.operation.name)
-                exact = acl.permission_type.name == "ALLOW" and acl.host == "*"
-                held[key if exact else key + (acl.permission_type.name, acl.host)] = acl
+                held[key if acl.host == "*" else key + (acl.host,)] = acl
+        # an ALLOW for every principal would open the cluster past every grant: refuse to go on
+        everyone, _ = admin.describe_acls(ACLFilter(
+            principal="User:*", host=None, operation=ACLOperation.ANY, permission_type=ACLPermissionType.ALLOW,
+            resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY)))
+        if everyone:
+            module.fail_json(msg="ACLs allow every principal (User:*): " + "; ".join(
+                f"{a.operation.name} {a.resource_pattern.resource_type.name} {a.resource_pattern.resource_name} "
+                f"({a.resource_pattern.pattern_type.name})" for a in everyone) + ": remove them (kafka-acls --remove)")
         missing = sorted(wanted - set(held))
         extra = [acl for key, acl in held.items() if key not in wanted]
         if missing and not module.check_mode:
@@ -170,8 +179,9 @@ def main() -> None:
                 if error is not None and getattr(error, "errno", 0):
                     module.fail_json(msg=f"ACLs not deleted: {error}")
         changes += [f"allow {' '.join(m)}" for m in missing]
-        changes += [f"revoke {a.principal} {a.operation.name} {a.resource_pattern.resource_type.name} "
-                    f"{a.resource_pattern.resource_name}" for a in extra]
+        changes += [f"revoke {a.permission_type.name} {a.principal} from {a.host} {a.operation.name} "
+                    f"{a.resource_pattern.resource_type.name} {a.resource_pattern.resource_name} "
+                    f"({a.resource_pattern.pattern_type.name})" for a in extra]
     finally:
         admin.close()
     module.exit_json(changed=bool(changes), changes=changes, acls=len(wanted), users=sorted(users))
