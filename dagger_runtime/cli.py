@@ -78,7 +78,7 @@ def cmd_run(args) -> int:
     plan = _load_plan(args)
     options = RunOptions(checkpoint=args.checkpoint, available_now=args.available_now, master=args.master,
                          log_path=args.log, metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
-                         starting=_starting(args.starting, plan))
+                         starting=_starting(args.starting, plan), emit_after_ms=args.emit_windows_after)
     return run(plan, options)
 
 
@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
                         '"earliest"|"latest"|"{\"topic\":{\"0\":42}}"}} or {"TABLE": {"startingTimestamp": '
                         '"EPOCH_MS"}}; ignored when the checkpoint already holds offsets (deploy and edit '
                         'set it)')
+    r.add_argument("--emit-windows-after", type=int, metavar="EPOCH_MS",
+                   help="write only the windows that end after this time: a version that replays its "
+                        "input from before its open windows then leaves the windows the previous version "
+                        "wrote as they are (`dagger failover` sets it)")
     _add_strict(r)
     r.set_defaults(func=cmd_run)
 

@@ -29,6 +29,7 @@ class RunOptions:
     metrics_addr: str = "127.0.0.1"     # ... on this address
     starting: dict | None = None        # Kafka starting options by table, for a new checkpoint
     sink_retry_s: float = 600.0         # how long a sink write is retried before the job fails
+    emit_after_ms: int | None = None    # write only windows ending after this (a replay, failover)
 
 
 def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
@@ -61,10 +62,13 @@ class BatchWriter:
         self.counters.batch_done(batch_id, written, dead)
 
 
-def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None):
+def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None,
+                emit_after_ms: int | None = None):
     """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
     analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
     its output columns."""
+    import dataclasses
+
     from . import dead_letters
     from .sinks import create_sink
     from .validate import stream_tables, streaming_query
@@ -72,10 +76,25 @@ def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 6
     writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name)
                for i, s in enumerate(plan.streams)]
     stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting)
+    if emit_after_ms is not None:   # checked like any query: the column is part of what Spark runs
+        plan = dataclasses.replace(plan, query=plan.query.with_window_end(WINDOW_END))
     results = streaming_query(spark, plan)
+    if emit_after_ms is not None:
+        results = only_windows_after(results, emit_after_ms)
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in results.schema.fields]
     sink = sink_factory(plan, columns) if sink_factory else create_sink(plan, columns, retry_for_s=sink_retry_s)
     return results, sink, writers
+
+
+WINDOW_END = "__dagger_window_end"
+
+
+def only_windows_after(results, after_ms: int):
+    """The rows of windows that end after `after_ms` (RunOptions.emit_after_ms), without the
+    window-end column the query was given for it."""
+    from pyspark.sql import functions as F
+
+    return results.where(F.col(WINDOW_END) > F.timestamp_millis(F.lit(int(after_ms)))).drop(WINDOW_END)
 
 
 @dataclass
@@ -97,7 +116,8 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
-    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, options.starting)
+    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, options.starting,
+                                         options.emit_after_ms)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from . import sizing, topics
 from .policy.rules import reserved_name_problem
 from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
                     MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
+from .yaml_lines import Document, Problems, field_name, line_of
+from .yaml_lines import read_yaml as _read_yaml
 
 INFRA = Path(__file__).resolve().parent
 TEAMS_DIR = INFRA / "teams"
@@ -130,125 +131,16 @@ class TeamSpec:
         return {**self.labels, "team": self.name, "tier": self.tier, "managed-by": "daggers-infra"}
 
 
-# -- where a field is -------------------------------------------------------------------------
+# -- where a field is, and reading the YAML (infra/yaml_lines.py, shared with chaos/playbook.py) ----------
 
-_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
-
-
-def field_path(name: str) -> tuple:
-    """"kafka[0].topics[1]" -> ("kafka", 0, "topics", 1)."""
-    return tuple(int(i) if i else key for i, key in _PART.findall(name))
-
-
-def field_name(path) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def line_of(lines: Mapping[tuple, int], name: str) -> int:
-    path = field_path(name)
-    while path:
-        if path in lines:
-            return lines[path]
-        path = path[:-1]
-    return 1
-
-
-class _Problems(list):
-    """Problems of one file, each "<source>:<line>: <field>: <message>"."""
-
-    def __init__(self, source: str, lines: Mapping[tuple, int]):
-        super().__init__()
-        self.source, self.lines = source, lines
-
-    def add(self, name: str, message: str, line: int | None = None) -> None:
-        self.append(f"{self.source}:{line or line_of(self.lines, name)}: {name}: {message}")
-
-
-# -- reading the YAML ----------------------------------------------------------------------------
-
-_YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
-_YAML_HINTS = (
-    ("found character '\\t'", "YAML indents with spaces only: replace the tab by spaces"),
-    ("mapping values are not allowed", "a ':' where YAML did not expect a field: is the line indented more than "
-                                       "the field above it, or is a value with ': ' in it missing its quotes?"),
-    ("expected <block end>", "a line is indented less or more than the fields around it: line up fields of the "
-                             "same mapping (two spaces a level), list items under their field"),
-    ("did not find expected key", "a line is indented less or more than the fields around it: line up fields of "
-                                  "the same mapping (two spaces a level)"),
-    ("did not find expected '-'", "list items must line up: every '- ' of one list at the same column"),
-    ("could not find expected ':'", "a field needs 'name: value'; is a ':' or a closing quote missing?"),
-    ("expected ',' or ']'", "a [list] is not closed: add the ']'"),
-    ("expected ',' or '}'", "a {mapping} is not closed: add the '}'"),
-    ("found undefined alias", "'*name' refers to no '&name' anchor: write the value out"),
-)
-
-
-def _yaml_error(source: str, e: yaml.YAMLError) -> str:
-    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-    line = mark.line + 1 if mark else 1
-    what = " ".join(x for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
-    hint = next((h for key, h in _YAML_HINTS if key in what), "check the indentation and the quotes on this line")
-    return f"{source}:{line}: (yaml): not valid YAML: {what}; {hint}"
-
-
-def _walk(node, path: tuple, lines: dict, problems: _Problems, seen: set) -> None:
-    if id(node) in seen:
-        # the composer hands back the anchored node for an alias: the same object twice
-        problems.add(field_name(path), "an alias (*name) repeats another part of the file: write the value out, "
-                                       "so that what reviewers read is what the platform gets")
-        return
-    seen.add(id(node))
-    if node.tag not in _YAML_TAGS:
-        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-        problems.add(field_name(path), f"the YAML tag {tag} is not allowed: a team spec holds plain strings, "
-                                       "numbers, booleans, lists and mappings (quote a value to keep it a string)")
-        return
-    if isinstance(node, yaml.MappingNode):
-        keys: dict = {}
-        for key_node, value_node in node.value:
-            line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (
-                    "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"):
-                problems.add(field_name(path), f"line {line}: a field name must be plain text")
-                continue
-            key = key_node.value
-            if key_node.tag.endswith(":merge"):
-                lines[path + ("<<",)] = line
-                problems.add(field_name(path + ("<<",)), "merge keys (<<) are not allowed: write the fields out")
-                continue
-            if key in keys:
-                problems.add(field_name(path + (key,)), f"given twice (lines {keys[key]} and {line}): keep one; "
-                                                        "YAML would silently keep the last", line)
-                continue
-            keys[key] = line
-            lines[path + (key,)] = line
-            _walk(value_node, path + (key,), lines, problems, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            lines[path + (i,)] = item.start_mark.line + 1
-            _walk(item, path + (i,), lines, problems, seen)
+_TEAM_SPEC = Document(error=SpecError, holds="a team spec", gets="the platform gets",
+                      needs="a spec needs team, owners, tier and network")
+_Problems = Problems
 
 
 def read_yaml(text: str, source: str) -> tuple[object, dict[tuple, int]]:
     """(the document, the line of every field): SpecError on bad YAML, tags, aliases, merges, duplicates."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        raise SpecError([_yaml_error(source, e)]) from None
-    if node is None:
-        raise SpecError([f"{source}:1: (top level): the file is empty; a spec needs team, owners, tier and network"])
-    lines: dict[tuple, int] = {(): node.start_mark.line + 1}
-    problems = _Problems(source, lines)
-    _walk(node, (), lines, problems, set())
-    if problems:
-        raise SpecError(problems)
-    try:
-        return yaml.safe_load(text), lines
-    except yaml.YAMLError as e:     # composed cleanly, so unlikely: a value YAML cannot construct
-        raise SpecError([_yaml_error(source, e)]) from None
+    return _read_yaml(text, source, _TEAM_SPEC)
 
 
 def _control_characters(raw, path: tuple, problems: _Problems) -> None:

@@ -17,7 +17,7 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,6 +35,7 @@ class Converged:
     changed: int                    # tasks that changed something, over all hosts
     failures: list[str]             # "host: task: message" of each failed task
     stats: dict
+    changed_tasks: list[str] = field(default_factory=list)   # "host: task" of each change
 
 
 def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged:
@@ -45,6 +46,7 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
 
     console = Console(file=out, highlight=False, soft_wrap=True)
     failures: list[str] = []
+    changed_tasks: list[str] = []
     state = {"task": "", "tasks": 0}
     work = lab_dir() / ".runner"
     work.mkdir(parents=True, exist_ok=True)
@@ -59,6 +61,8 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
                 status.update(f"[{state['tasks']}] {data.get('play', '')}: {state['task']}")
             elif not quiet:
                 console.print(f"  {data.get('play', '')}: {state['task']}")
+        elif kind == "runner_on_ok" and (data.get("res") or {}).get("changed"):
+            changed_tasks.append(f"{data.get('host')}: {data.get('task')}")
         elif kind in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
             result = data.get("res") or {}
             message = result.get("msg") or result.get("stderr") or result.get("stdout") or "failed"
@@ -87,7 +91,10 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
     if not ok and not failures:     # a playbook that did not even start (syntax, missing file)
         text = runner.stdout.read() if runner.stdout else ""
         failures.append(f"ansible-playbook exited {runner.rc}: {text.strip()[-2000:]}")
-    return Converged(ok, changed, failures, stats)
+    return Converged(ok, changed, failures, stats, changed_tasks)
+
+
+_LIST_CHANGES_UP_TO = 40
 
 
 class _Nothing:
@@ -204,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print("lab up: already up, nothing changed" if result.changed == 0
           else f"lab up: {result.changed} changes")
+    if 0 < len(result.changed_tasks) <= _LIST_CHANGES_UP_TO:   # what a re-run changed is worth reading
+        for task in result.changed_tasks:
+            print(f"  changed: {task}")
     show_status(components())
     return 0
 

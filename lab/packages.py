@@ -1,5 +1,6 @@
 """The Debian packages of the servers the tests and the lab start (InfluxDB 1.x, VictoriaMetrics,
-PostgreSQL, Prometheus; and Node.js, which runs the workflow's script in a test), installed with apt-get when missing. `make test` and `make demo` run this first.
+PostgreSQL, Prometheus; and Node.js, which runs the workflow's script in a test; and Chromium, which renders
+the drill reports headless in a test), installed with apt-get when missing. `make test` and `make demo` run this first.
 
     python -m lab.packages          # install what is missing (as root), or say the command
     python -m lab.packages --check  # exit 1 if anything is missing
@@ -21,6 +22,9 @@ PACKAGES = {
     "prometheus": lambda: shutil.which("promtool"),
     # runs the pull-request workflow's github-script verdict in tests/test_infra_pr_flow.py
     "nodejs": lambda: shutil.which("node"),
+    # renders the drills' HTML reports headless (chaos/browser.py, the browser tests in
+    # tests/test_chaos_report.py) and takes the README's screenshot of one
+    "chromium": lambda: shutil.which("chromium"),
 }
 
 

@@ -77,6 +77,22 @@ def cmd_edit(args) -> int:
     return 0
 
 
+def cmd_failover(args) -> int:
+    from .operations import failover_kafka, failover_spark
+
+    began = time.monotonic()
+    with _console.status(f"moving {args.name} ..."):
+        if args.kafka:
+            outcome = failover_kafka(_registry(args), args.name, args.kafka, actor=args.actor,
+                                     clusters_dir=args.clusters)
+        else:
+            outcome = failover_spark(_registry(args), args.name, args.cluster, actor=args.actor,
+                                     clusters_dir=args.clusters, force=args.force)
+    _wait_first_row(args, outcome, began)
+    _print(outcome, args.json)
+    return 0
+
+
 def cmd_stop(args) -> int:
     from .operations import stop
 
@@ -220,6 +236,23 @@ def add_commands(sub) -> None:
     e.add_argument("--from", dest="start", metavar="POSITION", help=start_help)
     e.add_argument("--cluster", help="move the dagger to this cluster (its checkpoint must be reachable there)")
     e.set_defaults(func=cmd_edit)
+
+    f = sub.add_parser("failover", parents=[common, waiting],
+                       help="move a dagger to another Spark cluster or onto a Kafka mirror",
+                       description="--cluster: resume the dagger on another Spark cluster from the same checkpoint "
+                                   "(a lost cluster's driver must be gone: its /metrics must not answer). --kafka: "
+                                   "read the copy of its topics on another Kafka cluster (or go back to the "
+                                   "original), on a new checkpoint that replays from before the windows the old "
+                                   "version had not written and writes only those. Pass the target cluster's "
+                                   "Kafka password in the same DAGGER_SECRET_ variable the spec names.")
+    f.add_argument("name", metavar="NAME", help="the dagger (its job name)")
+    where = f.add_mutually_exclusive_group(required=True)
+    where.add_argument("--cluster", help="the Spark cluster to resume on (a name in the clusters directory)")
+    where.add_argument("--kafka", metavar="CLUSTER",
+                       help="the Kafka cluster to read (a name in <clusters>/kafka/)")
+    f.add_argument("--force", action="store_true",
+                   help="with --cluster: go on although the old driver's state cannot be checked")
+    f.set_defaults(func=cmd_failover)
 
     s = sub.add_parser("stop", parents=[common], help="stop a dagger (its checkpoint is kept)",
                        description="Kill the dagger's driver through the Spark master and record it as STOPPED. "

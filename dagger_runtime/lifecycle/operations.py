@@ -112,11 +112,12 @@ def _check_team(plan, cluster: Cluster, current: Dagger | None) -> None:
 
 
 def _submit(cluster: Cluster, plan, text: str, *, number: int, checkpoint: str, starting: dict | None,
-            port: int, passed_env: tuple[str, ...]) -> tuple[str, str]:
+            port: int, passed_env: tuple[str, ...], emit_after_ms: int | None = None) -> tuple[str, str]:
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(cluster, plan.job.name, number, text, suffix)
     argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
-                                 metrics_port=port, parallelism=plan.job.parallelism, starting=starting)
+                                 metrics_port=port, parallelism=plan.job.parallelism, starting=starting,
+                                 emit_after_ms=emit_after_ms)
     return spark_api.submit(argv, passed_env), suffix
 
 
@@ -190,7 +191,10 @@ def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_
 
 
 def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Cluster, *, start: Start | None,
-              actor: str, action: str, clusters_dir: str | None) -> Outcome:
+              actor: str, action: str, clusters_dir: str | None, emit_after_ms: int | None = None,
+              old_cluster_lost: bool = False) -> Outcome:
+    """Stop the running version (unless its cluster is lost: then the caller has made sure its
+    driver is gone) and start `plan` as the next version."""
     name = plan.job.name
     previous = registry.version(name)
     out = Outcome()
@@ -219,7 +223,12 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     # one writer per checkpoint: the old driver must be gone before the new one starts
     if current.running:
         old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
-        _stop_driver(registry, old_cluster, current, actor, action=action, detail=f"replaced by version {number}")
+        if old_cluster_lost:
+            registry.record_status(name, "LOST", actor=actor, action=action,
+                                   detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
+        else:
+            _stop_driver(registry, old_cluster, current, actor, action=action,
+                         detail=f"replaced by version {number}")
         if old_cluster is not cluster:
             _write_target(old_cluster, name, current.team, None)
     started = time.monotonic()
@@ -229,7 +238,7 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                     starting_options(start, plan.job.streams,
                                      committed_offsets(current.checkpoint) if start.kind == "committed" else None))
         driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                                 port=port, passed_env=passed)
+                                 port=port, passed_env=passed, emit_after_ms=None if keep else emit_after_ms)
     except DaggerError as e:
         if not current.running:
             raise
@@ -237,7 +246,9 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                           f"start it again with `dagger deploy SPEC --cluster {current.cluster}`") from None
     registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
                             spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
-                            checkpoint=checkpoint, start="from its checkpoint" if keep else str(start), actor=actor,
+                            checkpoint=checkpoint, actor=actor,
+                            start="from its checkpoint" if keep else str(start) + (
+                                "" if emit_after_ms is None else f", writing windows that end after {emit_after_ms}"),
                             submission_id=driver, metrics_port=port, action=action)
     _write_target(cluster, name, plan.job.team, port)
     verb = "edited" if action == "edit" else "redeployed"
@@ -247,6 +258,89 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     out.data = {"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
                 "cluster": cluster.name, "submission_id": driver, "metrics_port": port, "started_at": started}
     return out
+
+
+# --- failover -------------------------------------------------------------------------------------
+def _running_plan(registry: Registry, name: str, text: str | None = None):
+    """The plan of the dagger's current spec (or of `text`, a changed one), validated again."""
+    import tempfile
+
+    version = registry.version(name)
+    suffix = version.spec_format if version.spec_format.startswith(".") else f".{version.spec_format}"
+    with tempfile.TemporaryDirectory(prefix="dagger-failover-") as folder:
+        path = Path(folder) / f"{name}{suffix}"     # a spec without a name takes its file's
+        path.write_text(version.spec if text is None else text)
+        return load_spec(str(path))
+
+
+def failover_spark(registry: Registry, name: str, to: str, *, actor: str, clusters_dir: str | None = None,
+                   force: bool = False) -> Outcome:
+    """Resume the dagger on cluster `to` from its checkpoint. When its own cluster still answers,
+    this is a planned move (the driver is stopped there first); when it does not, the driver must
+    be gone too: the dagger's /metrics must not answer (`force` skips that check)."""
+    current = registry.get(name)
+    if current is None:
+        raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    old, new = get_cluster(current.cluster, clusters_dir), get_cluster(to, clusters_dir)
+    if old.name == new.name:
+        raise DaggerError(f"{name} already runs on {to}")
+    _check_alive(new)
+    plan, text = _running_plan(registry, name)
+    _check_team(plan, new, current)
+    try:
+        lost = spark_api.master_state(old, timeout=3.0).status != "ALIVE"
+    except DaggerError:
+        lost = True
+    if lost and current.running and current.metrics_port and not force:
+        if scrape(old.metrics_host, current.metrics_port) is not None:
+            raise DaggerError(f"cluster {old.name}'s master does not answer, but {name}'s driver still does "
+                              f"(http://{old.metrics_host}:{current.metrics_port}/metrics): two drivers on one "
+                              "checkpoint would write it both; stop that driver first, or pass --force if it "
+                              "cannot be reached but is known to be gone")
+    out = _redeploy(registry, plan, text, current, new, start=None, actor=actor, action="failover",
+                    clusters_dir=clusters_dir, old_cluster_lost=lost)
+    out.lines.insert(0, f"{name}: {old.name} {'lost' if lost else 'answers (a planned move)'}; resuming on "
+                        f"{new.name} from the same checkpoint")
+    out.data["from_cluster"], out.data["old_cluster_lost"] = old.name, lost
+    return out
+
+
+def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, clusters_dir: str | None = None) -> Outcome:
+    """Move the dagger's streams to the Kafka cluster `to` (a copy of the cluster they read, or
+    back to the original), on a new checkpoint that rebuilds the windows the old version had not
+    written (failover.py says how)."""
+    from .failover import kafka_clusters, moved_spec, replay_from_ms
+    from .state import committed_watermark
+
+    current = registry.get(name)
+    if current is None:
+        raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    text = moved_spec(registry.version(name).spec, to, kafka_clusters(clusters_dir))
+    plan, text = _running_plan(registry, name, text)
+    replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
+    cluster = get_cluster(current.cluster, clusters_dir)
+    if current.running:
+        # the watermark is read once the old version is gone: a batch it commits meanwhile counts
+        _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}")
+        current = registry.get(name)
+    watermark = committed_watermark(current.checkpoint)
+    if watermark <= 0:
+        raise DaggerError(f"{name} has not written a window yet (its watermark is not set), so there is no "
+                          f"boundary to replay from; it is stopped: start it with `dagger edit {name} SPEC "
+                          "--from TIME` on a spec that reads the other cluster")
+    start = Start("timestamp", replay_from_ms(plan, watermark))
+    out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
+                    clusters_dir=clusters_dir, emit_after_ms=watermark)
+    out.lines.insert(0, f"{name}: reading Kafka cluster {to}; the windows that ended by the last committed "
+                        f"watermark ({_iso(watermark)}) were written by version {current.version} and stay")
+    out.data.update({"kafka_cluster": to, "watermark_ms": watermark, "replay_from_ms": start.timestamp_ms})
+    return out
+
+
+def _iso(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: str, *, action: str,

@@ -20,7 +20,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from ..errors import DaggerError
 
 # Spark's driver states that mean the dagger no longer runs
-ENDED = ("FINISHED", "KILLED", "FAILED", "ERROR", "STOPPED")
+ENDED = ("FINISHED", "KILLED", "FAILED", "ERROR", "STOPPED", "LOST")
 
 
 def _now() -> dt.datetime:

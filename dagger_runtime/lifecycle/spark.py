@@ -42,7 +42,8 @@ def _on_cluster(cluster: Cluster, local: Path) -> str:
 
 
 def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
-                parallelism: int, starting: dict[str, dict[str, str]] | None = None) -> list[str]:
+                parallelism: int, starting: dict[str, dict[str, str]] | None = None,
+                emit_after_ms: int | None = None) -> list[str]:
     """spark-submit's command line for a dagger (pure)."""
     jars = [_on_cluster(cluster, p) for p in spark_jars()]
     decoder = jars[-1]
@@ -68,6 +69,8 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
              "--metrics-port", str(metrics_port), "--metrics-addr", cluster.metrics_host]
     if starting:
         argv += ["--starting", json.dumps(starting, sort_keys=True, separators=(",", ":"))]
+    if emit_after_ms is not None:
+        argv += ["--emit-windows-after", str(int(emit_after_ms))]
     return argv
 
 

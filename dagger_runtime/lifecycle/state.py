@@ -63,10 +63,10 @@ def parse_start(text: str) -> Start:
     return Start("timestamp", int(at.timestamp() * 1000))
 
 
-def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
-    """The Kafka offsets of the last batch a checkpoint committed, one {topic: {partition: next
-    offset}} per source, in the order Spark lists its sources. Spark writes offsets/N before
-    the batch runs and commits/N after its results are stored, so N is the highest with both."""
+def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
+    """The offset log of the last batch a checkpoint committed, as lines. Spark writes offsets/N
+    before the batch runs and commits/N after its results are stored, so N is the highest with
+    both."""
     if "://" in checkpoint and not checkpoint.startswith("file://"):
         raise DaggerError(f"cannot read the committed offsets of {checkpoint} from here; start from a time "
                           "(--from 2026-11-23T10:00:00Z), earliest or latest instead")
@@ -77,12 +77,29 @@ def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
         if offsets.is_file():
             lines = offsets.read_text().splitlines()
             # v1, then the batch's metadata, then one line per source ("-": a source without offsets)
-            if not lines or lines[0] != "v1":
+            if not lines or lines[0] != "v1" or len(lines) < 2:
                 raise DaggerError(f"{offsets}: an offset log of version {lines[0] if lines else 'none'}; this runtime "
                                   "reads v1 (Spark 4.0): start from a time instead")
-            return [json.loads(line) for line in lines[2:] if line.strip() not in ("", "-")]
+            return offsets, lines
     raise DaggerError(f"the previous checkpoint {checkpoint} has no committed batch to start from; "
                       "use --from earliest, latest or a time")
+
+
+def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
+    """The Kafka offsets of the last batch a checkpoint committed, one {topic: {partition: next
+    offset}} per source, in the order Spark lists its sources."""
+    _, lines = _last_committed(checkpoint)
+    return [json.loads(line) for line in lines[2:] if line.strip() not in ("", "-")]
+
+
+def committed_watermark(checkpoint: str) -> int:
+    """The event-time watermark (epoch ms) of the last batch a checkpoint committed. In append
+    mode that batch wrote every window ending at or before it, and no other."""
+    path, lines = _last_committed(checkpoint)
+    try:
+        return int(json.loads(lines[1])["batchWatermarkMs"])
+    except (ValueError, KeyError, TypeError):
+        raise DaggerError(f"{path}: no batch watermark in its metadata line") from None
 
 
 def starting_options(start: Start, streams, offsets: list[dict] | None = None) -> dict[str, dict[str, str]]:

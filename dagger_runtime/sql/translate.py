@@ -7,6 +7,7 @@ translated query (dagger_runtime.sandbox).
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,11 +33,35 @@ class Translation:
     # the analyst's query as parsed, before any rewrite: for messages and checks that point
     # into the analyst's SQL (nobody parses it again)
     tree: exp.Expression | None = field(default=None, compare=False, repr=False)
+    # the rewritten tree spark_sql was written from (sqlglot cannot read Spark's window() back)
+    spark_tree: exp.Expression | None = field(default=None, compare=False, repr=False)
 
-    @property
-    def ordered(self) -> bool:
-        """The query has its own ORDER BY (preview then keeps its order)."""
-        return self.tree is not None and self.tree.args.get("order") is not None
+    def with_window_end(self, column: str) -> Translation:
+        """The same query with one more output column: the end of its group window.
+
+        A dagger restarted on a new checkpoint replays its input from before its open windows so
+        that they are rebuilt whole; windows that ended by then were written by the previous
+        version, and the replay sees only their tail. `run` keeps those from being overwritten with
+        partial counts by filtering on this column, then drops it: the aggregates and the state
+        layout stay as they were.
+        """
+        if self.spark_tree is None:
+            raise QueryError("this query was not translated here, so its windows cannot be told apart")
+        if column.lower() in (c.lower() for c in self.output_columns):
+            raise QueryError(f"the query already has a column named {column}")
+        tree = self.spark_tree.copy()
+        select = tree if isinstance(tree, exp.Select) else None
+        group = select.args.get("group") if select is not None else None
+        # window() only: a session's end moves while it is open, so no boundary says it was written
+        calls = [g for g in (group.expressions if group else [])
+                 if isinstance(g, exp.Anonymous) and str(g.this).lower() == "window"]
+        if not calls:
+            raise QueryError("the query's outermost SELECT has no TUMBLE or HOP window, so a replay cannot tell "
+                             "which results the previous version already wrote")
+        ended = exp.Dot(this=calls[0].copy(), expression=exp.to_identifier("end"))
+        select.select(exp.alias_(ended, column), append=True, copy=False)
+        return dataclasses.replace(self, spark_sql=tree.sql(dialect="spark", comments=False), spark_tree=tree,
+                                   output_columns=self.output_columns + (column,))
 
 
 def parse(sql: str) -> exp.Expression:
@@ -104,7 +129,7 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
     outputs = tuple(_output_names(parsed))
     # comments are dropped: Spark runs exactly the tree that was checked, nothing hidden in them
     return Translation(text, tree.sql(dialect="spark", comments=False), tuple(read), tuple(found),
-                       tuple(sorted(used_udfs)), outputs, parsed)
+                       tuple(sorted(used_udfs)), outputs, parsed, tree)
 
 
 def _output_names(tree: exp.Expression) -> list[str]:

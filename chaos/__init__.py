@@ -1,0 +1,1 @@
+"""Chaos and failover drills: faults with undo, drill playbooks, the resilience report."""

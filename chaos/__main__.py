@@ -1,0 +1,5 @@
+import sys
+
+from chaos.cli import chaos_main
+
+sys.exit(chaos_main())

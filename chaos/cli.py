@@ -1,0 +1,177 @@
+"""Drill playbooks from the command line: `python -m chaos drill ...`, or `daggers-drill ...`.
+
+    list                    the playbooks of chaos/playbooks/: name, type, faults, downtime, failover
+    validate PLAYBOOK...    check playbooks without touching anything; exit 1 listing every problem
+    run PLAYBOOK            --dry-run prints the plan of steps with their times; running a drill
+                            on the lab is not implemented yet (exit 2)
+
+A PLAYBOOK is a file, or the name of one in chaos/playbooks/ (kafka-failover).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
+
+EXIT_INVALID = 1
+EXIT_NOT_IMPLEMENTED = 2
+
+
+def resolve(arg: str, directory: Path = PLAYBOOKS_DIR) -> Path:
+    """A path as given, or a drill's name: <directory>/<name>.yaml."""
+    path = Path(arg)
+    if not path.exists() and NAME.fullmatch(arg):
+        for suffix in (".yaml", ".yml", ".json"):
+            if (directory / f"{arg}{suffix}").is_file():
+                return directory / f"{arg}{suffix}"
+    return path
+
+
+def summary(book: Playbook) -> dict:
+    """One playbook as a row of `drill list` (and its --json)."""
+    fo = book.failover
+    types = sorted({f.system for f in book.faults})
+    return {
+        "name": book.name,
+        "file": book.source,
+        "type": ", ".join(types) or (book.type or ""),
+        "faults": [{"name": f.name, "kind": f.kind, "target": f.describe(), "at_s": f.at, "downtime_s": f.downtime,
+                    "recovers": f.recovers} for f in book.faults],
+        "downtime_s": max((f.downtime for f in book.faults), default=0.0),
+        "failover": None if fo is None else {"kind": fo.kind, "to": fo.to, "mode": fo.mode,
+                                             "rto_target_s": fo.rto_target},
+        "length_s": book.timeline.end,
+        "description": book.description,
+    }
+
+
+def _console(file=None):
+    from rich.console import Console
+    out = file or sys.stdout
+    terminal = hasattr(out, "isatty") and out.isatty()
+    return Console(file=out, highlight=False, width=None if terminal else 200)
+
+
+def cmd_list(args) -> int:
+    directory = Path(args.dir)
+    rows, problems = [], []
+    for path in playbook_files(directory):
+        try:
+            rows.append(summary(load(path)))
+        except PlaybookError as e:
+            problems.extend(e.problems)
+            rows.append({"name": path.stem, "file": str(path), "invalid": e.problems})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        from rich.table import Table
+        table = Table(title=f"drill playbooks in {_shown(directory)}", title_justify="left")
+        for column in ("name", "type", "faults", "downtime", "failover", "description"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            if "invalid" in row:
+                table.add_row(row["name"], "", "", "", "", f"[red]invalid: {len(row['invalid'])} problem(s)[/red]")
+                continue
+            fo = row["failover"]
+            table.add_row(
+                row["name"], row["type"],
+                "\n".join(f"{f['kind']} at {fmt_duration(f['at_s'])}" for f in row["faults"]),
+                "\n".join(fmt_duration(f["downtime_s"]) + ("" if f["recovers"] else " (stays)")
+                          for f in row["faults"]),
+                f"{fo['kind']} -> {fo['to']} ({fo['mode']}, rto {fmt_duration(fo['rto_target_s'])})" if fo else "",
+                row["description"])
+        _console().print(table if rows else f"no playbooks in {_shown(directory)}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    return EXIT_INVALID if problems else 0
+
+
+def cmd_validate(args) -> int:
+    status = 0
+    for arg in args.playbooks:
+        try:
+            book = load(resolve(arg))
+        except PlaybookError as e:
+            status = EXIT_INVALID
+            print(f"{arg}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})", file=sys.stderr)
+            for p in e.problems:
+                print(f"  {p}", file=sys.stderr)
+            continue
+        faults = ", ".join(f.describe() for f in book.faults) or "no faults"
+        print(f"{book.source}: {book.name}: valid ({faults}; {fmt_duration(book.timeline.end)} in all)")
+    return status
+
+
+def cmd_run(args) -> int:
+    from .plan import plan, render
+    try:
+        book = load(resolve(args.playbook))
+    except PlaybookError as e:
+        for p in e.problems:
+            print(p, file=sys.stderr)
+        return EXIT_INVALID
+    if args.dry_run:
+        print(render(book, plan(book)))
+        return 0
+    print(f"drill run {book.name}: the playbook is valid, but running drills on the lab is not implemented yet "
+          "(--dry-run prints the plan)", file=sys.stderr)
+    return EXIT_NOT_IMPLEMENTED
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def add_drill_commands(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,validate,run}")
+    p = sub.add_parser("list", help="the playbooks of chaos/playbooks/",
+                       description="The drill playbooks in a directory (chaos/playbooks/): name, type, faults, "
+                                   "downtime, failover, description. Exit 1 if one is invalid.")
+    p.add_argument("--json", action="store_true", help="one JSON document, for machines")
+    p.add_argument("--dir", default=str(PLAYBOOKS_DIR), metavar="DIR",
+                   help="where the playbooks are (default: %(default)s)")
+    p.set_defaults(func=cmd_list)
+    p = sub.add_parser("validate", help="check playbooks, touching nothing",
+                       description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
+                                   "specs, touching nothing. Every problem as file:line: field: message; exit 1 if "
+                                   "any.")
+    p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("run", help="run a drill on the lab (--dry-run: its plan)",
+                       description="Run a drill on the lab. Not implemented yet (exit 2) except --dry-run, which "
+                                   "prints the plan: every step with its time from the drill's start.")
+    p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
+    p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
+                   help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)")
+    p.add_argument("--out", metavar="DIR", default="runs/", help="where the run's record goes (default: runs/)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="chooses the instances a failure_percentage hits (default: random, recorded in the run)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan of steps with their times and exit")
+    p.set_defaults(func=cmd_run)
+
+
+def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
+    """`daggers-drill list|validate|run`."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_drill_commands(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def chaos_main(argv: list[str] | None = None) -> int:
+    """`python -m chaos drill list|validate|run`."""
+    parser = argparse.ArgumentParser(prog="python -m chaos", description="Chaos and failover drills on the lab.")
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{drill}")
+    drill = sub.add_parser("drill", help="drill playbooks: list, validate, run",
+                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_drill_commands(drill)
+    args = parser.parse_args(argv)
+    return args.func(args)

@@ -1,0 +1,46 @@
+"""Load for drills: python -m loadtest {produce,record,replay,shapes} ... (each with --help)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import producer, recording, shapes
+
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest",
+        description="Kafka load for drills: generated protobuf traffic with a ledger of every delivery, "
+                    "recordings and their replay, locust load shapes.",
+        epilog="locust runs the shapes: .venv/bin/locust -f loadtest/locustfile.py --help")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = {
+        "produce": (producer.add_arguments, producer.run,
+                    "send generated messages at a rate; write a ledger of the deliveries"),
+        "record": (recording.add_record_arguments, recording.run_record, "read a topic into a recording file"),
+        "replay": (recording.add_replay_arguments, recording.run_replay,
+                   "send a recording with its timing, event time moved to now"),
+        "shapes": (shapes.add_arguments, shapes.run, "check a load shape and print its plan and locust command"),
+    }
+    for name, (add, _, summary) in commands.items():
+        p = sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        add(p)
+    args = parser.parse_args(argv)
+    from protos.errors import SchemaError
+
+    from .generator import HintError
+    from .recording import RecordingError
+    from .settings import SettingsError
+    from .shapes import ShapeError
+
+    try:
+        return commands[args.command][1](args)
+    except (SettingsError, SchemaError, HintError, RecordingError, ShapeError) as e:
+        # what the user gave is wrong: say what and where, without a traceback
+        print(f"python -m loadtest {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
