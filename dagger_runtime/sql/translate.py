@@ -36,6 +36,11 @@ class Translation:
     # the rewritten tree spark_sql was written from (sqlglot cannot read Spark's window() back)
     spark_tree: exp.Expression | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def ordered(self) -> bool:
+        """The query has its own ORDER BY (preview then keeps its order)."""
+        return self.tree is not None and self.tree.args.get("order") is not None
+
     def with_window_end(self, column: str) -> Translation:
         """The same query with one more output column: the end of its group window.
 
