@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from .runs import RUNS_DIR
 from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
 
 EXIT_INVALID = 1
@@ -150,11 +151,29 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
     p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
                    help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)")
-    p.add_argument("--out", metavar="DIR", default="runs/", help="where the run's record goes (default: runs/)")
+    p.add_argument("--out", metavar="DIR", default=str(RUNS_DIR),
+                   help=f"where the run's record goes (default: $DAGGER_DRILL_RUNS or {RUNS_DIR})")
     p.add_argument("--seed", type=int, default=None,
                    help="chooses the instances a failure_percentage hits (default: random, recorded in the run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan of steps with their times and exit")
     p.set_defaults(func=cmd_run)
+    # its own options are chaos.history's (parsed there, so matplotlib loads only for it)
+    p = sub.add_parser("history", add_help=False, help="past runs and trends per drill (python -m chaos.history)")
+    p.set_defaults(func=cmd_history)
+
+
+def cmd_history(args) -> int:
+    from .history import main as history_main      # matplotlib: only when it is asked for
+
+    return history_main(args.rest)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None):
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.func is not cmd_history:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
+    return args
 
 
 def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
@@ -162,7 +181,7 @@ def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_drill_commands(parser)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     return args.func(args)
 
 
@@ -173,5 +192,5 @@ def chaos_main(argv: list[str] | None = None) -> int:
     drill = sub.add_parser("drill", help="drill playbooks: list, validate, run",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_drill_commands(drill)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     return args.func(args)

@@ -29,11 +29,12 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from chaos.runs import RUNS_DIR
 from chaos.report_model import Report, iso, load_report, parse_report
 
 HISTORY = "history.jsonl"
 ENTRY_SCHEMA = 1
-DEFAULT_RUNS_DIR = Path(os.environ.get("DAGGER_DRILL_RUNS", "out/drills"))
+DEFAULT_RUNS_DIR = RUNS_DIR
 CASE_COLOURS = ["#0969da", "#e16f24", "#8250df", "#1b7c83", "#bf3989", "#9a6700", "#57606a"]
 
 
@@ -379,7 +380,8 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
 
 def main(argv: list[str] | None = None, console: Any = None) -> int:
     """`python -m chaos.history` (and `python -m chaos drill history`): the runs and trends per drill."""
-    p = argparse.ArgumentParser(prog="python -m chaos.history", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m chaos.history", description=__doc__.splitlines()[0],
+                                epilog="Also `python -m chaos drill history`.")
     p.add_argument("runs_dir", nargs="?", type=Path, default=DEFAULT_RUNS_DIR,
                    help=f"folder of the drill runs, holding {HISTORY} (default: $DAGGER_DRILL_RUNS or {DEFAULT_RUNS_DIR})")
     p.add_argument("--json", action="store_true", help="print the trends as JSON instead of tables")

@@ -472,7 +472,7 @@ def test_each_drill_command_has_help(command):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m chaos")
     if command[-1:] == ["run"]:
-        for option in ("PLAYBOOK", "--lab DIR", "--out DIR", "--seed", "--dry-run", "default: runs/"):
+        for option in ("PLAYBOOK", "--lab DIR", "--out DIR", "--seed", "--dry-run", "$DAGGER_DRILL_RUNS", "out/drills"):
             assert option in proc.stdout
 
 

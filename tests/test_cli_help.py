@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ["monitoring.dashboards"], ["infra.inventory_export"], ["dagger_runtime", "failover"],
     ["loadtest"], ["loadtest", "produce"], ["loadtest", "record"], ["loadtest", "replay"], ["loadtest", "shapes"],
     ["chaos"], ["chaos", "drill"], ["chaos", "drill", "list"], ["chaos", "drill", "validate"], ["chaos", "drill", "run"],
+    ["chaos", "drill", "history"],
     ["chaos.history"], ["chaos.faults"],
 ])
 def test_each_command_has_help(command):

@@ -174,6 +174,11 @@ def test_a_move_without_a_copy_or_to_nowhere_is_refused():
     spec["streams"][0]["kafka"]["bootstrap_servers"] = "10.1.2.3:9092"
     with pytest.raises(DaggerError, match="none of the Kafka clusters defined"):
         moved_spec(yaml.safe_dump(spec), "mirror", CLUSTERS)
+    for odd in ("streams: [1]", "streams: [{kafka: x}]", "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: a}]",
+                "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: [{x: 1}]}]",
+                "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topic_pattern: 5}]"):
+        with pytest.raises(DaggerError, match=r"streams\[0\] is not a stream of the native format"):
+            moved_spec(odd, "mirror", CLUSTERS)
     stray = yaml.safe_load(moved_spec(_spec(), "mirror", CLUSTERS))
     stray["streams"][0]["topics"] = ["local-topic"]                 # a mirror topic that is no copy
     with pytest.raises(DaggerError, match="not a copy of primary"):

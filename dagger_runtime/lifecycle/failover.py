@@ -93,6 +93,7 @@ def moved_spec(text: str, to: str, clusters: dict[str, KafkaCluster]) -> str:
         raise DaggerError(f"no Kafka cluster named {to!r}; known: {', '.join(sorted(clusters))}")
     moved = 0
     for i, stream in enumerate(spec["streams"]):
+        _check_shape(i, stream)
         kafka = stream.get("kafka") or {}
         source = _which(kafka.get("bootstrap_servers", ""), clusters)
         if source is None:
@@ -132,6 +133,19 @@ def moved_spec(text: str, to: str, clusters: dict[str, KafkaCluster]) -> str:
     if not moved:
         raise DaggerError(f"every stream already reads {to}; nothing to move")
     return yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+
+
+def _check_shape(i: int, stream) -> None:
+    """The parts a move rewrites, as the native format writes them (a spec in the registry passed
+    validation, but a hand-edited registry row need not have)."""
+    kafka = stream.get("kafka") if isinstance(stream, dict) else None
+    topics = stream.get("topics") if isinstance(stream, dict) else None
+    pattern = stream.get("topic_pattern") if isinstance(stream, dict) else None
+    if (not isinstance(kafka, dict) or not (topics is None or isinstance(topics, list)
+                                            and all(isinstance(t, str) for t in topics))
+            or not (pattern is None or isinstance(pattern, str))):
+        raise DaggerError(f"streams[{i}] is not a stream of the native format (a mapping with a kafka mapping, "
+                          "topics as a list of names, topic_pattern as a string); move it with `dagger edit`")
 
 
 def replay_from_ms(plan, watermark_ms: int) -> int:
