@@ -2,8 +2,10 @@
 
     list                    the playbooks of chaos/playbooks/: name, type, faults, downtime, failover
     validate PLAYBOOK...    check playbooks without touching anything; exit 1 listing every problem
-    run PLAYBOOK            --dry-run prints the plan of steps with their times; running a drill
-                            on the lab is not implemented yet (exit 2)
+    run PLAYBOOK            run it on the lab, with live progress; the last line printed is the
+                            path of the run's report.json (exit 0 pass, 3 fail, 4 aborted);
+                            --dry-run prints the plan of steps with their times
+    history [RUNS_DIR]      past runs and trends per drill
 
 A PLAYBOOK is a file, or the name of one in chaos/playbooks/ (kafka-failover).
 """
@@ -19,7 +21,8 @@ from .runs import RUNS_DIR
 from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
 
 EXIT_INVALID = 1
-EXIT_NOT_IMPLEMENTED = 2
+EXIT_FAIL = 3
+EXIT_ABORTED = 4
 
 
 def resolve(arg: str, directory: Path = PLAYBOOKS_DIR) -> Path:
@@ -118,9 +121,28 @@ def cmd_run(args) -> int:
     if args.dry_run:
         print(render(book, plan(book)))
         return 0
-    print(f"drill run {book.name}: the playbook is valid, but running drills on the lab is not implemented yet "
-          "(--dry-run prints the plan)", file=sys.stderr)
-    return EXIT_NOT_IMPLEMENTED
+    from .report_model import load_report
+    from .runner import DrillRun, LabAccess
+
+    port_base = args.port_base if args.port_base is not None else int(os.environ.get("DAGGER_LAB_PORT_BASE")
+                                                                      or 19000)
+    err = _console(sys.stderr)
+    run = DrillRun(book, LabAccess.of(args.lab, port_base), out_root=args.out, seed=args.seed,
+                   progress=lambda line: err.print(line, markup=False))
+    err.print(render(book, run.steps), markup=False)
+    path = run.execute()
+    report = load_report(path)
+    err.print(f"drill {book.name}: {report.verdict.upper()}", markup=False)
+    for reason in report.verdict_reasons:
+        err.print(f"  - {reason}", markup=False)
+    for case in report.cases:
+        rto = f"rto {case.rto_seconds:g} s" if case.rto_seconds is not None else "rto -"
+        err.print(f"  {case.name}: {case.verdict}, {rto}, windows {case.windows_matched}/{case.windows_expected} "
+                  f"matched, {case.windows_missing} missing, {case.windows_extra} extra, {case.windows_wrong} wrong",
+                  markup=False)
+    err.print(f"report: {path.parent / 'report.html'}", markup=False)
+    print(path)
+    return {"pass": 0, "fail": EXIT_FAIL}.get(report.verdict, EXIT_ABORTED)
 
 
 def _shown(path: Path) -> str:
@@ -146,11 +168,16 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("run", help="run a drill on the lab (--dry-run: its plan)",
-                       description="Run a drill on the lab. Not implemented yet (exit 2) except --dry-run, which "
-                                   "prints the plan: every step with its time from the drill's start.")
+                       description="Run a drill on the lab: its daggers deployed, its feeders producing, its faults "
+                                   "injected and undone, the failover, then the verdict from what was fed. Progress "
+                                   "goes to stderr; the last line on stdout is the path of the run's report.json. "
+                                   "Exit 0 pass, 1 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
+                                   "every step with its time from the drill's start.")
     p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
     p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
                    help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)")
+    p.add_argument("--port-base", type=int, default=None, metavar="N",
+                   help="the lab's port base (default: DAGGER_LAB_PORT_BASE or 19000)")
     p.add_argument("--out", metavar="DIR", default=str(RUNS_DIR),
                    help=f"where the run's record goes (default: $DAGGER_DRILL_RUNS or {RUNS_DIR})")
     p.add_argument("--seed", type=int, default=None,

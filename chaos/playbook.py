@@ -29,7 +29,8 @@ The format (YAML, or JSON: a `.json` file), compactly; durations are LOKI's "90s
       - {probe: disk_usage, abort_above: 90}
     failover: {kind: kafka, to: mirror, mode: auto, rto_target: 30s}
     verify:                              # the data verdict: the dagger's sink against what was fed
-      - {dagger: surge-demand, window: 60s, keys: [tag_s2id], measures: [num_of_bookings]}
+      - {dagger: surge-demand, window: 60s, keys: {tag_s2id: "s2id(lat, long, 13)"},
+         measures: {num_of_bookings: count}, where: {status: COMPLETED}}
     timing: {warmup: 60s, settle: 60s, observe: 60s}
 
 LOKI's top-level blast_radius, type, failure_percentage, data_disk_failure, instance_recovery and
@@ -82,6 +83,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from infra.yaml_lines import Document, Problems, field_name, line_of, read_yaml
 
 from .catalog import BY_NAME, FAULT_KINDS
+from .verify import parse_key, parse_measure
 
 REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS_DIR = Path(__file__).resolve().parent / "playbooks"
@@ -476,11 +478,28 @@ class Failover(_Model):
     rto_target: PositiveDuration
 
 
+def _keys(value: Any) -> Any:
+    # a list names columns that are the fed field of the same name
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return {v: v for v in value}
+    return value
+
+
+def _measures(value: Any) -> Any:
+    if isinstance(value, list):
+        raise ValueError("say how each measure follows from the fed messages, as a mapping: "
+                         "{num_of_bookings: count} or {fare: sum(total_fare)}")
+    return value
+
+
 class Verify(_Model):
     dagger: ShortText
     window: PositiveDuration
-    keys: tuple[ShortText, ...] = ()
-    measures: tuple[ShortText, ...]
+    # sink column -> how it follows from a fed message (chaos/verify.py: parse_key, parse_measure)
+    keys: Annotated[dict[ShortText, ShortText], BeforeValidator(_keys)] = {}
+    measures: Annotated[dict[ShortText, ShortText], BeforeValidator(_measures)]
+    where: dict[str, Hint] = {}                 # field path -> a value, or values, it must have
+    at: Literal["end", "start"] = "end"         # the sink's window time is the window's end or start
 
 
 class Timing(_Model):
@@ -1013,15 +1032,33 @@ class _Checker:
             if message is not None:
                 if f.key is not None and (problem := self.field_problem(message, f.key)):
                     self.add(f"{at}.key", problem)
+                bad = False
                 for hint in f.hints:
                     if (problem := self.field_problem(message, hint)):
                         self.add(f"{at}.hints.{hint}", problem)
+                        bad = True
+                if f.hints and not bad:
+                    self.hint_values(f"{at}.hints", message, f.hints)
                 for d in deployments:
                     if topic in d.reads and d.reads[topic] != message:
                         self.add(f"{at}.message", f"{message} written to {topic}, but the dagger {d.name} reads "
                                                   f"{topic} as {d.reads[topic]}")
             out.append(f.model_copy(update={"topic": topic, "message": message}))
         return tuple(out)
+
+    def hint_values(self, at: str, message: str, hints: dict) -> None:
+        """The values fit their fields (an enum's names, a number for a number): the generator is
+        built here, as the run builds it, so a bad value is refused before anything is touched."""
+        from loadtest.generator import HintError, MessageGenerator
+
+        from .feeders import generator_hints
+
+        try:
+            MessageGenerator(self.descriptors, message, hints=generator_hints(hints))
+        except (HintError, ValueError, TypeError) as e:
+            text = str(e)
+            path = next((h for h in hints if f"{h!r}" in text), None)
+            self.add(f"{at}.{path}" if path else at, text)
 
     def shape(self, at: str, shape: Shape, rate: float | None) -> None:
         needed, optional = SHAPE_PARAMS[shape.kind]
@@ -1431,12 +1468,20 @@ class _Checker:
             if d.windows and v.window not in d.windows:
                 self.add(f"{at}.window", f"{fmt_duration(v.window)}, but {d.name} aggregates over "
                                          f"{', '.join(fmt_duration(w) for w in d.windows)} windows")
-            for kind in ("keys", "measures"):
-                for j, column in enumerate(getattr(v, kind)):
+            messages = sorted({f.message for f in self.book.feeders if f.topic in d.reads and f.message})
+            for kind, parse in (("keys", parse_key), ("measures", parse_measure)):
+                for column, expr in getattr(v, kind).items():
                     if column not in d.columns:
-                        self.add(f"{at}.{kind}[{j}]", f"{column!r} is not a column {d.name} writes"
-                                                      f"{did_you_mean(column, d.columns)} (its columns: "
-                                                      f"{', '.join(d.columns)})")
+                        self.add(f"{at}.{kind}.{column}", f"{column!r} is not a column {d.name} writes"
+                                                          f"{did_you_mean(column, d.columns)} (its columns: "
+                                                          f"{', '.join(d.columns)})")
+                    try:
+                        paths = parse(column, expr).paths
+                    except ValueError as e:
+                        self.add(f"{at}.{kind}.{column}", str(e))
+                        continue
+                    self.fed_fields(f"{at}.{kind}.{column}", messages, paths)
+            self.fed_fields(f"{at}.where", messages, list(v.where))
             if not v.measures:
                 self.add(f"{at}.measures", "give at least one measure to compare")
             both = set(v.keys) & set(v.measures)
@@ -1445,6 +1490,15 @@ class _Checker:
             if not fed & set(d.reads):
                 self.add(f"{at}.dagger", f"no feeder writes the topics {d.name} reads ({', '.join(d.reads)}): "
                                          "the verdict compares what was fed with what the sink holds")
+
+
+    def fed_fields(self, at: str, messages: list[str], paths) -> None:
+        """Each path is a field of every message fed to the dagger (the ledger keeps it)."""
+        for path in paths:
+            for message in messages:
+                if (problem := self.field_problem(message, path)):
+                    self.add(at, problem)
+                    break
 
 
 def playbook_files(directory: Path = PLAYBOOKS_DIR) -> list[Path]:

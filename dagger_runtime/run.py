@@ -40,6 +40,41 @@ def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
     return location
 
 
+STARTING_FILE = "dagger-starting.json"
+
+
+def remembered_start(checkpoint: str, starting: dict | None,
+                     emit_after_ms: int | None) -> tuple[dict | None, int | None]:
+    """How a checkpoint was begun, kept in it: a new checkpoint records its starting options and
+    its --emit-windows-after; a run given neither (a redeploy on the same checkpoint) reads them
+    back. Spark applies a source's starting options only while the checkpoint holds no offsets,
+    so passing them again is harmless once it does, and essential when it does not yet: a dagger
+    moved (failover) or restarted before its first offsets were written would otherwise start from
+    its job's auto_offset_reset, silently skipping what lies between, or write a replay's partial
+    windows. Local checkpoints only (file paths)."""
+    import json
+    import os
+    from pathlib import Path
+
+    local = checkpoint[len("file://"):] if checkpoint.startswith("file://") else checkpoint
+    if "://" in local:
+        return starting, emit_after_ms
+    path = Path(local) / STARTING_FILE
+    if starting is not None or emit_after_ms is not None:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temp = path.with_suffix(".tmp")
+            temp.write_text(json.dumps({"starting": starting, "emit_windows_after_ms": emit_after_ms},
+                                       sort_keys=True))
+            os.replace(temp, path)
+        return starting, emit_after_ms
+    try:
+        kept = json.loads(path.read_text())
+        return kept.get("starting"), kept.get("emit_windows_after_ms")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None, None
+
+
 class BatchWriter:
     """foreachBatch: the results to the sink; returns when they are stored. The batch's dead
     letters were stored by the tasks that computed it."""
@@ -116,8 +151,8 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
-    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, options.starting,
-                                         options.emit_after_ms)
+    starting, emit_after_ms = remembered_start(checkpoint, options.starting, options.emit_after_ms)
+    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":

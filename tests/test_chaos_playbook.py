@@ -110,14 +110,14 @@ def test_kafka_failover_plan():
     book = sample("kafka-failover")
     (f,) = book.faults
     assert (f.kind, f.cluster, f.count, f.of, f.at, f.downtime, f.recovers) == \
-        ("cluster-down", "primary", 3, 3, 120, 180, False)
+        ("cluster-down", "primary", 3, 3, 120, 180, True)
     fo = book.failover
     assert (fo.kind, fo.to, fo.mode, fo.rto_target) == ("kafka", "mirror", "command", 30)
     steps = plan(book)
-    # at 2m the cluster goes down for good; the failover is due 30s later; after: 2m + 3m + settle 1m,
-    # observed 2m; the primary comes back only after the verdict
+    # at 2m the cluster goes down for 3m; the failover is due 30s later; the primary is back at 5m
+    # (MirrorMaker copies what it had not); after: 5m + settle 1m, observed 2m
     assert timed(steps, "inject", "undo", "failover-command", "expect-failover", "verify", "rollback") == [
-        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (480, "verify"), (480, "rollback")]
+        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (480, "verify")]
     assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(360, 480), (360, 480)]
     assert [(s.at, s.until) for s in steps if s.action == "check-before"] == [(60, 120)] * 3
 
@@ -203,7 +203,7 @@ def test_the_rendered_plan_names_each_step_with_its_time():
     assert text.splitlines()[0].startswith("drill kafka-failover: 1 fault(s), 8m in all")
     assert re.search(r"^\s+2m\s+inject\s+primary lost: cluster-down primary \(all 3 brokers\) for 3m", text, re.M)
     assert re.search(r"^\s+2m30s\s+expect-failover\s+daggers on mirror", text, re.M)
-    assert re.search(r"^\s+8m\s+rollback\s+primary lost: starts them", text, re.M)
+    assert re.search(r"^\s+5m\s+undo\s+primary lost: starts them", text, re.M)
 
 
 def test_a_json_playbook_is_the_same_drill(tmp_path):
@@ -215,8 +215,8 @@ def test_a_json_playbook_is_the_same_drill(tmp_path):
 
 def test_where_names_the_line_of_a_field():
     book = sample("kafka-failover")
-    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:39: chaos[0].downtime"
-    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:69: failover.rto_target"
+    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:41: chaos[0].downtime"
+    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:72: failover.rto_target"
 
 
 # -- LOKI's own document -------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ EXPECTED = {
     "unknown-key.json": (19, "chaos[0].instance_recovry", "unknown field (did you mean instance_recovery?)"),
     "unknown-key.yaml": (5, "failovr", "unknown field (did you mean failover?)"),
     "unknown-message-type.yaml": (8, "feeders[0].message", "unknown message 'gojek.esb.booking.BookingMessage'"),
-    "verify-unknown-column.yaml": (29, "verify[0].measures[0]", "'bookings' is not a column surge-demand writes "
+    "verify-unknown-column.yaml": (29, "verify[0].measures.bookings", "'bookings' is not a column surge-demand writes "
                                                                 "(did you mean num_of_bookings?)"),
     "verify-window-mismatch.yaml": (27, "verify[0].window", "30s, but surge-demand aggregates over 1m windows"),
     "wrong-type-fault.yaml": (18, "chaos[0].fault", "master-kill breaks spark (a master), but the type here is kafka"),
@@ -406,7 +406,7 @@ def test_drill_list_shows_every_sample(capsys):
     for name in SAMPLES:
         assert name in out
     row = next(line for line in out.splitlines() if "kafka-failover" in line)
-    for cell in ("kafka", "cluster-down at 2m", "3m (stays)", "kafka -> mirror (command, rto 30s)",
+    for cell in ("kafka", "cluster-down at 2m", "3m ", "kafka -> mirror (command, rto 30s)",
                  "Primary Kafka cluster lost"):
         assert cell in row
 
@@ -453,11 +453,16 @@ def test_drill_run_dry_run_prints_the_plan(capsys):
     assert re.search(r"^\s+5m\s+undo\s+blue lost: starts them", out, re.M)
 
 
-def test_drill_run_is_not_implemented_yet(capsys):
-    code, _, err = run(capsys, "drill", "run", "sink-down")
-    assert code == 2 and "not implemented yet" in err
+def test_drill_run_refuses_an_invalid_playbook_and_aborts_without_a_lab(capsys, tmp_path):
     code, _, err = run(capsys, "drill", "run", str(HOSTILE / "yaml-tag.yaml"), "--dry-run")
     assert code == 1 and "yaml-tag.yaml:3: description: the YAML tag" in err
+    # no lab there: the run stops before touching anything, and its report says why
+    code, out, _ = run(capsys, "drill", "run", "sink-down", "--lab", str(tmp_path / "no-lab"), "--port-base", "45000",
+                       "--out", str(tmp_path / "runs"))
+    assert code == 4
+    report = json.loads(Path(out.strip().splitlines()[-1]).read_text())
+    assert report["verdict"] == "aborted" and report["faults"] == [] and report["cases"] == []
+    assert any("no lab at" in r for r in report["verdict_reasons"]), report["verdict_reasons"]
 
 
 def test_the_console_script_takes_the_drill_commands(capsys):

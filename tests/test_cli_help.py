@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ["dagger_runtime", "run"], ["dagger_runtime", "deploy"], ["dagger_runtime", "edit"], ["dagger_runtime", "stop"],
     ["dagger_runtime", "status"], ["dagger_runtime", "list"], ["dagger_runtime", "history"],
     ["dagger_runtime", "logs"], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "down"], ["lab.demo"],
-    ["monitoring.dashboards"], ["infra.inventory_export"], ["dagger_runtime", "failover"],
+    ["monitoring.dashboards"], ["infra.inventory_export"], ["dagger_runtime", "failover"], ["dagger_runtime", "watchdog"],
     ["loadtest"], ["loadtest", "produce"], ["loadtest", "record"], ["loadtest", "replay"], ["loadtest", "shapes"],
     ["chaos"], ["chaos", "drill"], ["chaos", "drill", "list"], ["chaos", "drill", "validate"], ["chaos", "drill", "run"],
     ["chaos", "drill", "history"],

@@ -199,3 +199,23 @@ def test_kafka_cluster_definitions_are_checked(tmp_path):
     (folder / "x.json").write_text(json.dumps({"name": "x", "bootstrap_servers": "127.0.0.1:1; rm -rf /"}))
     with pytest.raises(DaggerError, match="x.json: not a Kafka cluster definition"):
         kafka_clusters(str(tmp_path))
+
+
+def test_a_checkpoint_keeps_how_it_was_begun(tmp_path):
+    """A dagger moved to another cluster before its first offsets were committed must start where
+    its first version was told to, not from auto_offset_reset (seen in a Spark failover drill:
+    the windows before the move were lost); a replay's window filter must stay too."""
+    from dagger_runtime.run import STARTING_FILE, remembered_start
+
+    checkpoint = str(tmp_path / "v2")
+    starting = {"bookings": {"startingTimestamp": "1795486365347", "startingOffsetsByTimestampStrategy": "latest"}}
+    assert remembered_start(checkpoint, starting, 1795486410347) == (starting, 1795486410347)
+    assert (tmp_path / "v2" / STARTING_FILE).is_file()
+    # the redeploy on the same checkpoint passes neither: both come back
+    assert remembered_start(checkpoint, None, None) == (starting, 1795486410347)
+    # a relaunch with its own arguments does not rewrite what the checkpoint began with
+    assert remembered_start(checkpoint, {"bookings": {"startingOffsets": "latest"}}, None)[0] != starting
+    assert remembered_start(checkpoint, None, None) == (starting, 1795486410347)
+    # a checkpoint begun with nothing asked, and a remote one, give nothing back
+    assert remembered_start(str(tmp_path / "fresh"), None, None) == (None, None)
+    assert remembered_start("gs://bucket/cp", None, None) == (None, None)

@@ -1,4 +1,4 @@
-"""`dagger deploy|edit|stop|status|list|logs|history`: the lifecycle commands of the dagger CLI."""
+"""`dagger deploy|edit|failover|watchdog|stop|status|list|logs|history`: the lifecycle commands of the dagger CLI."""
 from __future__ import annotations
 
 import argparse
@@ -91,6 +91,30 @@ def cmd_failover(args) -> int:
     _wait_first_row(args, outcome, began)
     _print(outcome, args.json)
     return 0
+
+
+def cmd_watchdog(args) -> int:
+    from .registry import resolve_url
+    from .watchdog import Watchdog
+
+    def say(kind: str, name: str, text: str, at: float) -> None:
+        stamp = time.strftime("%H:%M:%S", time.gmtime(at))
+        _console.print(f"{stamp}Z  {name}: {kind}: {text}", markup=False)
+
+    dog = Watchdog(args.names, registry_url=resolve_url(args.registry), clusters_dir=args.clusters,
+                   kafka_to=args.kafka_to, spark_to=args.spark_to, interval_s=args.interval, confirm=args.confirm,
+                   actor=args.actor, on_event=say)
+    _console.print(f"watching {', '.join(args.names)} every {args.interval:g} s (a loss is {args.confirm} failed "
+                   "checks in a row); Ctrl-C stops", markup=False)
+    dog.start()
+    try:
+        while dog.is_alive() and not all(w.done_at or w.error for w in dog.watched.values()):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        dog.stop()
+    return 1 if any(w.error for w in dog.watched.values()) else 0
 
 
 def cmd_stop(args) -> int:
@@ -253,6 +277,21 @@ def add_commands(sub) -> None:
     f.add_argument("--force", action="store_true",
                    help="with --cluster: go on although the old driver's state cannot be checked")
     f.set_defaults(func=cmd_failover)
+
+    w = sub.add_parser("watchdog", parents=[common], help="fail daggers over by themselves when their cluster is lost",
+                       description="Check every --interval seconds whether any broker of the Kafka cluster each "
+                                   "dagger reads accepts a connection and whether its Spark master answers ALIVE; "
+                                   "after --confirm failed checks in a row, run `dagger failover` for it (--kafka "
+                                   "to its mirror, or back; --cluster to the other Spark cluster). Each dagger is "
+                                   "moved once; it ends when all are moved or on Ctrl-C. Exit 1 if a move failed.")
+    w.add_argument("names", metavar="NAME", nargs="+", help="the daggers to watch")
+    w.add_argument("--kafka-to", metavar="CLUSTER", help="the Kafka cluster to move to (default: the mirror of the "
+                                                          "one read, or the one a mirror copies)")
+    w.add_argument("--spark-to", metavar="CLUSTER", help="the Spark cluster to move to (default: the other one)")
+    w.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="between checks (default 1)")
+    w.add_argument("--confirm", type=int, default=3, metavar="N",
+                   help="failed checks in a row that make a loss (default 3)")
+    w.set_defaults(func=cmd_watchdog)
 
     s = sub.add_parser("stop", parents=[common], help="stop a dagger (its checkpoint is kept)",
                        description="Kill the dagger's driver through the Spark master and record it as STOPPED. "

@@ -1,0 +1,709 @@
+"""`drill run`: a playbook carried out on the lab, step by step as its plan says (chaos/plan.py),
+ending in a report that judges it.
+
+    run = DrillRun(book, LabAccess.of(lab_dir, port_base), out_root=RUNS_DIR, seed=7)
+    report_json = run.execute()          # <out_root>/<drill>-<UTC time>-<id>/report.json
+
+What a run does, in order: it checks the lab answers; deploys the playbook's daggers under names of
+their own (`<name>-<run id>`, so nothing of an earlier run is resumed or overwritten), each
+reading the feeders' topics from the drill's start; starts the feeders (every acknowledged
+message in one ledger) and the sampler; injects each fault at its time, journalled so it is
+undone whatever happens; fails the daggers over (at once for `mode: command`, by the watchdog
+for `auto`); undoes the faults that recover; stops the traffic; waits for the daggers to write
+what the feeders' messages close; and compares every window in the sink with the same window
+computed from the ledger. The daggers are stopped at the end; the faults are rolled back even
+when the run fails or is interrupted.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .playbook import REPO, Playbook
+from .plan import Step, plan
+
+# how long the verdict waits for the sink to hold every window the fed messages close
+VERIFY_WAIT_S = 150.0
+# a dagger's first batch after a deploy, at most
+FIRST_BATCH_WAIT_S = 240.0
+
+
+class Abort(Exception):
+    """The drill stops before it can judge: the report's verdict is `aborted`, with this reason."""
+
+
+def _utc(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class LabAccess:
+    """What the runner reaches on a lab: its folder, ports, Spark and Kafka clusters, registry."""
+    dir: Path
+    port_base: int
+
+    @classmethod
+    def of(cls, lab_dir: str | Path, port_base: int | None = None) -> "LabAccess":
+        base = port_base if port_base is not None else int(os.environ.get("DAGGER_LAB_PORT_BASE") or 19000)
+        return cls(Path(lab_dir).resolve(), base)
+
+    @property
+    def clusters_dir(self) -> str:
+        return str(self.dir / "clusters")
+
+    @property
+    def registry_url(self) -> str:
+        path = self.dir / "secrets" / "registry.url"
+        if not path.is_file():
+            raise Abort(f"the lab at {self.dir} has no registry ({path}): is it up? (python -m lab up)")
+        return path.read_text().strip()
+
+    def faults_lab(self):
+        from .faults import Lab
+
+        return Lab(self.dir, self.port_base)
+
+    def kafka(self) -> dict:
+        from dagger_runtime.lifecycle.failover import kafka_clusters
+
+        return kafka_clusters(self.clusters_dir)
+
+    def login(self, principal: str = "admin", cluster: str = "primary") -> dict:
+        from lab import access
+
+        return access.kafka_python(principal, cluster, lab=self.dir)
+
+    def sink_address(self, kind: str) -> str:
+        """host:port of the lab's influxdb or postgresql."""
+        for c in self.faults_lab().components():
+            if c.kind == kind:
+                return c.address
+        raise Abort(f"the lab has no {kind}")
+
+
+# -- the daggers, pointed at the lab ------------------------------------------------------------
+
+def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> dict:
+    """The deployment's spec (a YAML dagger spec), renamed and pointed at the lab: its streams read
+    `kafka_cluster` as the spec's team, its sink writes to the lab's servers under the run's name.
+    Built as data and written with a YAML writer."""
+    from lab import access
+
+    job = yaml.safe_load(Path(deployment.spec).read_text())
+    if not isinstance(job, dict):
+        raise Abort(f"{deployment.spec}: the runner deploys YAML dagger specs only")
+    team = job.get("team")
+    if not team:
+        raise Abort(f"{deployment.spec}: a drill's dagger needs a team (its Kafka login on the lab)")
+    bootstrap = lab.kafka()[kafka_cluster].bootstrap_servers
+    job["name"] = name
+    job["dead_letter_topic"] = f"{team}-{name}-dlq"
+    for stream in job["streams"]:
+        stream.setdefault("kafka", {}).update(bootstrap_servers=bootstrap, auto_offset_reset="latest",
+                                              group_id=f"dagger-{team}-{name}", client=access.team_client(team))
+    sink = job.get("sink", {}).get("type")
+    if sink == "influx":
+        job["sink"] = {"type": "influx", "influx": {"url": f"http://{lab.sink_address('influxdb')}",
+                                                    "db_name": "daggers",
+                                                    "measurement_name": name.replace("-", "_")}}
+    elif sink == "kafka":
+        job["sink"]["kafka"].update(brokers=bootstrap, topic=f"{team}-{name}", client=access.team_client(team))
+    elif sink != "log":
+        raise Abort(f"{deployment.spec}: the runner verifies influx and kafka sinks; {sink} is not supported yet")
+    return job
+
+
+@dataclass
+class Deployed:
+    """One of the drill's daggers, as deployed: the playbook's name and the registry's."""
+    playbook_name: str
+    name: str
+    team: str
+    cluster: str                # where it was deployed (a failover's target is in the registry)
+    spec_path: Path
+    job: dict
+    failover_started: float | None = None
+    failover_done: float | None = None
+    failover_error: str | None = None
+    failover_version: int | None = None
+    first_batch_after: float | None = None
+    first_batch_seconds: float | None = None     # how long that batch itself took
+    outcome: list[str] = field(default_factory=list)
+
+
+class DrillRun:
+    def __init__(self, book: Playbook, lab: LabAccess, *, out_root: str | Path, seed: int | None = None,
+                 progress: Callable[[str], None] | None = None, run_id: str | None = None):
+        self.book, self.lab = book, lab
+        self.seed = seed if seed is not None else secrets.randbelow(2**31)
+        self.run_id = run_id or secrets.token_hex(3)
+        self.started = time.time()
+        stamp = dt.datetime.fromtimestamp(self.started, dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.dir = Path(out_root) / f"{book.name}-{stamp}-{self.run_id}"
+        self.progress = progress or (lambda line: None)
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self.steps: list[Step] = plan(book)
+        self.deployed: dict[str, Deployed] = {}
+        self.feeders: list = []
+        self.stop_feeding = threading.Event()
+        self.sampler = None
+        self.watchdog = None
+        self.faults_ctx = None
+        self.injected: dict[str, Any] = {}       # fault name -> Fault
+        self.fault_times: dict[str, float] = {}
+        self.rpo: dict[str, dict] = {}
+        self.ledger = None
+        self.abort_reason: str | None = None
+        self.notes: list[str] = []
+        self._threads: list[threading.Thread] = []
+
+    def registry(self):
+        from dagger_runtime.lifecycle.registry import Registry
+
+        return Registry(self.lab.registry_url)
+
+    def _ensure_topic(self, bootstrap: str, topic: str) -> None:
+        """The feeder's topic on the drill's cluster (the lab's defaults: 2 partitions, 3 replicas)."""
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="daggers-drill", **self.lab.login())
+        try:
+            if topic not in set(admin.list_topics()):
+                try:
+                    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)])
+                    self.event("note", f"created topic {topic}")
+                except TopicAlreadyExistsError:
+                    pass
+        finally:
+            admin.close()
+
+    # -- the run's log ------------------------------------------------------------------------------
+    def event(self, kind: str, text: str, at: float | None = None) -> None:
+        at = time.time() if at is None else at
+        with self._lock:
+            self.events.append({"at": _utc(at), "kind": kind, "text": text})
+        self.progress(f"{at - self.started:7.1f}s  {kind:<11} {text}")
+
+    # -- the whole drill ----------------------------------------------------------------------------
+    def execute(self) -> Path:
+        from .faults import Faults
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        (self.dir / "plan.json").write_text(json.dumps([s.to_dict() for s in self.steps], indent=1))
+        self.progress(f"drill {self.book.name}: run {self.dir.name} (seed {self.seed})")
+        try:
+            self.preflight()
+            with Faults(self.dir / "faults.json", self.lab.faults_lab()) as faults:
+                self.faults_ctx = faults
+                try:
+                    self.follow_plan()
+                except Abort as e:
+                    self.abort_reason = str(e)
+                    self.event("abort", str(e))
+                finally:
+                    self.stop_traffic()
+            self.faults_ctx = None
+        except Abort as e:
+            self.abort_reason = self.abort_reason or str(e)
+            self.event("abort", str(e))
+        except BaseException as e:
+            self.abort_reason = self.abort_reason or f"{type(e).__name__}: {e}"
+            self.event("abort", self.abort_reason)
+            self.write_report()
+            self.cleanup()
+            raise
+        cases = self.verify() if self.abort_reason is None else []
+        self.cleanup()
+        return self.write_report(cases)
+
+    def preflight(self) -> None:
+        """The lab must answer before anything is touched."""
+        from .faults import FaultError
+
+        try:
+            components = self.lab.faults_lab().components()
+        except FaultError as e:
+            raise Abort(str(e)) from None
+        down = [c.name for c in components if not c.answers(2.0)]
+        if down:
+            raise Abort(f"the lab is not healthy before the drill ({', '.join(down)} not answering): "
+                        "python -m lab status")
+        self.lab.registry_url       # noqa: B018 - raises Abort when the lab has none
+        kafka = self.lab.kafka()
+        if self.book.cluster not in kafka:
+            raise Abort(f"Kafka cluster {self.book.cluster} is not in the lab's catalogue "
+                        f"({self.lab.clusters_dir}/kafka)")
+        # the daggers look their topics up when they start: the feeders' must exist by then
+        for topic in sorted({f.topic for f in self.book.feeders}):
+            self._ensure_topic(kafka[self.book.cluster].bootstrap_servers, topic)
+
+    def follow_plan(self) -> None:
+        t0 = self.started
+        for step in self.steps:
+            self.wait_until(t0 + step.at)
+            getattr(self, "do_" + step.action.replace("-", "_"))(step)
+
+    def wait_until(self, when: float) -> None:
+        """Sleep to `when`, checking the safeguards every second."""
+        while True:
+            left = when - time.time()
+            if left <= 0:
+                return
+            breach = self.sampler.breach() if self.sampler is not None else None
+            if breach:
+                raise Abort(f"safeguard: {breach}")
+            time.sleep(min(1.0, left))
+
+    # -- steps --------------------------------------------------------------------------------------
+    def do_deploy(self, step: Step) -> None:
+        from dagger_runtime.lifecycle import operations
+        from dagger_runtime.lifecycle.state import Start
+        from lab import access
+
+        d = next(d for d in self.book.deployments if step.what.startswith(d.name + " "))
+        name = f"{d.name[:23]}-{self.run_id}"
+        job = lab_spec(d, name=name, lab=self.lab, kafka_cluster=self.book.cluster)
+        path = self.dir / "specs" / f"{name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(job, sort_keys=False))
+        os.environ.update(access.team_env(job["team"], lab=self.lab.dir))
+        registry = self.registry()
+        try:
+            out = operations.deploy(registry, str(path), d.cluster, actor=f"drill {self.run_id}",
+                                    clusters_dir=self.lab.clusters_dir,
+                                    start=Start("timestamp", int(self.started * 1000)))
+        except Exception as e:  # noqa: BLE001 - DaggerError and what spark-submit raised
+            raise Abort(f"deploying {d.name}: {e}") from None
+        finally:
+            registry.close()
+        self.deployed[d.name] = Deployed(d.name, name, job["team"], d.cluster, path, job)
+        self.event("deploy", f"{d.name} as {name} on {d.cluster} ({out.data.get('submission_id')})")
+        if self.sampler is None:
+            self.start_sampler()
+        self.sampler.watch(name, alias=d.name)
+
+    def do_feed(self, step: Step) -> None:
+        from loadtest.ledger import Ledger
+        from protos import registry as protos
+
+        from .feeders import FeederThread
+        from .verify import ledger_fields
+
+        if self.ledger is None:
+            keys = [f.key for f in self.book.feeders if f.key]
+            self.ledger = Ledger([*ledger_fields(self.book.verify), *keys], meta={"drill": self.book.name,
+                                                                                "run": self.run_id})
+        f = next(f for f in self.book.feeders if step.what.startswith(f.name + ":"))
+        bootstrap = self.lab.kafka()[self.book.cluster].bootstrap_servers
+        n = len(self.feeders)
+        thread = FeederThread(f, protos.load(), bootstrap=bootstrap, login=self.lab.login(), ledger=self.ledger,
+                              t0=self.started, seed=self.seed + n, index_base=n * 1_000_000_000,
+                              stop=self.stop_feeding)
+        thread.start()
+        self.feeders.append(thread)
+        self.event("note", f"feeder {f.name} started: {step.what.split(': ', 1)[1]}")
+
+    def do_consume(self, step: Step) -> None:
+        self.notes.append(f"consumers are not run by this runner yet ({step.what})")
+        self.event("note", f"consumers not run: {step.what}")
+
+    def do_safeguard(self, step: Step) -> None:
+        pass                     # the sampler checks them; wait_until aborts on a breach
+
+    def do_check_before(self, step: Step) -> None:
+        pass                     # hypotheses are judged over their phase's samples at the end
+
+    do_check_during = do_check_after = do_check_before
+
+    def do_inject(self, step: Step) -> None:
+        from .faults import make_fault
+
+        fault = next(f for f in self.book.faults if step.what.startswith(f.name + ":"))
+        self.measure_rpo(fault)
+        made = make_fault(fault.kind, self.lab.faults_lab(), target=fault.cluster, ids=list(fault.instances) or None,
+                          failure_percentage=fault.percentage if not fault.instances else None, seed=self.seed,
+                          downtime=fault.downtime, instance_recovery=fault.recovers)
+        try:
+            self.faults_ctx.inject(made)
+        except Exception as e:  # noqa: BLE001
+            raise Abort(f"injecting {fault.name}: {e}") from None
+        self.injected[fault.name] = made
+        self.fault_times[fault.name] = made.injected_at or time.time()
+        self.event("fault", f"{fault.name}: {made.label}", at=self.fault_times[fault.name])
+        fo = self.book.failover
+        if fo is not None and fo.mode == "auto" and self.book.failover_fault is fault and self.watchdog is None:
+            self.start_watchdog()
+
+    def do_failover_command(self, step: Step) -> None:
+        fo = self.book.failover
+        for d in self.affected():
+            thread = threading.Thread(target=self.fail_over, args=(d, fo.kind, self.target()), daemon=True,
+                                      name=f"failover-{d.name}")
+            thread.start()
+            self._threads.append(thread)
+
+    def do_expect_failover(self, step: Step) -> None:
+        late = [d.playbook_name for d in self.affected() if d.first_batch_after is None]
+        if late:
+            self.event("note", f"rto target passed with no first batch yet from {', '.join(late)}")
+
+    def do_undo(self, step: Step) -> None:
+        fault = next(f for f in self.book.faults if step.what.startswith(f.name + ":"))
+        made = self.injected.get(fault.name)
+        if made is None:
+            return
+        problems = self.faults_ctx.undo(made)
+        self.event("undo", f"{fault.name}: {made.label}" + (f" ({'; '.join(problems)})" if problems else ""),
+                   at=made.undone_at)
+
+    do_rollback = do_undo
+
+    def do_stop_traffic(self, step: Step) -> None:
+        self.stop_traffic()
+
+    def do_verify(self, step: Step) -> None:
+        pass                     # after the faults' rollback: execute() calls verify()
+
+    # -- failover -----------------------------------------------------------------------------------
+    def target(self) -> str:
+        fo = self.book.failover
+        if fo.to:
+            return fo.to
+        if fo.kind == "kafka":
+            kafka = self.lab.kafka()
+            return next(n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster)
+        from dagger_runtime.lifecycle.clusters import load_clusters
+
+        trigger = self.book.failover_fault
+        return next(n for n in load_clusters(self.lab.clusters_dir) if n != trigger.cluster)
+
+    def affected(self) -> list[Deployed]:
+        fo, trigger = self.book.failover, self.book.failover_fault
+        if fo is None or trigger is None:
+            return []
+        if fo.kind == "kafka":
+            return list(self.deployed.values())     # every dagger reads the drill's Kafka cluster
+        return [d for d in self.deployed.values() if d.cluster == trigger.cluster]
+
+    def fail_over(self, d: Deployed, kind: str, to: str) -> None:
+        from dagger_runtime.lifecycle import operations
+
+        d.failover_started = time.time()
+        self.event("failover", f"{d.playbook_name}: to {kind} cluster {to}")
+        registry = self.registry()
+        try:
+            deadline = time.time() + 120
+            while True:
+                try:
+                    if kind == "kafka":
+                        out = operations.failover_kafka(registry, d.name, to, actor=f"drill {self.run_id}",
+                                                        clusters_dir=self.lab.clusters_dir)
+                    else:
+                        out = operations.failover_spark(registry, d.name, to, actor=f"drill {self.run_id}",
+                                                        clusters_dir=self.lab.clusters_dir)
+                    break
+                except Exception as e:  # noqa: BLE001 - the fence (old driver still answers) clears itself
+                    if time.time() > deadline or "still does" not in str(e):
+                        raise
+                    time.sleep(1.0)
+            d.failover_done, d.failover_version = time.time(), out.data.get("version")
+            d.outcome = out.lines
+            self.event("failover", f"{d.playbook_name}: version {d.failover_version} submitted "
+                                   f"({out.lines[0] if out.lines else ''})")
+            self.wait_first_batch(d, registry)
+        except Exception as e:  # noqa: BLE001 - the report says it
+            d.failover_error = f"{type(e).__name__}: {e}"
+            self.event("failover", f"{d.playbook_name}: failed: {d.failover_error}")
+        finally:
+            registry.close()
+
+    def wait_first_batch(self, d: Deployed, registry) -> None:
+        from dagger_runtime.lifecycle.clusters import get_cluster
+        from dagger_runtime.lifecycle.operations import scrape
+
+        deadline = time.time() + FIRST_BATCH_WAIT_S
+        while time.time() < deadline:
+            current = registry.get(d.name)
+            if current and current.version == d.failover_version and current.metrics_port:
+                cluster = get_cluster(current.cluster, self.lab.clusters_dir)
+                metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
+                if metrics and metrics.get("dagger_batches_total", 0) > 0:
+                    d.first_batch_after = time.time()
+                    d.first_batch_seconds = metrics.get("dagger_batch_duration_seconds")
+                    self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its "
+                                              "first batch")
+                    return
+            time.sleep(0.5)
+        d.failover_error = d.failover_error or f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the failover"
+
+    def start_watchdog(self) -> None:
+        from dagger_runtime.lifecycle.watchdog import Watchdog
+
+        fo = self.book.failover
+        by_name = {d.name: d for d in self.affected()}
+
+        def on_event(kind: str, name: str, text: str, at: float) -> None:
+            d = by_name[name]
+            if kind == "detected":
+                d.failover_started = at
+            elif kind == "done":
+                d.failover_done = at
+                d.failover_version = self.watchdog.watched[name].version
+                thread = threading.Thread(target=self._first_batch, args=(d,), daemon=True)
+                thread.start()
+                self._threads.append(thread)
+            elif kind == "failed":
+                d.failover_error = text
+            self.event("failover", f"{d.playbook_name}: watchdog: {text}", at=at)
+
+        self.watchdog = Watchdog(list(by_name), registry_url=self.lab.registry_url,
+                                 clusters_dir=self.lab.clusters_dir,
+                                 kafka_to=self.target() if fo.kind == "kafka" else None,
+                                 spark_to=self.target() if fo.kind == "spark" else None,
+                                 actor=f"drill {self.run_id} watchdog", on_event=on_event)
+        self.watchdog.start()
+        self.event("note", f"watchdog watching {', '.join(by_name)}")
+
+    def _first_batch(self, d: Deployed) -> None:
+        registry = self.registry()
+        try:
+            self.wait_first_batch(d, registry)
+        finally:
+            registry.close()
+
+    # -- measurements -------------------------------------------------------------------------------
+    def start_sampler(self) -> None:
+        from .probes import Sampler
+
+        kafka = self.lab.kafka()
+        mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster), None)
+        self.sampler = Sampler(registry_url=self.lab.registry_url, clusters_dir=self.lab.clusters_dir,
+                               kafka=kafka, primary=self.book.cluster, mirror=mirror,
+                               logins={n: self.lab.login(cluster=n) for n in kafka},
+                               topics=sorted({f.topic for f in self.book.feeders}),
+                               safeguards=self.book.safeguards, disk_path=str(self.lab.dir))
+        self.sampler.start()
+
+    def measure_rpo(self, fault) -> None:
+        """What the mirror lacks when a Kafka cluster it copies is lost: the messages (and seconds)
+        at risk, each recovered or lost as the data verdict then shows."""
+        if fault.system != "kafka":
+            return
+        from .probes import end_offsets, mirror_lag_seconds
+
+        kafka = self.lab.kafka()
+        mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == fault.cluster), None)
+        if mirror is None:
+            return
+        prefix = kafka[mirror].mirror_of.topic_prefix
+        topics = sorted({f.topic for f in self.book.feeders})
+        try:
+            primary = end_offsets(kafka[fault.cluster].bootstrap_servers, self.lab.login(cluster=fault.cluster), topics)
+            copied = end_offsets(kafka[mirror].bootstrap_servers, self.lab.login(cluster=mirror),
+                                 [prefix + t for t in topics])
+            seconds = mirror_lag_seconds(kafka[fault.cluster].bootstrap_servers, self.lab.login(cluster=fault.cluster),
+                                         kafka[mirror].bootstrap_servers, self.lab.login(cluster=mirror), topics,
+                                         prefix)
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"rpo not measured: {e}")
+            return
+        if primary is None or copied is None:
+            return
+        behind = sum(max(0, end - copied.get((prefix + t, p), 0)) for (t, p), end in primary.items())
+        self.rpo[fault.name] = {"messages": behind, "seconds": seconds}
+        self.event("note", f"at {fault.name}: {behind} message(s) on {fault.cluster} not yet on {mirror}"
+                           + (f" ({seconds:.1f} s behind)" if seconds is not None else ""))
+
+    # -- the end ------------------------------------------------------------------------------------
+    def stop_traffic(self) -> None:
+        if self.stop_feeding.is_set():
+            return
+        self.stop_feeding.set()
+        for t in self.feeders:
+            t.join(timeout=180)
+        if self.feeders:
+            self.event("note", f"traffic stopped: {self.ledger.acked} acknowledged, {self.ledger.failed} failed")
+            self.ledger.save(self.dir / "ledger.parquet")
+
+    def verify(self) -> list[dict]:
+        """Every verify entry's windows: the sink against the ledger, once the fed messages' last
+        windows had time to close."""
+        from .verify import compare, expected, read_influx
+
+        for t in self._threads:
+            t.join(timeout=FIRST_BATCH_WAIT_S)
+        cases = []
+        frame = self.ledger.frame() if self.ledger is not None else None
+        for v in self.book.verify:
+            d = self.deployed.get(v.dagger)
+            dep = next(x for x in self.book.deployments if x.name == v.dagger)
+            if d is None or frame is None:
+                continue
+            topics = [t for t in dep.reads]
+            fed = frame[frame["topic"].isin(topics)]
+            if fed.empty:
+                self.notes.append(f"{v.dagger}: nothing was fed to the topics it reads")
+                continue
+            delay_ms = _watermark_delay_ms(d.spec_path)
+            closed_by = int(fed["event_time_ms"].max()) - delay_ms
+            since = int(fed["event_time_ms"].min())
+            want = expected(fed, v, closed_by_ms=closed_by)
+            influx = d.job["sink"]["influx"]
+            deadline = time.time() + VERIFY_WAIT_S
+            self.event("note", f"verifying {v.dagger}: {len(want)} window(s) expected")
+            while True:
+                got = read_influx(influx["url"], influx["db_name"], influx["measurement_name"], v,
+                                  since_ms=since - int(v.window * 1000), until_ms=closed_by)
+                result = compare(want, got, v, since_ms=since - int(v.window * 1000), until_ms=closed_by)
+                if (result.windows_missing == 0 and result.windows_wrong == 0) or time.time() > deadline:
+                    break
+                time.sleep(3.0)
+            cases.append(self.case(v, d, result))
+        return cases
+
+    def case(self, v, d: Deployed, result) -> dict:
+        fo, trigger = self.book.failover, self.book.failover_fault
+        case = {"name": v.dagger, "dagger": d.name, **result.as_case_fields()}
+        if fo is not None and trigger is not None and d in self.affected():
+            t_fault = self.fault_times.get(trigger.name)
+            case["failover"] = fo.kind
+            case["rto_target_seconds"] = fo.rto_target
+            if t_fault is not None and d.first_batch_after is not None:
+                case["rto_seconds"] = round(d.first_batch_after - t_fault, 2)
+                steps = []
+                if d.failover_started is not None:
+                    steps.append({"step": "detect", "seconds": round(max(0.0, d.failover_started - t_fault), 2)})
+                if d.failover_started is not None and d.failover_done is not None:
+                    steps.append({"step": "stop, check and submit",
+                                  "seconds": round(d.failover_done - d.failover_started, 2)})
+                if d.failover_done is not None:
+                    # the driver's start (JVM, Python, Spark session, executors, the query's plan)
+                    # and its first batch, as far as the batch's own duration tells them apart
+                    batch = min(d.first_batch_seconds or 0.0, d.first_batch_after - d.failover_done)
+                    steps.append({"step": "driver start", "seconds": round(d.first_batch_after - d.failover_done
+                                                                           - batch, 2)})
+                    steps.append({"step": "first batch", "seconds": round(batch, 2)})
+                case["rto_steps"] = steps
+            rpo = self.rpo.get(trigger.name)
+            if rpo:
+                case["rpo_messages"] = rpo["messages"]
+                if rpo["seconds"] is not None:
+                    case["rpo_seconds"] = round(rpo["seconds"], 2)
+        lost = case["windows_missing"] or case["windows_wrong"]
+        rto_ok = case.get("rto_seconds") is not None or "failover" not in case
+        if "rto_seconds" in case and case.get("rto_target_seconds") is not None:
+            rto_ok = case["rto_seconds"] <= case["rto_target_seconds"]
+        case["verdict"] = "pass" if not lost and rto_ok and not d.failover_error else "fail"
+        return case
+
+    def cleanup(self) -> None:
+        from dagger_runtime.lifecycle import operations
+
+        for part in (self.watchdog, self.sampler):
+            if part is not None:
+                try:
+                    part.stop()
+                except Exception as e:  # noqa: BLE001 - the daggers are still stopped below
+                    self.notes.append(f"{type(part).__name__} did not stop cleanly: {e}")
+        registry = None
+        try:
+            registry = self.registry()
+            for d in self.deployed.values():
+                try:
+                    operations.stop(registry, d.name, actor=f"drill {self.run_id}", clusters_dir=self.lab.clusters_dir)
+                except Exception as e:  # noqa: BLE001 - a dagger left running is said, not hidden
+                    self.notes.append(f"{d.name} not stopped: {e}")
+        except Exception as e:  # noqa: BLE001
+            self.notes.append(f"daggers not stopped: {e}")
+        finally:
+            if registry is not None:
+                registry.close()
+
+    def write_report(self, cases: list[dict] | None = None) -> Path:
+        from . import history
+        from .report_html import write_html
+        from .report_model import dump_report, parse_report
+        from .probes import evaluate
+
+        cases = cases or []
+        ended = time.time()
+        t = self.book.timeline
+        phases = {"before": (self.started + t.warmup, self.started + t.first_fault),
+                  "during": (self.started + t.first_fault, self.started + t.last_end),
+                  "after": (self.started + t.after, min(ended, self.started + t.end))}
+        hypotheses = evaluate(self.book.steady_state, self.sampler, phases) if self.sampler is not None else []
+        faults = []
+        for name, made in self.injected.items():
+            faults.append({"name": name, "kind": made.kind, "target": made.label,
+                           "injected_at": _utc(made.injected_at or made.started_at or self.fault_times[name]),
+                           "undone_at": _utc(made.undone_at) if made.undone_at else None,
+                           "undo_ok": made.state == "undone" and not made.unhealthy,
+                           "error": "; ".join(made.errors + made.unhealthy) or None})
+        reasons = []
+        if self.abort_reason:
+            reasons.append(self.abort_reason)
+        for c in cases:
+            if c["verdict"] != "pass":
+                reasons.append(f"{c['name']}: {c['windows_missing']} window(s) missing, {c['windows_wrong']} wrong"
+                               + (f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
+                                  if c.get("rto_seconds") is not None and c.get("rto_target_seconds") is not None
+                                  and c["rto_seconds"] > c["rto_target_seconds"] else "")
+                               + (f", failover: {self.deployed[c['name']].failover_error}"
+                                  if self.deployed[c["name"]].failover_error else "")
+                               + ("" if c.get("rto_seconds") is not None or not c.get("failover")
+                                  else ", no first batch after the failover"))
+        reasons += [f"hypothesis {h['name']} ({h['phase']}): {'not measured' if h['value'] is None else h['value']}"
+                    for h in hypotheses if h["ok"] is not True]
+        reasons += [f"fault {f['name']} not undone: {f['error'] or 'unknown'}" for f in faults if not f["undo_ok"]]
+        if not cases and not self.abort_reason:
+            reasons.append("no case was verified")
+        verdict = "aborted" if self.abort_reason else ("pass" if not reasons else "fail")
+        produced = {"messages": self.ledger.acked if self.ledger else 0,
+                    "by_topic": self.ledger.counts_by_topic() if self.ledger else {},
+                    "failed": self.ledger.failed if self.ledger else 0}
+        timeline = self.sampler.timeline() if self.sampler is not None else {}
+        data = {
+            "schema": 1,
+            "drill": {"name": self.book.name, "description": self.book.description, "playbook": self.book.source,
+                      "type": self.book.type or (self.book.faults[0].system if self.book.faults else "none"),
+                      "blast_radius": self.book.blast_radius or self.book.cluster},
+            "run": {"id": self.run_id, "started_at": _utc(self.started), "ended_at": _utc(max(ended, time.time())),
+                    "host": socket.gethostname(), "git_commit": _git_commit(), "seed": self.seed},
+            "verdict": verdict, "verdict_reasons": reasons + self.notes if verdict != "pass" else self.notes,
+            "hypotheses": hypotheses, "faults": faults, "events": self.events, "timeline": timeline,
+            "cases": cases, "produced": produced,
+        }
+        path = self.dir / "report.json"
+        report = parse_report(json.loads(json.dumps(data)), path)
+        path.write_text(json.dumps(dump_report(report), indent=1))
+        write_html(report, self.dir / "report.html")
+        history.append(self.dir.parent, report, path)
+        return path
+
+
+def _watermark_delay_ms(spec_path: Path) -> int:
+    from dagger_runtime.config import load_job
+
+    return int(load_job(spec_path).watermark_delay_ms)
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None

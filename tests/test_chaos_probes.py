@@ -1,0 +1,101 @@
+"""The drill's measurements judged (chaos/probes.py): a hypothesis per phase takes its phase's
+worst sample, a safeguard its latest; probes that cannot reach a cluster answer None, quickly.
+Expected verdicts are worked out by hand from the samples written here."""
+from __future__ import annotations
+
+import time
+import types
+
+import pytest
+
+from chaos.probes import Sampler, end_offsets, evaluate, mirror_lag_seconds, safeguard_breach, under_replicated_partitions
+
+
+def sampler_with(samples: list[dict]) -> Sampler:
+    s = Sampler(registry_url="sqlite://", clusters_dir="/nonexistent", kafka={}, primary="primary", mirror=None,
+                logins={}, topics=[])
+    s.samples = samples
+    return s
+
+
+def sample(t: float, lag_a, lag_b=0.0, *, input_a=30.0, wm_age=None, urp=0, disk=40.0) -> dict:
+    a = None if lag_a is None else {"version": 1, "cluster": "blue", "input": input_a, "processed": input_a,
+                                    "lag": lag_a, "batches": 1, "latency": wm_age}
+    b = {"version": 1, "cluster": "blue", "input": 10.0, "processed": 10.0, "lag": lag_b, "batches": 1,
+         "latency": None if wm_age is None else wm_age / 2}
+    return {"t": t, "daggers": {"a": a, "b": b}, "disk": disk, "urp": {"primary": urp}, "mirror_lag": None}
+
+
+def hyp(probe, *, of=None, low=None, high=None, phases=("before", "after"), name="h"):
+    return types.SimpleNamespace(name=name, probe=probe, of=of, bounds=(low, high), phases=phases, unit="u",
+                                 describe=lambda: name)
+
+
+SAMPLES = [sample(100, 5, 1), sample(102, 50, 2), sample(104, None, 0), sample(106, 3000, 10),
+           sample(108, 20, 0, input_a=2.0)]
+PHASES = {"before": (100, 104), "during": (104, 108), "after": (108, 110)}
+
+
+def test_each_phase_is_judged_by_its_worst_sample():
+    s = sampler_with(SAMPLES)
+    out = evaluate([hyp("consumer_lag", of="a", high=100, phases=("before", "during", "after"))], s, PHASES)
+    # before: samples at 100 and 102 -> worst 50; during: 104 (not answering) and 106 -> 3000
+    assert [(h["phase"], h["value"], h["ok"]) for h in out] == [("before", 50, True), ("during", 3000, False),
+                                                                 ("after", 20, True)]
+    # both daggers together: a dagger not answering makes the sum unknown (sample 104 left out)
+    out = evaluate([hyp("consumer_lag", high=60, phases=("before",))], s, PHASES)
+    assert (out[0]["value"], out[0]["ok"]) == (52, True)
+    # a minimum is judged by the lowest sample: throughput of a is 2.0 after
+    out = evaluate([hyp("throughput", of="a", low=25, phases=("before", "after"))], s, PHASES)
+    assert [(h["value"], h["ok"]) for h in out] == [(30, True), (2, False)]
+    assert out[0]["tolerance"] == {"max": None, "min": 25}
+
+
+def test_a_hypothesis_never_measured_says_so():
+    out = evaluate([hyp("end_to_end_latency", of="a", high=60, phases=("before",))], sampler_with(SAMPLES), PHASES)
+    assert (out[0]["value"], out[0]["ok"]) == (None, None)
+    s = sampler_with([sample(100, 1, 1, wm_age=12.5), sample(102, 1, 1, wm_age=40.0)])
+    out = evaluate([hyp("end_to_end_latency", high=30, phases=("before",))], s, PHASES)
+    assert (out[0]["value"], out[0]["ok"]) == (40.0, False)         # the worst dagger's, not a sum
+
+
+def test_safeguards_trip_on_the_latest_sample():
+    s = sampler_with(SAMPLES)
+    disk = types.SimpleNamespace(probe="disk_usage", of=None, abort_above=90, abort_below=None, threshold=90,
+                                 unit="percent", describe=lambda: "abort if disk_usage > 90%")
+    lag = types.SimpleNamespace(probe="consumer_lag", of="a", abort_above=1000, abort_below=None, threshold=1000,
+                                unit="messages", describe=lambda: "abort if consumer_lag of a > 1000")
+    assert safeguard_breach([disk, lag], SAMPLES[1], s) is None
+    assert safeguard_breach([disk, lag], SAMPLES[3], s) == "abort if consumer_lag of a > 1000 (it was 3000 messages)"
+    assert safeguard_breach([disk, lag], sample(0, 1, disk=95.5), s).startswith("abort if disk_usage > 90%")
+    s.samples = [SAMPLES[3]]
+    assert s.breach() is None           # the sampler holds no safeguards of its own here
+    tl = sampler_with(SAMPLES).timeline()
+    assert tl["t"] == [100, 102, 104, 106, 108] and tl["consumer_lag"] == [6, 52, None, 3010, 20]
+
+
+@pytest.mark.kafka
+def test_kafka_probes_read_a_real_broker_and_give_up_quickly_on_a_dead_one(kafka_broker):
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    bootstrap = kafka_broker.bootstrap_servers
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic("probe-t", 2, 1), NewTopic("primary.probe-t", 2, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(5):       # 3 to partition 0, 2 to partition 1 of the "primary" topic
+        producer.send("probe-t", b"x", partition=0 if i < 3 else 1, timestamp_ms=1_000_000 + i * 1000)
+    # the "mirror" copy: partition 0 up to its second record, partition 1 whole
+    for p, ts in ((0, 1_000_000), (0, 1_001_000), (1, 1_003_000), (1, 1_004_000)):
+        producer.send("primary.probe-t", b"x", partition=p, timestamp_ms=ts)
+    producer.flush()
+    producer.close()
+    assert end_offsets(bootstrap, {}, ["probe-t"]) == {("probe-t", 0): 3, ("probe-t", 1): 2}
+    # partition 0's last record on the primary is at 1_002_000 ms, its copy's at 1_001_000 ms
+    assert mirror_lag_seconds(bootstrap, {}, bootstrap, {}, ["probe-t"], "primary.") == 1.0
+    assert under_replicated_partitions(bootstrap, {}) == 0
+    started = time.monotonic()
+    assert end_offsets("127.0.0.1:1", {}, ["probe-t"]) is None
+    assert under_replicated_partitions("127.0.0.1:1", {}) is None
+    assert time.monotonic() - started < 10
