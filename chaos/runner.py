@@ -149,6 +149,7 @@ class DrillRun:
         self.seed = seed if seed is not None else secrets.randbelow(2**31)
         self.run_id = run_id or secrets.token_hex(3)
         self.started = time.time()
+        self.t0 = self.started          # the plan's clock: set again once the daggers run
         stamp = dt.datetime.fromtimestamp(self.started, dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.dir = Path(out_root) / f"{book.name}-{stamp}-{self.run_id}"
         self.progress = progress or (lambda line: None)
@@ -252,10 +253,42 @@ class DrillRun:
             self._ensure_topic(kafka[self.book.cluster].bootstrap_servers, topic)
 
     def follow_plan(self) -> None:
-        t0 = self.started
+        # the daggers first: the plan's clock starts once each has committed a batch, so a fault
+        # at 50s meets daggers that have been running, not ones still starting
         for step in self.steps:
-            self.wait_until(t0 + step.at)
+            if step.action == "deploy":
+                self.do_deploy(step)
+        self.wait_ready()
+        self.t0 = time.time()
+        self.event("note", "the daggers run: the drill's clock starts")
+        for step in self.steps:
+            if step.action == "deploy":
+                continue
+            self.wait_until(self.t0 + step.at)
             getattr(self, "do_" + step.action.replace("-", "_"))(step)
+
+    def wait_ready(self) -> None:
+        from dagger_runtime.lifecycle.clusters import get_cluster
+        from dagger_runtime.lifecycle.operations import scrape
+
+        registry = self.registry()
+        try:
+            for d in self.deployed.values():
+                deadline = time.time() + FIRST_BATCH_WAIT_S
+                while True:
+                    current = registry.get(d.name)
+                    metrics = None
+                    if current and current.metrics_port:
+                        cluster = get_cluster(current.cluster, self.lab.clusters_dir)
+                        metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
+                    if metrics and metrics.get("dagger_batches_total", 0) > 0:
+                        break
+                    if time.time() > deadline:
+                        raise Abort(f"{d.playbook_name} committed no batch within {FIRST_BATCH_WAIT_S:.0f} s of "
+                                    f"its deploy: dagger logs {d.name}")
+                    time.sleep(1.0)
+        finally:
+            registry.close()
 
     def wait_until(self, when: float) -> None:
         """Sleep to `when`, checking the safeguards every second."""
@@ -311,7 +344,7 @@ class DrillRun:
         bootstrap = self.lab.kafka()[self.book.cluster].bootstrap_servers
         n = len(self.feeders)
         thread = FeederThread(f, protos.load(), bootstrap=bootstrap, login=self.lab.login(), ledger=self.ledger,
-                              t0=self.started, seed=self.seed + n, index_base=n * 1_000_000_000,
+                              t0=self.t0, seed=self.seed + n, index_base=n * 1_000_000_000,
                               stop=self.stop_feeding)
         thread.start()
         self.feeders.append(thread)
@@ -443,7 +476,13 @@ class DrillRun:
                 metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
                 if metrics and metrics.get("dagger_batches_total", 0) > 0:
                     d.first_batch_after = time.time()
-                    d.first_batch_seconds = metrics.get("dagger_batch_duration_seconds")
+                    # the batch's progress (its duration) is reported just after its commit
+                    for _ in range(10):
+                        if metrics and metrics.get("dagger_batch_duration_seconds"):
+                            d.first_batch_seconds = metrics["dagger_batch_duration_seconds"]
+                            break
+                        time.sleep(0.3)
+                        metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
                     self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its "
                                               "first batch")
                     return
@@ -642,9 +681,9 @@ class DrillRun:
         cases = cases or []
         ended = time.time()
         t = self.book.timeline
-        phases = {"before": (self.started + t.warmup, self.started + t.first_fault),
-                  "during": (self.started + t.first_fault, self.started + t.last_end),
-                  "after": (self.started + t.after, min(ended, self.started + t.end))}
+        t0 = self.t0
+        phases = {"before": (t0 + t.warmup, t0 + t.first_fault), "during": (t0 + t.first_fault, t0 + t.last_end),
+                  "after": (t0 + t.after, min(ended, t0 + t.end))}
         hypotheses = evaluate(self.book.steady_state, self.sampler, phases) if self.sampler is not None else []
         faults = []
         for name, made in self.injected.items():
@@ -676,6 +715,8 @@ class DrillRun:
                     "by_topic": self.ledger.counts_by_topic() if self.ledger else {},
                     "failed": self.ledger.failed if self.ledger else 0}
         timeline = self.sampler.timeline() if self.sampler is not None else {}
+        if timeline.get("t") and self.ledger is not None:
+            timeline["throughput"] = produced_rate(self.ledger.frame(), timeline["t"])
         data = {
             "schema": 1,
             "drill": {"name": self.book.name, "description": self.book.description, "playbook": self.book.source,
@@ -693,6 +734,19 @@ class DrillRun:
         write_html(report, self.dir / "report.html")
         history.append(self.dir.parent, report, path)
         return path
+
+
+def produced_rate(frame, times: list[float]) -> list[float | None]:
+    """Messages a second the feeders had acknowledged, per sample interval (by their Kafka
+    time, i.e. when they were sent: a message buffered through an outage counts when it was sent)."""
+    import numpy as np
+
+    sent = np.sort(frame["timestamp_ms"].dropna().to_numpy(dtype="float64") / 1000.0)
+    out: list[float | None] = [None]
+    for a, b in zip(times, times[1:]):
+        n = np.searchsorted(sent, b, side="right") - np.searchsorted(sent, a, side="right")
+        out.append(round(float(n) / (b - a), 3))
+    return out
 
 
 def _watermark_delay_ms(spec_path: Path) -> int:

@@ -99,3 +99,13 @@ def test_kafka_probes_read_a_real_broker_and_give_up_quickly_on_a_dead_one(kafka
     assert end_offsets("127.0.0.1:1", {}, ["probe-t"]) is None
     assert under_replicated_partitions("127.0.0.1:1", {}) is None
     assert time.monotonic() - started < 10
+
+
+def test_the_produced_rate_is_counted_per_sample_interval():
+    import pandas as pd
+
+    from chaos.runner import produced_rate
+
+    # sent at 100.5, 101, 101.5 (interval 100-102: 3 in 2 s), 103 (102-104: 1), none in 104-106
+    frame = pd.DataFrame({"timestamp_ms": [100_500, 101_000, 101_500, 103_000, None]})
+    assert produced_rate(frame, [100.0, 102.0, 104.0, 106.0]) == [None, 1.5, 0.5, 0.0]

@@ -219,3 +219,30 @@ def test_a_checkpoint_keeps_how_it_was_begun(tmp_path):
     # a checkpoint begun with nothing asked, and a remote one, give nothing back
     assert remembered_start(str(tmp_path / "fresh"), None, None) == (None, None)
     assert remembered_start("gs://bucket/cp", None, None) == (None, None)
+
+
+def test_a_failover_before_any_window_reads_from_where_the_old_version_began(tmp_path):
+    """Seen in a Kafka failover drill: the primary died before the dagger's first commit. The new
+    version must read all the old one read (same Kafka times on the mirror), not refuse."""
+    import types
+
+    from dagger_runtime.lifecycle.state import Start, first_start
+    from dagger_runtime.run import remembered_start
+
+    deployed = 1795486080000
+    stream = types.SimpleNamespace(kafka=types.SimpleNamespace(auto_offset_reset="latest"))
+    by_time = str(tmp_path / "a")
+    remembered_start(by_time, {"t": {"startingTimestamp": "1795486000000", "startingOffsetsByTimestampStrategy":
+                                     "latest"}}, None)
+    assert first_start(by_time, [stream], deployed) == Start("timestamp", 1795486000000)
+    earliest = str(tmp_path / "b")
+    remembered_start(earliest, {"t": {"startingOffsets": "earliest"}}, None)
+    assert first_start(earliest, [stream], deployed) == Start("earliest")
+    # offsets of the old cluster mean nothing on the mirror, and `latest` was "from its deploy"
+    by_offsets = str(tmp_path / "c")
+    remembered_start(by_offsets, {"t": {"startingOffsets": '{"x": {"0": 42}}'}}, None)
+    assert first_start(by_offsets, [stream], deployed) == Start("timestamp", deployed)
+    # nothing kept: the job's own auto_offset_reset
+    assert first_start(str(tmp_path / "none"), [stream], deployed) == Start("timestamp", deployed)
+    stream.kafka.auto_offset_reset = "earliest"
+    assert first_start(str(tmp_path / "none"), [stream], deployed) == Start("earliest")

@@ -310,7 +310,7 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     back to the original), on a new checkpoint that rebuilds the windows the old version had not
     written (failover.py says how)."""
     from .failover import kafka_clusters, moved_spec, replay_from_ms
-    from .state import committed_watermark
+    from .state import committed_watermark, first_start
 
     current = registry.get(name)
     if current is None:
@@ -323,17 +323,25 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
         _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}")
         current = registry.get(name)
-    watermark = committed_watermark(current.checkpoint)
-    if watermark <= 0:
-        raise DaggerError(f"{name} has not written a window yet (its watermark is not set), so there is no "
-                          f"boundary to replay from; it is stopped: start it with `dagger edit {name} SPEC "
-                          "--from TIME` on a spec that reads the other cluster")
-    start = Start("timestamp", replay_from_ms(plan, watermark))
+    try:
+        watermark = committed_watermark(current.checkpoint)
+    except DaggerError:
+        watermark = 0               # no batch committed: no window written
+    if watermark > 0:
+        start, emit_after = Start("timestamp", replay_from_ms(plan, watermark)), watermark
+        said = (f"the windows that ended by the last committed watermark ({_iso(watermark)}) were written by "
+                f"version {current.version} and stay")
+    else:
+        # it wrote no window yet (it had no watermark, or committed nothing): the new version reads
+        # all the old one read, from where it began, and writes every window whole
+        version = registry.version(name, current.version)
+        start = first_start(current.checkpoint, plan.job.streams, int(version.deployed_at.timestamp() * 1000))
+        emit_after = None
+        said = f"version {current.version} had written no window yet, so it reads from where that began ({start})"
     out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
-                    clusters_dir=clusters_dir, emit_after_ms=watermark)
-    out.lines.insert(0, f"{name}: reading Kafka cluster {to}; the windows that ended by the last committed "
-                        f"watermark ({_iso(watermark)}) were written by version {current.version} and stay")
-    out.data.update({"kafka_cluster": to, "watermark_ms": watermark, "replay_from_ms": start.timestamp_ms})
+                    clusters_dir=clusters_dir, emit_after_ms=emit_after)
+    out.lines.insert(0, f"{name}: reading Kafka cluster {to}; {said}")
+    out.data.update({"kafka_cluster": to, "watermark_ms": watermark or None, "replay_from_ms": start.timestamp_ms})
     return out
 
 

@@ -92,6 +92,31 @@ def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
     return [json.loads(line) for line in lines[2:] if line.strip() not in ("", "-")]
 
 
+def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
+    """Where a checkpoint's query began reading, as a position that means the same on a Kafka
+    mirror (MirrorMaker keeps record timestamps): its starting time, or earliest; a start by
+    offsets or at `latest` becomes the time its version was deployed. What `run` kept in the
+    checkpoint (dagger-starting.json) says; without it, the streams' auto_offset_reset."""
+    from ..run import STARTING_FILE
+
+    options: list[dict] = []
+    local = checkpoint.removeprefix("file://")
+    if "://" not in local:
+        try:
+            kept = json.loads((Path(local) / STARTING_FILE).read_text())
+            options = list((kept.get("starting") or {}).values())
+        except (FileNotFoundError, ValueError, AttributeError):
+            options = []
+    times = {o.get("startingTimestamp") for o in options}
+    if options and len(times) == 1 and None not in times:
+        return Start("timestamp", int(times.pop()))
+    resets = {o.get("startingOffsets") for o in options} if options else \
+        {getattr(s.kafka, "auto_offset_reset", None) for s in streams}
+    if resets == {"earliest"}:
+        return Start("earliest")
+    return Start("timestamp", deployed_at_ms)
+
+
 def committed_watermark(checkpoint: str) -> int:
     """The event-time watermark (epoch ms) of the last batch a checkpoint committed. In append
     mode that batch wrote every window ending at or before it, and no other."""
