@@ -107,6 +107,11 @@ def mirror_lag_seconds(primary_bootstrap: str, primary_login: dict, mirror_boots
     return None if worst == float("inf") else worst
 
 
+def behind(primary: dict, copied: dict, prefix: str) -> int:
+    """Messages on the primary's partitions that their mirror copies (prefix + topic) lack."""
+    return sum(max(0, end - copied.get((prefix + t, p), 0)) for (t, p), end in primary.items())
+
+
 def under_replicated_partitions(bootstrap: str, login: dict) -> int | None:
     """Partitions whose in-sync replicas are fewer than their replicas (None: no answer)."""
     from kafka.admin import KafkaAdminClient
@@ -190,9 +195,8 @@ class Sampler:
                                       self.topics)
                 copied = end_offsets(self.kafka[self.mirror].bootstrap_servers, self.logins.get(self.mirror, {}),
                                      [prefix + t for t in self.topics])
-                behind = None if primary is None or copied is None else \
-                    sum(max(0, end - copied.get((prefix + t, p), 0)) for (t, p), end in primary.items())
-                self._kafka_values["mirror_behind"] = (time.time(), behind)
+                lacking = None if primary is None or copied is None else behind(primary, copied, prefix)
+                self._kafka_values["mirror_behind"] = (time.time(), lacking)
             self._stop.wait(KAFKA_INTERVAL_S)
 
     def _fresh(self, key: str) -> Any:

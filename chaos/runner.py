@@ -267,20 +267,24 @@ class DrillRun:
             self.wait_until(self.t0 + step.at)
             getattr(self, "do_" + step.action.replace("-", "_"))(step)
 
-    def wait_ready(self) -> None:
+    def current_metrics(self, registry, name: str, version: int | None = None) -> dict | None:
+        """The dagger's current version's /metrics (of `version` only, when given)."""
         from dagger_runtime.lifecycle.clusters import get_cluster
         from dagger_runtime.lifecycle.operations import scrape
 
+        current = registry.get(name)
+        if not current or not current.metrics_port or (version is not None and current.version != version):
+            return None
+        cluster = get_cluster(current.cluster, self.lab.clusters_dir)
+        return scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
+
+    def wait_ready(self) -> None:
         registry = self.registry()
         try:
             for d in self.deployed.values():
                 deadline = time.time() + FIRST_BATCH_WAIT_S
                 while True:
-                    current = registry.get(d.name)
-                    metrics = None
-                    if current and current.metrics_port:
-                        cluster = get_cluster(current.cluster, self.lab.clusters_dir)
-                        metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
+                    metrics = self.current_metrics(registry, d.name)
                     if metrics and metrics.get("dagger_batches_total", 0) > 0:
                         break
                     if time.time() > deadline:
@@ -465,27 +469,21 @@ class DrillRun:
             registry.close()
 
     def wait_first_batch(self, d: Deployed, registry) -> None:
-        from dagger_runtime.lifecycle.clusters import get_cluster
-        from dagger_runtime.lifecycle.operations import scrape
-
         deadline = time.time() + FIRST_BATCH_WAIT_S
         while time.time() < deadline:
-            current = registry.get(d.name)
-            if current and current.version == d.failover_version and current.metrics_port:
-                cluster = get_cluster(current.cluster, self.lab.clusters_dir)
-                metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
-                if metrics and metrics.get("dagger_batches_total", 0) > 0:
-                    d.first_batch_after = time.time()
-                    # the batch's progress (its duration) is reported just after its commit
-                    for _ in range(10):
-                        if metrics and metrics.get("dagger_batch_duration_seconds"):
-                            d.first_batch_seconds = metrics["dagger_batch_duration_seconds"]
-                            break
-                        time.sleep(0.3)
-                        metrics = scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
-                    self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its "
-                                              "first batch")
-                    return
+            metrics = self.current_metrics(registry, d.name, d.failover_version)
+            if metrics and metrics.get("dagger_batches_total", 0) > 0:
+                d.first_batch_after = time.time()
+                # the batch's progress (its duration) is reported just after its commit
+                for _ in range(10):
+                    if metrics and metrics.get("dagger_batch_duration_seconds"):
+                        d.first_batch_seconds = metrics["dagger_batch_duration_seconds"]
+                        break
+                    time.sleep(0.3)
+                    metrics = self.current_metrics(registry, d.name, d.failover_version)
+                self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its "
+                                          "first batch")
+                return
             time.sleep(0.5)
         d.failover_error = d.failover_error or f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the failover"
 
@@ -542,7 +540,7 @@ class DrillRun:
         at risk, each recovered or lost as the data verdict then shows."""
         if fault.system != "kafka":
             return
-        from .probes import end_offsets, mirror_lag_seconds
+        from .probes import behind, end_offsets, mirror_lag_seconds
 
         kafka = self.lab.kafka()
         mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == fault.cluster), None)
@@ -562,9 +560,9 @@ class DrillRun:
             return
         if primary is None or copied is None:
             return
-        behind = sum(max(0, end - copied.get((prefix + t, p), 0)) for (t, p), end in primary.items())
-        self.rpo[fault.name] = {"messages": behind, "seconds": seconds}
-        self.event("note", f"at {fault.name}: {behind} message(s) on {fault.cluster} not yet on {mirror}"
+        lacking = behind(primary, copied, prefix)
+        self.rpo[fault.name] = {"messages": lacking, "seconds": seconds}
+        self.event("note", f"at {fault.name}: {lacking} message(s) on {fault.cluster} not yet on {mirror}"
                            + (f" ({seconds:.1f} s behind)" if seconds is not None else ""))
 
     # -- the end ------------------------------------------------------------------------------------

@@ -54,12 +54,10 @@ def remembered_start(checkpoint: str, starting: dict | None,
     windows. Local checkpoints only (file paths)."""
     import json
     import os
-    from pathlib import Path
 
-    local = checkpoint[len("file://"):] if checkpoint.startswith("file://") else checkpoint
-    if "://" in local:
+    path = _start_file(checkpoint)
+    if path is None:
         return starting, emit_after_ms
-    path = Path(local) / STARTING_FILE
     if starting is not None or emit_after_ms is not None:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +66,23 @@ def remembered_start(checkpoint: str, starting: dict | None,
                                        sort_keys=True))
             os.replace(temp, path)
         return starting, emit_after_ms
+    return read_start(checkpoint)
+
+
+def _start_file(checkpoint: str):
+    from pathlib import Path
+
+    local = checkpoint.removeprefix("file://")
+    return None if "://" in local else Path(local) / STARTING_FILE
+
+
+def read_start(checkpoint: str) -> tuple[dict | None, int | None]:
+    """What a checkpoint was begun with (remembered_start): its starting options and replay filter."""
+    import json
+
+    path = _start_file(checkpoint)
     try:
-        kept = json.loads(path.read_text())
+        kept = json.loads(path.read_text()) if path is not None else {}
         return kept.get("starting"), kept.get("emit_windows_after_ms")
     except (FileNotFoundError, ValueError, AttributeError):
         return None, None

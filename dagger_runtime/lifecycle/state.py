@@ -97,16 +97,10 @@ def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
     mirror (MirrorMaker keeps record timestamps): its starting time, or earliest; a start by
     offsets or at `latest` becomes the time its version was deployed. What `run` kept in the
     checkpoint (dagger-starting.json) says; without it, the streams' auto_offset_reset."""
-    from ..run import STARTING_FILE
+    from ..run import read_start
 
-    options: list[dict] = []
-    local = checkpoint.removeprefix("file://")
-    if "://" not in local:
-        try:
-            kept = json.loads((Path(local) / STARTING_FILE).read_text())
-            options = list((kept.get("starting") or {}).values())
-        except (FileNotFoundError, ValueError, AttributeError):
-            options = []
+    starting, _ = read_start(checkpoint)
+    options = list(starting.values()) if isinstance(starting, dict) else []
     times = {o.get("startingTimestamp") for o in options}
     if options and len(times) == 1 and None not in times:
         return Start("timestamp", int(times.pop()))
