@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_S2 = re.compile(rf"s2id\(\s*({PATH})\s*,\s*({PATH})\s*,\s*(\d{{1,2}})\s*\)")
+_S2 = re.compile(rf"s2id\(\s*({PATH})\s*,\s*({PATH})\s*,\s*([0-9]{{1,2}})\s*\)")
 _AGG = re.compile(rf"(count|sum|min|max|mean|nunique)\(\s*({PATH})\s*\)")
 AGGREGATES = ("count", "sum", "min", "max", "mean", "nunique")
 REL_TOL = ABS_TOL = 1e-9
