@@ -22,12 +22,14 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     FaultKind("broker-kill", "kafka", "broker", "kills brokers with SIGKILL and keeps them down", "starts them"),
     FaultKind("broker-pause", "kafka", "broker", "freezes brokers with SIGSTOP: hung, sockets open",
               "SIGCONT"),
-    FaultKind("disk-fill", "kafka", "broker", "fills the filesystem of a broker's data directory",
-              "frees the space and restarts the broker if it stopped"),
-    FaultKind("disk-break", "kafka", "broker", "makes a broker's data directory fail on write",
-              "makes it writable and restarts the broker"),
-    FaultKind("network-cut", "kafka", "broker", "cuts brokers off their clients", "reconnects them"),
-    FaultKind("network-slow", "kafka", "broker", "adds latency to brokers' client traffic", "removes it"),
+    FaultKind("disk-fill", "kafka", "broker", "fills the filesystem under a broker's data directory: writes fail "
+              "with ENOSPC (a full overlay over it)", "removes the full layer and restarts the broker"),
+    FaultKind("disk-break", "kafka", "broker", "makes a broker's data directory fail on write (EROFS: a read-only "
+              "mount over it)", "removes the mount and restarts the broker"),
+    FaultKind("network-cut", "kafka", "broker", "drops every packet to and from brokers' client port "
+              "(nftables on loopback; the controller quorum still sees them)", "deletes the rules"),
+    FaultKind("network-slow", "kafka", "broker", "throttles brokers' client traffic to a congested link's "
+              "bandwidth (tc htb on loopback)", "removes the throttle"),
     FaultKind("cluster-down", "kafka", "cluster", "stops every broker of a Kafka cluster", "starts them"),
     FaultKind("master-kill", "spark", "master", "kills a Spark master with SIGKILL", "starts it"),
     FaultKind("worker-kill", "spark", "worker", "kills a Spark worker with SIGKILL (its executors die)",

@@ -25,7 +25,15 @@ PACKAGES = {
     # renders the drills' HTML reports headless (chaos/browser.py, the browser tests in
     # tests/test_chaos_report.py) and takes the README's screenshot of one
     "chromium": lambda: shutil.which("chromium"),
+    # the network faults (chaos/faults/network.py): nft drops a broker's packets, tc throttles them
+    "nftables": lambda: sbin("nft"),
+    "iproute2": lambda: sbin("tc"),
 }
+
+
+def sbin(name: str) -> str | None:
+    """A tool Debian installs into /usr/sbin, which a non-login PATH may not have."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
 
 
 def postgres_bin(name: str) -> str | None:

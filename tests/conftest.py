@@ -70,13 +70,19 @@ def postgres():
 @pytest.fixture(scope="session")
 def lab_env(request):
     """The lab, converged by the playbooks on PORT_BASE, for every test that needs it (its
-    environment: DAGGER_LAB_DIR, DAGGER_LAB_PORT_BASE); down at the end of the session."""
+    environment: DAGGER_LAB_DIR, DAGGER_LAB_PORT_BASE); down at the end of the session.
+    DAGGER_TEST_LAB_DIR and DAGGER_TEST_LAB_PORT_BASE name a lab that is up instead."""
     import os
     import shutil
     import tempfile
 
     from tests.labrun import PORT_BASE, lab
 
+    if os.environ.get("DAGGER_TEST_LAB_DIR"):
+        # a lab already up (a developer's, with DAGGER_TEST_LAB_PORT_BASE): used as it is, kept up
+        yield {**os.environ, "DAGGER_LAB_DIR": os.environ["DAGGER_TEST_LAB_DIR"],
+               "DAGGER_LAB_PORT_BASE": os.environ["DAGGER_TEST_LAB_PORT_BASE"]}
+        return
     # not under pytest's temporary directories, which are closed to other users: as root, PostgreSQL
     # runs as `postgres` and must reach its directory in the lab
     lab_dir = tempfile.mkdtemp(prefix="dagger-lab-test-")

@@ -315,6 +315,154 @@ def test_cluster_down_stops_every_broker_of_the_cluster(lab_env, faults, topic):
     healthy_kafka(lab_env, topic)
 
 
+def data_dir(env, broker: int) -> Path:
+    return Path(env["DAGGER_LAB_DIR"]) / "kafka" / f"primary-{broker}" / "data"
+
+
+def write_error(directory: Path) -> int | None:
+    """The errno a new file in `directory` fails with (None: it can be written)."""
+    probe = directory / f".chaos-test-{uuid.uuid4().hex[:6]}"
+    try:
+        with probe.open("wb") as out:
+            out.write(b"x" * 8192)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as e:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+        return e.errno
+    probe.unlink()
+    return None
+
+
+def mounted_on(path: Path) -> list[str]:
+    """The filesystem types mounted on `path`, read from the kernel's mount table."""
+    with open("/proc/self/mountinfo") as f:
+        rows = [line.split() for line in f]
+    return [r[r.index("-") + 1] for r in rows if r[4] == str(path)]
+
+
+@pytest.mark.parametrize("kind, broker, errno_", [("disk-break", 2, 30), ("disk-fill", 3, 28)])
+def test_a_broken_or_full_data_disk_takes_the_broker_out_and_undo_brings_it_back(lab_env, faults, topic, kind,
+                                                                                    broker, errno_):
+    """LOKI's data_disk_failure: the broker's next write fails (EROFS 30, ENOSPC 28), Kafka takes
+    the directory offline and the broker leaves the cluster; undo restores the disk and the broker."""
+    lab_, f = faults
+    directory = data_dir(lab_env, broker)
+    before = status(lab_env)[f"kafka-primary-{broker}"]
+    assert write_error(directory) is None and mounted_on(directory) == []
+    fault = f.inject(make_fault(kind, lab_, target="primary", ids=[broker]))
+    assert write_error(directory) == errno_
+    if kind == "disk-fill":
+        assert os.statvfs(directory).f_bavail == 0
+    # what was on the disk is still readable: only writing fails
+    assert (directory / "meta.properties").read_text().count("node.id=") == 1
+    # Kafka finds out at its next checkpoint and the broker leaves; the other two carry on
+    poll(lambda: proc_state(before["pid"]) is None, 120, "the broker shut down on its failed disk", every=1)
+    assert poll(lambda: live_brokers(lab_env) == sorted({1, 2, 3} - {broker}), 60, "the controller drops it")
+    round_trip(lab_env, topic)
+    assert f.undo(fault) == []
+    assert mounted_on(directory) == [] and write_error(directory) is None
+    assert status(lab_env)[f"kafka-primary-{broker}"]["state"] == "RUNNING"
+    healthy_kafka(lab_env, topic)
+    assert f.undo(fault) == []                                    # twice is harmless
+
+
+def nft_ruleset() -> str:
+    return subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True, check=True).stdout
+
+
+def test_network_cut_partitions_a_broker_from_its_clients_not_from_the_quorum(lab_env, faults, topic):
+    lab_, f = faults
+    broker = status(lab_env)["kafka-primary-2"]
+    port = port_of(broker)
+    controller_port = port + 1          # the lab's CONTROLLER listener (server.properties)
+    assert kafka_answers_api(port) and answers(controller_port)
+    fault = f.inject(make_fault("network-cut", lab_, target="primary", ids=[2]))
+    assert str(port) in nft_ruleset()
+    assert not answers(port) and not kafka_answers_api(port)       # dropped: no answer at all
+    assert answers(controller_port)                               # the quorum still reaches it
+    # the broker runs on, and the controller still counts it: a partial partition
+    assert status(lab_env)["kafka-primary-2"]["pid"] == broker["pid"] and proc_state(broker["pid"]) is not None
+    time.sleep(3)
+    assert 2 in live_brokers(lab_env)
+    assert f.undo(fault) == []
+    assert str(port) not in nft_ruleset()
+    assert kafka_answers_api(port)
+    healthy_kafka(lab_env, topic)
+    assert f.undo(fault) == []
+
+
+def topic_led_by(env, leaders: list[int]) -> str:
+    """A new topic whose partition i is led by broker leaders[i] (its preferred replica, first)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    name = f"chaos-{uuid.uuid4().hex[:8]}"
+    assignment = {i: [b] + sorted({1, 2, 3} - {b}) for i, b in enumerate(leaders)}
+    admin = KafkaAdminClient(bootstrap_servers=servers(env), client_id="chaos-test", **login(env))
+    try:
+        admin.create_topics([NewTopic(name, num_partitions=-1, replication_factor=-1,
+                                      replica_assignments=assignment)])
+    finally:
+        admin.close()
+    poll(lambda: round_trip(env, name) or True, 60, "the new topic takes writes")
+    return name
+
+
+def produce_seconds(env, topic: str, partition: int, total_bytes: int) -> float:
+    """How long acks=all writes of `total_bytes` to one partition take, end to end."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=servers(env), acks="all", linger_ms=0, batch_size=16384,
+                             request_timeout_ms=120_000, delivery_timeout_ms=300_000, **login(env))
+    producer.partitions_for(topic)
+    payload = os.urandom(8000)      # random: nothing compresses it away
+    started = time.monotonic()
+    for _ in range(total_bytes // len(payload)):
+        producer.send(topic, partition=partition, value=payload)
+    producer.flush(timeout=300)
+    took = time.monotonic() - started
+    producer.close()
+    return took
+
+
+def tc_class_bytes(dev: str = "lo") -> dict[str, int]:
+    out = subprocess.run(["tc", "-s", "class", "show", "dev", dev], capture_output=True, text=True, check=True).stdout
+    found, current = {}, None
+    for line in out.splitlines():
+        words = line.split()
+        if words[:2] == ["class", "htb"]:
+            current = words[2]
+        elif words[:1] == ["Sent"] and current:
+            found[current] = int(words[1])
+    return found
+
+
+def test_network_slow_throttles_a_brokers_client_traffic_and_nothing_else(lab_env, faults, topic):
+    lab_, f = faults
+    broker = status(lab_env)["kafka-primary-3"]
+    led = topic_led_by(lab_env, [3, 1, 2])     # partition 0 led by broker 3, partition 1 by broker 1
+    fault = f.inject(make_fault("network-slow", lab_, target="primary", ids=[3]))
+    rate_bits = 256_000
+    assert fault.params["rate"] == "256kbit"
+    klass = fault.params["tc_class"]
+    # 320 kB to a partition broker 3 leads: its requests, and the followers' fetches of them, pass
+    # the throttle; at 256 kbit/s (32 kB/s, less its 16 kB burst) that cannot take under 7 s
+    took = produce_seconds(lab_env, led, 0, 320_000)
+    assert took >= (320_000 - 16_384) / (rate_bits / 8) * 0.75, took
+    assert tc_class_bytes()[klass] >= 320_000                     # the kernel counted them through it
+    # another broker's traffic is not throttled: the rest of loopback goes out unshaped
+    assert produce_seconds(lab_env, led, 1, 64_000) < took
+    assert proc_state(broker["pid"]) is not None
+    assert f.undo(fault) == []
+    assert klass not in tc_class_bytes()
+    assert "htb" not in subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True).stdout
+    healthy_kafka(lab_env, topic)
+    assert f.undo(fault) == []
+
+
 SLEEPER = textwrap.dedent("""
     import os, time
     parent = os.getppid()

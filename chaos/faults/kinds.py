@@ -4,15 +4,17 @@ from __future__ import annotations
 from chaos.catalog import BY_NAME, FAULT_KINDS
 
 from .base import Fault, parse_duration
+from .disk import DiskBreak, DiskFill
 from .errors import FaultError, NotInScope
 from .kafka import BrokerKill, BrokerPause, BrokerStop, ClusterDown
+from .network import NetworkCut, NetworkSlow
 from .sink import SinkDown
 from .spark import DriverKill, MasterKill, SparkClusterDown, WorkerKill
 from .targets import Lab
 
 IMPLEMENTED: dict[str, type[Fault]] = {cls.kind: cls for cls in (
-    BrokerStop, BrokerKill, BrokerPause, ClusterDown, MasterKill, WorkerKill, DriverKill, SparkClusterDown,
-    SinkDown)}
+    BrokerStop, BrokerKill, BrokerPause, DiskFill, DiskBreak, NetworkCut, NetworkSlow, ClusterDown, MasterKill,
+    WorkerKill, DriverKill, SparkClusterDown, SinkDown)}
 assert set(IMPLEMENTED) <= set(BY_NAME), "an implementation of a kind the catalogue does not list"
 
 

@@ -104,23 +104,31 @@ def kafka_clusters(lab: Lab) -> list[str]:
 
 def brokers(lab: Lab, cluster: str, supervisor: Supervisor | None = None) -> dict[int, Component]:
     """The cluster's brokers by node id (read from each program's server.properties)."""
-    import javaproperties
-
     found = [c for c in lab.components() if c.kind == "kafka" and c.cluster == cluster]
     if not found:
         raise FaultError(f"the lab has no Kafka cluster {cluster!r}; it has: {', '.join(kafka_clusters(lab))}")
     supervisor = supervisor or lab.supervisor()
     by_id = {}
     for c in found:
-        # kafka.Kafka's one argument, the last of the command, is the broker's config file
-        config = Path(shlex.split(supervisor.config(c.program)["command"])[-1])
         try:
-            with config.open() as f:
-                node_id = int(javaproperties.load(f)["node.id"])
-        except (OSError, KeyError, ValueError) as e:
-            raise FaultError(f"cannot read the node id of {c.program} from {config}: {e}") from None
+            node_id = int(broker_properties(supervisor, c.program)["node.id"])
+        except (KeyError, ValueError) as e:
+            raise FaultError(f"cannot read the node id of {c.program}: {e}") from None
         by_id[node_id] = c
     return dict(sorted(by_id.items()))
+
+
+def broker_properties(supervisor: Supervisor, program: str) -> dict[str, str]:
+    """A broker program's server.properties, read with a Java properties reader."""
+    import javaproperties
+
+    # kafka.Kafka's one argument, the last of the command, is the broker's config file
+    config = Path(shlex.split(supervisor.config(program)["command"])[-1])
+    try:
+        with config.open() as f:
+            return javaproperties.load(f)
+    except (OSError, ValueError) as e:
+        raise FaultError(f"cannot read {program}'s config {config}: {e}") from None
 
 
 def bootstrap(components: list[Component]) -> str:

@@ -1,0 +1,56 @@
+"""The host tools under the disk and network faults (chaos/faults/host.py), on real mounts: the
+kernel's mount table read back with its escapes, a filesystem filled to the last byte, paths that
+could reach mount(8)'s option string refused."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from chaos.faults import FaultError
+from chaos.faults import host
+from chaos.faults.disk import fill
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A 256 KiB tmpfs at a path with a space in it (mountinfo writes it as \\040)."""
+    where = tmp_path / "a dir"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "chaos-test", str(where)], check=True)
+    yield where
+    subprocess.run(["umount", str(where)], check=False)
+
+
+def test_the_mount_table_names_a_path_with_a_space_and_fill_leaves_no_byte(tmpfs):
+    stack = host.mounts_at(tmpfs)
+    assert [m["fstype"] for m in stack] == ["tmpfs"] and stack[0]["source"] == "chaos-test"
+    assert host.mounts_at(tmpfs / "..") == []
+    written = fill(tmpfs / "filler")
+    assert written == os.path.getsize(tmpfs / "filler") and written > 200_000
+    assert os.statvfs(tmpfs).f_bavail == 0
+    with pytest.raises(OSError) as raised:
+        (tmpfs / "more").write_bytes(b"x" * 4096)
+    assert raised.value.errno == 28       # ENOSPC
+
+
+def test_unmount_all_takes_only_the_kinds_it_is_told(tmpfs):
+    # a tmpfs someone else mounted is left alone when the fault unmounts its own overlay kind
+    assert host.unmount_all(tmpfs, fstypes=("overlay",)) == 0
+    assert [m["fstype"] for m in host.mounts_at(tmpfs)] == ["tmpfs"]
+    assert host.unmount_all(tmpfs, fstypes=("tmpfs",)) == 1
+    assert host.mounts_at(tmpfs) == []
+
+
+@pytest.mark.parametrize("path", ["/tmp/a,upperdir=/etc", "/tmp/a:b", "/tmp/a b", "/tmp/a\nb", "/tmp/é"])
+def test_paths_that_could_reach_mounts_option_string_are_refused(path):
+    with pytest.raises(FaultError, match="letters, digits"):
+        host.safe_path(path)
+
+
+def test_a_tool_failure_says_the_command_and_its_message():
+    with pytest.raises(FaultError, match=r"umount .*/no/such/mount failed: .*"):
+        host.run("umount", "/no/such/mount")
+    with pytest.raises(FaultError, match="not an nft table name"):
+        host.nft_table_exists("inet", "x; flush ruleset")
