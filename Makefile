@@ -58,7 +58,7 @@ servers: venv
 	@$(PY) -m lab.packages
 
 test: venv jars servers
-	$(PY) -m pytest -p no:cacheprovider --durations=20 $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: venv jars servers
 	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)

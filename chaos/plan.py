@@ -6,6 +6,8 @@
     at       the failover command, for `mode: command`
     at+rto   the failover expected done
     at+down  each fault undone (instance_recovery true); "during" is checked up to the last one
+    +back    the daggers moved back to the cluster they lost (failover.fail_back), once they run on
+             the other
     +settle  steady state "after" checked for `timing.observe`
     end      traffic stopped, the data verdict, then faults left in place (instance_recovery
              false) rolled back
@@ -20,7 +22,7 @@ from .catalog import BY_NAME
 from .playbook import Playbook, fmt_duration
 
 ACTIONS = ("deploy", "feed", "consume", "safeguard", "check-before", "undo", "inject", "failover-command",
-           "check-during", "expect-failover", "check-after", "stop-traffic", "verify", "rollback")
+           "check-during", "expect-failover", "fail-back", "check-after", "stop-traffic", "verify", "rollback")
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ def plan(book: Playbook) -> list[Step]:
         steps.append(Step(trigger.at + fo.rto_target, "expect-failover",
                           f"daggers on {fo.to} ({fo.kind}, {fo.mode}): rto target {fmt_duration(fo.rto_target)} "
                           f"from {trigger.name}"))
+        if fo.fail_back is not None:
+            steps.append(Step(trigger.end + fo.fail_back, "fail-back",
+                              f"move the daggers back to {trigger.cluster} ({fo.kind}) once they run on {fo.to}"))
     steps.append(Step(t.end, "stop-traffic", "stop the feeders and consumers"))
     for v in book.verify:
         d = next(d for d in book.deployments if d.name == v.dagger)

@@ -27,7 +27,7 @@ The format (YAML, or JSON: a `.json` file), compactly; durations are LOKI's "90s
       - {probe: consumer_lag, tolerance: {max: 5000}, phases: [before, after]}
     safeguards:                          # a probe past its threshold aborts the run
       - {probe: disk_usage, abort_above: 90}
-    failover: {kind: kafka, to: mirror, mode: auto, rto_target: 30s}
+    failover: {kind: kafka, to: mirror, mode: auto, rto_target: 30s}   # fail_back: 10s moves them back
     verify:                              # the data verdict: the dagger's sink against what was fed
       - {dagger: surge-demand, window: 60s, keys: {tag_s2id: "s2id(lat, long, 13)"},
          measures: {num_of_bookings: count}, where: {status: COMPLETED}}
@@ -476,6 +476,8 @@ class Failover(_Model):
     to: ShortText | None = None                 # default: the lab's other cluster of that kind
     mode: Literal["auto", "command"] = "auto"
     rto_target: PositiveDuration
+    # how long after the lost cluster is back the daggers move back to it (by command); none: they stay
+    fail_back: PositiveDuration | None = None
 
 
 def _keys(value: Any) -> Any:
@@ -1430,6 +1432,14 @@ class _Checker:
             self.add("failover.rto_target", f"{fmt_duration(fo.rto_target)}, but chaos[{first.index}] is undone after "
                                             f"{fmt_duration(first.downtime)}: the failover would be measured after "
                                             "the fault is over; make the downtime longer than the target")
+        if fo.fail_back is not None:
+            if not first.recovers:
+                self.add("failover.fail_back", f"the daggers cannot move back to {first.cluster}: chaos[{first.index}] "
+                                               "leaves it lost to the end (instance_recovery false)")
+            elif fo.fail_back >= self.book.timing.settle:
+                self.add("failover.fail_back", f"{fmt_duration(fo.fail_back)} after {first.cluster} is back, but "
+                                               f"\"after\" is checked {fmt_duration(self.book.timing.settle)} after it "
+                                               "(timing.settle): fail back within the settle time")
 
     def down_needed(self, f: Fault) -> int | None:
         if f.system != "kafka":

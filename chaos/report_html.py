@@ -38,6 +38,7 @@ SERIES_COLOURS = {"throughput": "#0969da", "processed": "#e16f24", "consumer_lag
 FAULT_COLOUR = "#cf222e"
 EVENT_STYLES = {  # the events drawn on the timeline: colour, line style, legend label
     "failover": ("#24292f", "-", "failover"),
+    "fail-back": ("#57606a", "-.", "fail-back"),
     "first-batch": ("#1a7f37", "--", "first batch"),
     "abort": ("#cf222e", ":", "abort"),
 }
@@ -507,6 +508,10 @@ def _case(case: Case, slug: str) -> str:
         rto = (f'<div class="rto-big" data-value="{esc(case.rto_seconds)}">{case.rto_seconds:.1f} s'
                f"<small>{esc(target)}</small></div><div>RTO, {verdict_rto}</div>"
                f"<figure>{svg}</figure>{steps}")
+    if case.fail_back_to is not None:
+        rto += (f'<p class="fail-back">Moved back to <span class="mono">{esc(case.fail_back_to)}</span>: '
+                + (f'first batch there {case.fail_back_seconds:.1f} s after the move</p>'
+                   if case.fail_back_seconds is not None else '<span class="bad">it did not run there</span></p>'))
     rpo = ("–" if case.rpo_seconds is None else f"{case.rpo_seconds:g} s") + (
         "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)")
     data = ('<table class="data-verdict"><thead><tr>'

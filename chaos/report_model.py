@@ -194,7 +194,7 @@ class Fault(_Strict):
 
 class Event(_Strict):
     at: AwareDatetime
-    kind: Literal["fault", "undo", "failover", "deploy", "first-batch", "abort", "note"]
+    kind: Literal["fault", "undo", "failover", "fail-back", "deploy", "first-batch", "abort", "note"]
     text: str
 
     @field_validator("at")
@@ -276,6 +276,9 @@ class Case(_Strict):
     windows_wrong: Count
     rpo_seconds: Seconds | None = None
     rpo_messages: Count | None = None
+    # failover.fail_back: the cluster it moved back to, and from that move to its first batch there
+    fail_back_to: Name | None = None
+    fail_back_seconds: Seconds | None = None
     verdict: Literal["pass", "fail"]
     examples: Examples = Examples()
 

@@ -137,9 +137,15 @@ class Deployed:
     failover_done: float | None = None
     failover_error: str | None = None
     failover_version: int | None = None
+    failover_timings: dict = field(default_factory=dict)    # check, stop, submit (seconds)
     first_batch_after: float | None = None
     first_batch_seconds: float | None = None     # how long that batch itself took
     outcome: list[str] = field(default_factory=list)
+    # the move back (failover.fail_back): started, the first batch of the version it submitted
+    fail_back_started: float | None = None
+    fail_back_version: int | None = None
+    fail_back_first_batch: float | None = None
+    fail_back_error: str | None = None
 
 
 class DrillRun:
@@ -176,7 +182,7 @@ class DrillRun:
         return Registry(self.lab.registry_url)
 
     def _ensure_topic(self, bootstrap: str, topic: str) -> None:
-        """The feeder's topic on the drill's cluster (the lab's defaults: 2 partitions, 3 replicas)."""
+        """A topic on the drill's cluster (the lab's defaults: 2 partitions, 3 replicas)."""
         from kafka.admin import KafkaAdminClient, NewTopic
         from kafka.errors import TopicAlreadyExistsError
 
@@ -248,8 +254,11 @@ class DrillRun:
         if self.book.cluster not in kafka:
             raise Abort(f"Kafka cluster {self.book.cluster} is not in the lab's catalogue "
                         f"({self.lab.clusters_dir}/kafka)")
-        # the daggers look their topics up when they start: the feeders' must exist by then
-        for topic in sorted({f.topic for f in self.book.feeders}):
+        # the daggers look their topics up when they start: the feeders' must exist by then, and so
+        # must the others a dagger reads (surge-demand reads GO_CAR-booking-log too, fed or not: a
+        # missing one fails its start)
+        topics = {f.topic for f in self.book.feeders} | {t for d in self.book.deployments for t in d.reads}
+        for topic in sorted(topics):
             self._ensure_topic(kafka[self.book.cluster].bootstrap_servers, topic)
 
     def follow_plan(self) -> None:
@@ -289,7 +298,9 @@ class DrillRun:
                         break
                     if time.time() > deadline:
                         raise Abort(f"{d.playbook_name} committed no batch within {FIRST_BATCH_WAIT_S:.0f} s of "
-                                    f"its deploy: dagger logs {d.name}")
+                                    f"its deploy; its driver's log: python -m dagger_runtime logs {d.name} "
+                                    f"--registry @{self.lab.dir / 'secrets' / 'registry.url'} "
+                                    f"--clusters {self.lab.clusters_dir} --stream stderr")
                     time.sleep(1.0)
         finally:
             registry.close()
@@ -393,6 +404,14 @@ class DrillRun:
             thread.start()
             self._threads.append(thread)
 
+    def do_fail_back(self, step: Step) -> None:
+        fo, trigger = self.book.failover, self.book.failover_fault
+        for d in self.affected():
+            thread = threading.Thread(target=self.fail_back, args=(d, fo.kind, trigger.cluster), daemon=True,
+                                      name=f"fail-back-{d.name}")
+            thread.start()
+            self._threads.append(thread)
+
     def do_expect_failover(self, step: Step) -> None:
         late = [d.playbook_name for d in self.affected() if d.first_batch_after is None]
         if late:
@@ -436,28 +455,31 @@ class DrillRun:
             return list(self.deployed.values())     # every dagger reads the drill's Kafka cluster
         return [d for d in self.deployed.values() if d.cluster == trigger.cluster]
 
-    def fail_over(self, d: Deployed, kind: str, to: str) -> None:
+    def move(self, d: Deployed, kind: str, to: str, registry):
+        """One `dagger failover` of `d` to `to`, retried while the old driver is still fenced."""
         from dagger_runtime.lifecycle import operations
 
+        deadline = time.time() + 120
+        while True:
+            try:
+                if kind == "kafka":
+                    return operations.failover_kafka(registry, d.name, to, actor=f"drill {self.run_id}",
+                                                     clusters_dir=self.lab.clusters_dir)
+                return operations.failover_spark(registry, d.name, to, actor=f"drill {self.run_id}",
+                                                 clusters_dir=self.lab.clusters_dir)
+            except operations.DriverStillAnswers:   # the fence clears when the old driver dies
+                if time.time() > deadline:
+                    raise
+                time.sleep(1.0)
+
+    def fail_over(self, d: Deployed, kind: str, to: str) -> None:
         d.failover_started = time.time()
         self.event("failover", f"{d.playbook_name}: to {kind} cluster {to}")
         registry = self.registry()
         try:
-            deadline = time.time() + 120
-            while True:
-                try:
-                    if kind == "kafka":
-                        out = operations.failover_kafka(registry, d.name, to, actor=f"drill {self.run_id}",
-                                                        clusters_dir=self.lab.clusters_dir)
-                    else:
-                        out = operations.failover_spark(registry, d.name, to, actor=f"drill {self.run_id}",
-                                                        clusters_dir=self.lab.clusters_dir)
-                    break
-                except Exception as e:  # noqa: BLE001 - the fence (old driver still answers) clears itself
-                    if time.time() > deadline or "still does" not in str(e):
-                        raise
-                    time.sleep(1.0)
+            out = self.move(d, kind, to, registry)
             d.failover_done, d.failover_version = time.time(), out.data.get("version")
+            d.failover_timings = out.data.get("timings") or {}
             d.outcome = out.lines
             self.event("failover", f"{d.playbook_name}: version {d.failover_version} submitted "
                                    f"({out.lines[0] if out.lines else ''})")
@@ -468,24 +490,59 @@ class DrillRun:
         finally:
             registry.close()
 
-    def wait_first_batch(self, d: Deployed, registry) -> None:
+    def fail_back(self, d: Deployed, kind: str, to: str) -> None:
+        """Back to the cluster it lost, once the failover's version runs (its first batch)."""
+        deadline = time.time() + FIRST_BATCH_WAIT_S
+        while d.first_batch_after is None and d.failover_error is None and time.time() < deadline:
+            time.sleep(0.5)
+        if d.first_batch_after is None:
+            d.fail_back_error = "the failover never ran, so there was nothing to move back"
+            self.event("fail-back", f"{d.playbook_name}: not moved back: {d.fail_back_error}")
+            return
+        d.fail_back_started = time.time()
+        self.event("fail-back", f"{d.playbook_name}: back to {kind} cluster {to}")
+        registry = self.registry()
+        try:
+            out = self.move(d, kind, to, registry)
+            d.fail_back_version = out.data.get("version")
+            self.event("fail-back", f"{d.playbook_name}: version {d.fail_back_version} submitted "
+                                    f"({out.lines[0] if out.lines else ''})")
+            at, _ = self.first_batch_of(registry, d.name, d.fail_back_version)
+            if at is None:
+                raise TimeoutError(f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the fail-back")
+            d.fail_back_first_batch = at
+            self.event("first-batch", f"{d.playbook_name}: version {d.fail_back_version} committed its first batch "
+                                      f"on {to}")
+        except Exception as e:  # noqa: BLE001 - the report says it
+            d.fail_back_error = f"{type(e).__name__}: {e}"
+            self.event("fail-back", f"{d.playbook_name}: failed: {d.fail_back_error}")
+        finally:
+            registry.close()
+
+    def first_batch_of(self, registry, name: str, version: int | None) -> tuple[float | None, float | None]:
+        """When `version` of the dagger committed its first batch, and how long that batch took."""
         deadline = time.time() + FIRST_BATCH_WAIT_S
         while time.time() < deadline:
-            metrics = self.current_metrics(registry, d.name, d.failover_version)
+            metrics = self.current_metrics(registry, name, version)
             if metrics and metrics.get("dagger_batches_total", 0) > 0:
-                d.first_batch_after = time.time()
+                at = time.time()
                 # the batch's progress (its duration) is reported just after its commit
                 for _ in range(10):
                     if metrics and metrics.get("dagger_batch_duration_seconds"):
-                        d.first_batch_seconds = metrics["dagger_batch_duration_seconds"]
-                        break
+                        return at, metrics["dagger_batch_duration_seconds"]
                     time.sleep(0.3)
-                    metrics = self.current_metrics(registry, d.name, d.failover_version)
-                self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its "
-                                          "first batch")
-                return
+                    metrics = self.current_metrics(registry, name, version)
+                return at, None
             time.sleep(0.5)
-        d.failover_error = d.failover_error or f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the failover"
+        return None, None
+
+    def wait_first_batch(self, d: Deployed, registry) -> None:
+        at, seconds = self.first_batch_of(registry, d.name, d.failover_version)
+        if at is None:
+            d.failover_error = d.failover_error or f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the failover"
+            return
+        d.first_batch_after, d.first_batch_seconds = at, seconds
+        self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch")
 
     def start_watchdog(self) -> None:
         from dagger_runtime.lifecycle.watchdog import Watchdog
@@ -500,6 +557,7 @@ class DrillRun:
             elif kind == "done":
                 d.failover_done = at
                 d.failover_version = self.watchdog.watched[name].version
+                d.failover_timings = self.watchdog.watched[name].timings
                 thread = threading.Thread(target=self._first_batch, args=(d,), daemon=True)
                 thread.start()
                 self._threads.append(thread)
@@ -629,8 +687,7 @@ class DrillRun:
                 if d.failover_started is not None:
                     steps.append({"step": "detect", "seconds": round(max(0.0, d.failover_started - t_fault), 2)})
                 if d.failover_started is not None and d.failover_done is not None:
-                    steps.append({"step": "stop, check and submit",
-                                  "seconds": round(d.failover_done - d.failover_started, 2)})
+                    steps += self.move_steps(d.failover_done - d.failover_started, d.failover_timings)
                 if d.failover_done is not None:
                     # the driver's start (JVM, Python, Spark session, executors, the query's plan)
                     # and its first batch, as far as the batch's own duration tells them apart
@@ -644,12 +701,33 @@ class DrillRun:
                 case["rpo_messages"] = rpo["messages"]
                 if rpo["seconds"] is not None:
                     case["rpo_seconds"] = round(rpo["seconds"], 2)
+            if fo.fail_back is not None:
+                case["fail_back_to"] = trigger.cluster
+                if d.fail_back_started is not None and d.fail_back_first_batch is not None:
+                    case["fail_back_seconds"] = round(d.fail_back_first_batch - d.fail_back_started, 2)
         lost = case["windows_missing"] or case["windows_wrong"]
         rto_ok = case.get("rto_seconds") is not None or "failover" not in case
         if "rto_seconds" in case and case.get("rto_target_seconds") is not None:
             rto_ok = case["rto_seconds"] <= case["rto_target_seconds"]
-        case["verdict"] = "pass" if not lost and rto_ok and not d.failover_error else "fail"
+        back_ok = "fail_back_to" not in case or "fail_back_seconds" in case
+        case["verdict"] = "pass" if not lost and rto_ok and back_ok and not d.failover_error else "fail"
         return case
+
+    @staticmethod
+    def move_steps(total: float, timings: dict) -> list[dict]:
+        """The failover command's part of the recovery, split as the operation timed it: the spec
+        and environment checked, the old driver stopped, the new one submitted; what it does not
+        account for (retries while the old driver was fenced, the registry) as its own step."""
+        names = {"check": "check", "stop": "stop the old driver", "submit": "submit"}
+        steps = [{"step": names[k], "seconds": round(float(timings[k]), 2)} for k in names if k in timings]
+        rest = round(total - sum(s["seconds"] for s in steps), 2)
+        if not steps:
+            return [{"step": "stop, check and submit", "seconds": round(total, 2)}]
+        if rest >= 0.01:
+            steps.append({"step": "retries and bookkeeping", "seconds": rest})
+        elif rest < 0:          # rounding: the operation's own clock ran inside this one
+            steps[-1]["seconds"] = round(max(0.0, steps[-1]["seconds"] + rest), 2)
+        return steps
 
     def cleanup(self) -> None:
         from dagger_runtime.lifecycle import operations
@@ -706,7 +784,10 @@ class DrillRun:
                                + (f", failover: {self.deployed[c['name']].failover_error}"
                                   if self.deployed[c["name"]].failover_error else "")
                                + ("" if c.get("rto_seconds") is not None or not c.get("failover")
-                                  else ", no first batch after the failover"))
+                                  else ", no first batch after the failover")
+                               + ("" if not c.get("fail_back_to") or c.get("fail_back_seconds") is not None
+                                  else f", not back on {c['fail_back_to']}: "
+                                       f"{self.deployed[c['name']].fail_back_error or 'no first batch there'}"))
         reasons += [f"hypothesis {h['name']} ({h['phase']}): {'not measured' if h['value'] is None else h['value']}"
                     for h in hypotheses if h["ok"] is not True]
         reasons += [f"fault {f['name']} not undone: {f['error'] or 'unknown'}" for f in faults if not f["undo_ok"]]

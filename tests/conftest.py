@@ -3,6 +3,14 @@
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses the lab (one per machine, on a fixed port base) in one xdist group, so
+    `-n 2 --dist loadgroup` runs them in order on one worker and everything else beside them."""
+    for item in items:
+        if "lab_env" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("lab"))
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """One real single-node Kafka (KRaft) on 127.0.0.1 for the whole session."""

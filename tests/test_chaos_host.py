@@ -20,7 +20,9 @@ def tmpfs(tmp_path):
     where.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "chaos-test", str(where)], check=True)
     yield where
-    subprocess.run(["umount", str(where)], check=False)
+    for path in (where / "data", where):     # whatever a failed test left stacked, top first
+        while host.mounts_at(path) and subprocess.run(["umount", str(path)], check=False).returncode == 0:
+            pass
 
 
 def test_the_mount_table_names_a_path_with_a_space_and_fill_leaves_no_byte(tmpfs):
@@ -54,3 +56,24 @@ def test_a_tool_failure_says_the_command_and_its_message():
         host.run("umount", "/no/such/mount")
     with pytest.raises(FaultError, match="not an nft table name"):
         host.nft_table_exists("inet", "x; flush ruleset")
+
+
+def test_undo_takes_off_a_half_made_disk_break_down_to_the_mounts_there_before(tmpfs):
+    """A drill killed between disk-break's bind mount and its read-only remount leaves a writable
+    bind mount: undo removes it too, and leaves the mount the directory had before (a data disk)."""
+    from chaos.faults.disk import DiskBreak
+
+    data = tmpfs / "data"
+    data.mkdir()
+    subprocess.run(["mount", "--bind", str(data), str(data)], check=True)        # half-made: still rw
+    fault = DiskBreak.__new__(DiskBreak)
+    DiskBreak._unmount(fault, str(data), 0)
+    assert host.mounts_at(data) == []
+    # a directory that is a mount point itself (the tmpfs here) keeps that mount
+    DiskBreak._mount(fault, str(tmpfs))
+    with pytest.raises(OSError) as raised:
+        (tmpfs / "x").write_bytes(b"x")
+    assert raised.value.errno == 30       # EROFS
+    DiskBreak._unmount(fault, str(tmpfs), 1)
+    assert [m["fstype"] for m in host.mounts_at(tmpfs)] == ["tmpfs"]
+    (tmpfs / "x").write_bytes(b"x")

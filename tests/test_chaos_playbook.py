@@ -122,6 +122,16 @@ def test_kafka_failover_plan():
     assert [(s.at, s.until) for s in steps if s.action == "check-before"] == [(60, 120)] * 3
 
 
+def test_a_fail_back_is_planned_after_the_undo_and_the_short_kafka_drill_has_one():
+    book = load(REPO / "tests" / "fixtures" / "drills" / "kafka-failover-short.yaml")
+    (f,) = book.faults
+    assert (f.at, f.end, book.failover.fail_back) == (40, 80, 10)
+    steps = plan(book)
+    assert timed(steps, "inject", "failover-command", "undo", "fail-back", "check-after") == [
+        (40, "inject"), (40, "failover-command"), (80, "undo"), (90, "fail-back"), (180, "check-after")]
+    assert "back to primary" in next(s.what for s in steps if s.action == "fail-back")
+
+
 def test_spark_failover_plan():
     book = sample("spark-failover")
     (f,) = book.faults
@@ -305,6 +315,9 @@ EXPECTED = {
     "drill-name-dotdot.yaml": (2, "name", "'../../etc/cron.d/x' is not allowed as a drill name"),
     "drill-name-uppercase.yaml": (2, "name", "'Kafka_Failover' is not allowed as a drill name"),
     "duplicate-key.yaml": (22, "chaos[0].downtime", "given twice (lines 20 and 22)"),
+    "fail-back-after-settle.yaml": (24, "failover.fail_back", "2m after primary is back, but \"after\" is checked "
+                                                              "1m after it (timing.settle)"),
+    "fail-back-never-back.yaml": (25, "failover.fail_back", "cannot move back to primary: chaos[0] leaves it lost"),
     "failover-cluster-survives.yaml": (21, "failover.kind", "a kafka failover needs primary lost, but the faults "
                                                             "leave it serving"),
     "failover-contradicts-faults.yaml": (22, "failover.kind", "a kafka failover, but no fault breaks kafka (the "

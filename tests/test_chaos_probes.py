@@ -109,3 +109,17 @@ def test_the_produced_rate_is_counted_per_sample_interval():
     # sent at 100.5, 101, 101.5 (interval 100-102: 3 in 2 s), 103 (102-104: 1), none in 104-106
     frame = pd.DataFrame({"timestamp_ms": [100_500, 101_000, 101_500, 103_000, None]})
     assert produced_rate(frame, [100.0, 102.0, 104.0, 106.0]) == [None, 1.5, 0.5, 0.0]
+
+
+def test_the_failover_commands_time_is_split_as_the_operation_timed_it():
+    from chaos.runner import DrillRun
+
+    steps = DrillRun.move_steps(20.0, {"check": 1.234, "stop": 12.5, "submit": 5.0})
+    assert steps == [{"step": "check", "seconds": 1.23}, {"step": "stop the old driver", "seconds": 12.5},
+                     {"step": "submit", "seconds": 5.0}, {"step": "retries and bookkeeping", "seconds": 1.27}]
+    assert abs(sum(s["seconds"] for s in steps) - 20.0) < 0.011
+    # the operation's clock runs inside the caller's: a rounding overshoot is taken off its last step
+    assert DrillRun.move_steps(6.0, {"check": 1.004, "submit": 5.004}) == [
+        {"step": "check", "seconds": 1.0}, {"step": "submit", "seconds": 5.0}]
+    # an operation that timed nothing (an older one) keeps the one step
+    assert DrillRun.move_steps(7.5, {}) == [{"step": "stop, check and submit", "seconds": 7.5}]

@@ -12,8 +12,8 @@ tries to restart it and gives up while the disk is bad.
   last byte, so every new write finds the filesystem full. At undo the upper layer is discarded:
   what the broker could not write never was, as with a real full disk.
 
-Undo stops the broker, unmounts (only the mounts of the kinds this fault makes, top first) and
-starts it; health is the Kafka faults' own (registered, unfenced, nothing under-replicated).
+Undo stops the broker, unmounts what the fault stacked (down to the mounts the directory had
+before it, so a crash between two mounts leaves nothing behind) and starts it; health is the Kafka faults' own (registered, unfenced, nothing under-replicated).
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from .supervisor import DOWN_STATES
 from .targets import broker_properties
 
 FILL_LAYER_BYTES = 1 << 20      # the tmpfs of the full layer: small, and filled before it is used
+LAYER_SOURCE = "dagger-chaos-full"      # the source name of the full layer's mounts, in the mount table
 
 
 def data_dirs(fault: BrokerFault) -> dict[str, list[str]]:
@@ -47,9 +48,8 @@ def data_dirs(fault: BrokerFault) -> dict[str, list[str]]:
 
 
 class DiskFault(BrokerFault):
-    """The mounts it made are recorded (params["mounts"]) before each is made."""
-
-    LAYER_TYPES: tuple[str, ...] = ()
+    """The mounts it made are recorded (params["mounts"]: each directory's mount count before)
+    before each is made."""
 
     def _inject(self) -> None:
         supervisor = self._supervisor()
@@ -57,13 +57,15 @@ class DiskFault(BrokerFault):
         dirs = data_dirs(self)
         for program in self.programs:
             for path in dirs[program]:
-                if host.mounts_at(path):
-                    raise FaultError(f"{path} has a mount on it already (another disk fault?): refusing to stack one")
-        self.params.setdefault("mounts", [])
+                if any(m["source"] == LAYER_SOURCE for m in host.mounts_at(path)):
+                    raise FaultError(f"{path} has a disk fault's mount on it already: refusing to stack another")
+        # how many mounts each directory had (a data disk mounted there, on a real machine): undo
+        # takes off what is above that, whatever a crash left half-made
+        self.params.setdefault("mounts", {})
         for program in self.programs:
             self._affect([program])
             for path in dirs[program]:
-                self.params["mounts"].append(path)
+                self.params["mounts"][path] = len(host.mounts_at(path))
                 self._changed()
                 self._mount(path)
         self.injected_at = self.injected_at or time.time()
@@ -71,8 +73,9 @@ class DiskFault(BrokerFault):
     def _mount(self, path: str) -> None:
         raise NotImplementedError
 
-    def _unmount(self, path: str) -> None:
-        host.unmount_all(path, fstypes=self.LAYER_TYPES)
+    def _unmount(self, path: str, depth: int) -> None:
+        while len(host.mounts_at(path)) > depth:
+            host.run("umount", path)
 
     def _restore(self) -> None:
         supervisor = self._supervisor()
@@ -83,24 +86,18 @@ class DiskFault(BrokerFault):
         off = supervisor.wait(self.affected, DOWN_STATES, STOP_TIMEOUT_S)
         if off:
             raise FaultError("did not stop: " + ", ".join(f"{p} ({s})" for p, s in off.items()))
-        for path in reversed(self.params.get("mounts", [])):
-            self._unmount(path)
+        for path, depth in reversed(list(self.params.get("mounts", {}).items())):
+            self._unmount(path, depth)
         start_programs(self, [self.affected])
 
 
 class DiskBreak(DiskFault):
     kind = "disk-break"
-    LAYER_TYPES = ()            # a bind mount shows the filesystem it binds: see _unmount
 
     def _mount(self, path: str) -> None:
         host.run("mount", "--bind", path, path)
         # read-only only on this new mount: the broker's open files are on the one beneath
         host.run("mount", "-o", "remount,ro,bind", path)
-
-    def _unmount(self, path: str) -> None:
-        # the top mount is ours when it is read-only and of the same source as the one beneath
-        while len(stack := host.mounts_at(path)) >= 1 and "ro" in stack[-1]["options"].split(","):
-            host.run("umount", path)
 
 
 def _layer_dir(fault: "DiskFill", path: str) -> Path:
@@ -109,22 +106,21 @@ def _layer_dir(fault: "DiskFill", path: str) -> Path:
 
 class DiskFill(DiskFault):
     kind = "disk-fill"
-    LAYER_TYPES = ("overlay",)
 
     def _mount(self, path: str) -> None:
         layer = _layer_dir(self, path)
         host.safe_path(layer.parent)
         layer.mkdir(parents=True, exist_ok=True)
-        if not any(m["fstype"] == "tmpfs" for m in host.mounts_at(layer)):
-            host.run("mount", "-t", "tmpfs", "-o", f"size={FILL_LAYER_BYTES},mode=0700", "dagger-chaos-full", str(layer))
+        if not any(m["source"] == LAYER_SOURCE for m in host.mounts_at(layer)):
+            host.run("mount", "-t", "tmpfs", "-o", f"size={FILL_LAYER_BYTES},mode=0700", LAYER_SOURCE, str(layer))
         (layer / "upper").mkdir(exist_ok=True)
         (layer / "work").mkdir(exist_ok=True)
         fill(layer / "filler")
-        host.run("mount", "-t", "overlay", "dagger-chaos-full",
+        host.run("mount", "-t", "overlay", LAYER_SOURCE,
                  "-o", f"lowerdir={path},upperdir={layer}/upper,workdir={layer}/work", path)
 
-    def _unmount(self, path: str) -> None:
-        host.unmount_all(path, fstypes=self.LAYER_TYPES)
+    def _unmount(self, path: str, depth: int) -> None:
+        super()._unmount(path, depth)
         layer = _layer_dir(self, path)
         if layer.exists():
             host.unmount_all(layer, fstypes=("tmpfs",))

@@ -26,6 +26,11 @@ LIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
 
 
 @dataclass
+class DriverStillAnswers(DaggerError):
+    """A Spark failover refused because the lost cluster's driver still serves its /metrics: two
+    drivers on one checkpoint would both write it. It clears when that driver dies (retry)."""
+
+
 class Outcome:
     """What an operation did, for people (lines) and for machines (data)."""
     lines: list[str] = field(default_factory=list)
@@ -196,6 +201,7 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     """Stop the running version (unless its cluster is lost: then the caller has made sure its
     driver is gone) and start `plan` as the next version."""
     name = plan.job.name
+    checked_from = time.monotonic()
     previous = registry.version(name)
     out = Outcome()
     key = state_key(plan)
@@ -220,7 +226,9 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     port = _free_port(registry, cluster, current.metrics_port if cluster.name == current.cluster else None)
     if not keep and start.kind == "committed":
         starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
+    timings = {"check": time.monotonic() - checked_from}
     # one writer per checkpoint: the old driver must be gone before the new one starts
+    stop_from = time.monotonic()
     if current.running:
         old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
         if old_cluster_lost:
@@ -231,6 +239,7 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                          detail=f"replaced by version {number}")
         if old_cluster is not cluster:
             _write_target(old_cluster, name, current.team, None)
+    timings["stop"] = time.monotonic() - stop_from
     started = time.monotonic()
     try:
         # the offsets read again now that the old version has committed its last batch
@@ -251,13 +260,24 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                                 "" if emit_after_ms is None else f", writing windows that end after {emit_after_ms}"),
                             submission_id=driver, metrics_port=port, action=action)
     _write_target(cluster, name, plan.job.team, port)
+    timings["submit"] = time.monotonic() - started
     verb = "edited" if action == "edit" else "redeployed"
     out.say(f"{verb} {name}: version {number} on {cluster.name} as {driver}")
     out.say(f"  checkpoint {checkpoint} ({how})")
     out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
     out.data = {"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
-                "cluster": cluster.name, "submission_id": driver, "metrics_port": port, "started_at": started}
+                "cluster": cluster.name, "submission_id": driver, "metrics_port": port, "started_at": started,
+                # seconds per step, for a drill's recovery time: check (spec, environment, offsets),
+                # stop (the old driver killed and gone), submit (spark-submit and the registry)
+                "timings": {k: round(v, 3) for k, v in timings.items()}}
     return out
+
+
+def _add_timings(out: Outcome, **before: float) -> None:
+    """Steps an operation took before `_redeploy`, added to its timings."""
+    timings = out.data.setdefault("timings", {})
+    for step, seconds in before.items():
+        timings[step] = round(timings.get(step, 0.0) + seconds, 3)
 
 
 # --- failover -------------------------------------------------------------------------------------
@@ -281,6 +301,7 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
     current = registry.get(name)
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    checked_from = time.monotonic()
     old, new = get_cluster(current.cluster, clusters_dir), get_cluster(to, clusters_dir)
     if old.name == new.name:
         raise DaggerError(f"{name} already runs on {to}")
@@ -293,12 +314,14 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
         lost = True
     if lost and current.running and current.metrics_port and not force:
         if scrape(old.metrics_host, current.metrics_port) is not None:
-            raise DaggerError(f"cluster {old.name}'s master does not answer, but {name}'s driver still does "
+            raise DriverStillAnswers(f"cluster {old.name}'s master does not answer, but {name}'s driver still does "
                               f"(http://{old.metrics_host}:{current.metrics_port}/metrics): two drivers on one "
                               "checkpoint would write it both; stop that driver first, or pass --force if it "
                               "cannot be reached but is known to be gone")
+    checked = time.monotonic() - checked_from
     out = _redeploy(registry, plan, text, current, new, start=None, actor=actor, action="failover",
                     clusters_dir=clusters_dir, old_cluster_lost=lost)
+    _add_timings(out, check=checked)
     out.lines.insert(0, f"{name}: {old.name} {'lost' if lost else 'answers (a planned move)'}; resuming on "
                         f"{new.name} from the same checkpoint")
     out.data["from_cluster"], out.data["old_cluster_lost"] = old.name, lost
@@ -315,14 +338,17 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     current = registry.get(name)
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    checked_from = time.monotonic()
     text = moved_spec(registry.version(name).spec, to, kafka_clusters(clusters_dir))
     plan, text = _running_plan(registry, name, text)
     replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
     cluster = get_cluster(current.cluster, clusters_dir)
+    checked, stop_from = time.monotonic() - checked_from, time.monotonic()
     if current.running:
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
         _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}")
         current = registry.get(name)
+    stopped = time.monotonic() - stop_from
     try:
         watermark = committed_watermark(current.checkpoint)
     except DaggerError:
@@ -340,6 +366,7 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
         said = f"version {current.version} had written no window yet, so it reads from where that began ({start})"
     out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
                     clusters_dir=clusters_dir, emit_after_ms=emit_after)
+    _add_timings(out, check=checked, stop=stopped)
     out.lines.insert(0, f"{name}: reading Kafka cluster {to}; {said}")
     out.data.update({"kafka_cluster": to, "watermark_ms": watermark or None, "replay_from_ms": start.timestamp_ms})
     return out

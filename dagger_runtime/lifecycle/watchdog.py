@@ -77,6 +77,7 @@ class Watched:
     error: str | None = None
     kind: str | None = None             # what was lost: kafka or spark
     to: str | None = None
+    timings: dict = field(default_factory=dict)     # the failover's steps (operations' timings)
 
 
 class Watchdog(threading.Thread):
@@ -164,7 +165,7 @@ class Watchdog(threading.Thread):
         self.fail_over(registry, w)
 
     def fail_over(self, registry, w: Watched) -> None:
-        from .operations import failover_kafka, failover_spark
+        from .operations import DriverStillAnswers, failover_kafka, failover_spark
 
         try:
             if w.kind == "kafka":
@@ -172,11 +173,11 @@ class Watchdog(threading.Thread):
             else:
                 out = failover_spark(registry, w.name, w.to, actor=self.actor, clusters_dir=self.clusters_dir)
         except DaggerError as e:
-            fenced = "still does" in str(e)
+            fenced = isinstance(e, DriverStillAnswers)
             if fenced and time.time() - w.started_at < self.fence_timeout_s:
                 return          # the old driver still answers: try again next interval
             w.error = str(e)
             self._say("failed", w.name, w.error)
             return
-        w.done_at, w.version = time.time(), out.data.get("version")
+        w.done_at, w.version, w.timings = time.time(), out.data.get("version"), out.data.get("timings") or {}
         self._say("done", w.name, f"version {w.version} on {w.to}: " + (out.lines[0] if out.lines else ""))
