@@ -23,8 +23,10 @@ DELIVERY_TIMEOUT_S = 600.0
 
 
 def generator_hints(hints: dict[str, Any]) -> dict[str, dict]:
-    """A playbook's hints (a value, or values to draw from) as the generator's hint kinds."""
-    return {path: ({"choice": list(value)} if isinstance(value, list) else {"const": value})
+    """A playbook's hints (a value, values to draw from, or a generator kind as it is) as the
+    generator's hint kinds."""
+    return {path: (dict(value) if isinstance(value, dict) else
+                   {"choice": list(value)} if isinstance(value, list) else {"const": value})
             for path, value in hints.items()}
 
 

@@ -286,10 +286,17 @@ def _bound(value: Any) -> Any:
 
 
 def _hint(value: Any) -> Any:
+    from loadtest.generator import KINDS, MODIFIERS
+
     scalar = (str, int, float, bool)
     if isinstance(value, scalar) or (isinstance(value, list) and value and all(isinstance(v, scalar) for v in value)):
         return value
-    raise ValueError(f"a hint is a value or a non-empty list of values to draw from, got {_kind(value)}")
+    # the generator's own hint kinds ({lat: jakarta}, {range: [1, 9]}...): checked when the run
+    # builds its generators, at this line
+    if isinstance(value, dict) and value and set(value) <= set(KINDS) | set(MODIFIERS):
+        return value
+    raise ValueError(f"a hint is a value, a non-empty list of values to draw from, or one of the generator's "
+                     f"kinds ({', '.join(KINDS)}) as a mapping, got {_kind(value)}")
 
 
 def _shape(value: Any) -> Any:

@@ -107,10 +107,13 @@ def ledger_fields(verify_entries: Iterable) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def s2_cell(lat: float, lng: float, level: int) -> str:
-    """The S2 cell id at `level` as a signed 64-bit decimal, as dagger's S2Id writes it."""
+def s2_cell(lat: float, lng: float, level: int) -> str | None:
+    """The S2 cell id at `level` as a signed 64-bit decimal, as dagger's S2Id writes it; None where
+    the runtime's S2Id gives NULL (a latitude beyond +-90, a coordinate that is not a number)."""
     import s2sphere
 
+    if not (lat is not None and lng is not None and abs(lat) <= 90 and math.isfinite(lng)):
+        return None
     unsigned = s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(lat, lng)).parent(level).id()
     return str(unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned)
 
@@ -146,7 +149,7 @@ def expected(frame, verify, *, closed_by_ms: int, topics: Iterable[str] | None =
     for k in exp.keys:
         if k.s2:
             lat, lng, level = k.s2
-            values = [s2_cell(a, b, level) for a, b in zip(df[lat], df[lng])]
+            values = [_text(s2_cell(a, b, level)) for a, b in zip(df[lat], df[lng])]
         else:
             values = [_text(v) for v in df[k.path]]
         df = df.assign(**{f"__k_{k.column}": values})

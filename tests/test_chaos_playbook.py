@@ -225,8 +225,8 @@ def test_a_json_playbook_is_the_same_drill(tmp_path):
 
 def test_where_names_the_line_of_a_field():
     book = sample("kafka-failover")
-    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:41: chaos[0].downtime"
-    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:72: failover.rto_target"
+    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:42: chaos[0].downtime"
+    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:73: failover.rto_target"
 
 
 # -- LOKI's own document -------------------------------------------------------------------------------
@@ -498,3 +498,19 @@ def test_pyproject_installs_the_command_and_the_package():
     text = (REPO / "pyproject.toml").read_text()
     assert 'daggers-drill = "chaos.cli:main"' in text
     assert '"chaos*"' in text
+
+
+def test_a_feeder_hint_may_be_a_generator_kind_and_a_wrong_one_is_refused_at_its_line(tmp_path):
+    from chaos.feeders import generator_hints
+
+    text = (PLAYBOOKS_DIR / "sink-down.yaml").read_text()
+    book = load(PLAYBOOKS_DIR / "sink-down.yaml")
+    assert generator_hints(book.feeders[0].hints) == {"lat": {"lat": "jakarta"}, "long": {"lng": "jakarta"}}
+    line = text[:text.index("hints:")].count("\n") + 1
+    for wrong, said in (("{latt: jakarta}", "one of the generator's kinds"), ("{lat: atlantis}", "atlantis")):
+        path = tmp_path / "wrong-hint.yaml"
+        path.write_text(text.replace("{lat: jakarta}", wrong))
+        with pytest.raises(PlaybookError) as e:
+            load(path)
+        (problem,) = e.value.problems
+        assert problem.startswith(f"{path}:{line}: feeders[0].hints") and said in problem, problem

@@ -123,3 +123,23 @@ def test_read_influx_gives_back_what_was_written(influxdb):
     assert sorted(rows(got)) == [(T0 + 10_000, "GO_CAR", "COMPLETED", 1), (T0 + 10_000, "GO_RIDE", "COMPLETED", 3)]
     with pytest.raises(RuntimeError, match="database not found"):
         read_influx(influxdb.url, "no-such-db", "m", v, since_ms=T0, until_ms=T0)
+
+
+def test_an_s2_key_is_empty_where_the_runtimes_s2id_gives_null():
+    """The runtime's S2Id is NULL for a latitude beyond +-90 (an InfluxDB point then has no such
+    tag, read back as ""): the expected key must say the same, or every such window is both missing
+    and extra (seen in a drill fed coordinates without a city hint)."""
+    import s2sphere
+
+    from chaos.verify import s2_cell
+
+    assert s2_cell(806.9, 459.0, 13) is None and s2_cell(float("nan"), 10.0, 13) is None
+    assert s2_cell(10.0, float("inf"), 13) is None
+    cell = s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(-6.2, 106.8)).parent(13).id()
+    assert s2_cell(-6.2, 106.8, 13) == str(cell - (1 << 64) if cell >= 1 << 63 else cell)
+    frame = pd.DataFrame({"topic": ["t"] * 2, "event_time_ms": [1_000, 2_000], "error": [None, None],
+                          "lat": [806.9, -6.2], "long": [459.0, 106.8]})
+    spec = types.SimpleNamespace(window=60.0, keys={"tag_s2id": "s2id(lat, long, 13)"},
+                                 measures={"n": "count"}, where={}, at="end")
+    got = expected(frame, spec, closed_by_ms=10**12)
+    assert sorted(got["tag_s2id"]) == sorted(["", s2_cell(-6.2, 106.8, 13)])
