@@ -46,7 +46,10 @@ def load_descriptor_set(job):
 def plan_job(job, descriptor_set=None) -> JobPlan:
     """Resolve schema, event-time fields and the SQL translation. Pure apart from loading the
     descriptor set; raises DaggerError naming the first problem."""
+    from . import enum_literals
+
     dset = descriptor_set if descriptor_set is not None else load_descriptor_set(job)
     streams = tuple(plan_streams(job, dset))
     query = translate(job.sql, [s.table for s in streams], job.rowtime_attribute)
+    enum_literals.check(query, {s.table: dset.message_descriptor(s.proto_class) for s in streams})
     return JobPlan(job, dset, streams, query)

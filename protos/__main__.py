@@ -82,7 +82,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(f"{msg.full_name} ({msg.file.name}, schema version {ds.digest})")
     for f in sorted(msg.fields, key=lambda f: f.number):
         print(f"  {f.number:>4}  {f.name:<28} {_field_type(f)}")
-    for e in msg.enum_types:
+    # every enum its fields use (a query compares them with these names), and its own nested ones
+    enums = [f.enum_type for f in sorted(msg.fields, key=lambda f: f.number) if f.enum_type is not None]
+    for e in dict.fromkeys([*enums, *msg.enum_types]):
         print(f"  enum {e.full_name}: " + ", ".join(f"{v.name}={v.number}" for v in e.values))
     return 0
 

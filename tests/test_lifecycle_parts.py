@@ -106,7 +106,7 @@ def test_the_state_key_changes_with_what_shapes_the_state_and_nothing_else(tmp_p
         assert state_key(plan_of(tmp_path, **changes)) == base, changes
     different = [
         dict(sql=lambda q: q.replace("'60' SECOND", "'120' SECOND")),
-        dict(sql=lambda q: q.replace("status='COMPLETED'", "status='CANCELLED'")),
+        dict(sql=lambda q: q.replace("status='COMPLETED'", "status='CUSTOMER_CANCELLED'")),
         dict(watermark_delay="30s"),
         dict(streams=lambda s: [{**s[0], "topics": ["GO_RIDE-booking-log"]}]),
     ]

@@ -365,3 +365,15 @@ def test_the_list_and_show_commands_describe_versions_and_fields(local_versions,
 def test_the_show_command_reports_an_unknown_message_with_exit_code_2(capsys):
     assert cli(["show", "gojek.esb.booking.BookingLog"]) == 2
     assert "did you mean gojek.esb.booking.BookingLogMessage" in capsys.readouterr().err
+
+
+def test_show_lists_the_values_of_every_enum_a_field_uses(capsys):
+    """A file-level enum (BookingStatus) is not nested in the message: show lists it too, since a
+    query compares the field with these names."""
+    assert cli(["show", "gojek.esb.booking.BookingLogMessage"]) == 0
+    shown = capsys.readouterr().out
+    status = registry.load(None, None).message_descriptor("gojek.esb.booking.BookingLogMessage") \
+        .fields_by_name["status"].enum_type
+    line = next(line for line in shown.splitlines() if f"enum {status.full_name}:" in line)
+    assert line.split(": ", 1)[1] == ", ".join(f"{v.name}={v.number}" for v in status.values)
+    assert shown.count(f"enum {status.full_name}:") == 1
