@@ -27,6 +27,42 @@ def _load_plan(args):
 
 
 def cmd_validate(args) -> int:
+    if not args.json:
+        return _validate(args)
+    # --json: always one JSON document on stdout, an invalid job's included; the message on stderr too
+    try:
+        return _validate(args)
+    except DaggerError as e:
+        print(json.dumps({"job": args.job, "valid": False, "errors": error_items(e)}, indent=2))
+        raise
+
+
+def error_items(e: DaggerError) -> list[dict]:
+    """A refusal as data: each problem's message, and where it is when known."""
+    from .config import ConfigError
+    from .errors import QueryError
+
+    if isinstance(e, ConfigError):
+        return [{"kind": "config", "message": p} for p in e.problems]
+    if isinstance(e, QueryError):
+        return [{"kind": "sql", "message": e.reason, "line": e.line, "column": e.col}]
+    return [{"kind": "job", "message": str(e)}]
+
+
+def sink_target(sink) -> dict:
+    """Where the results go, without a secret: the sink's type and what it names."""
+    if sink.type == "influx":
+        return {"type": "influx", "url": sink.influx.url, "database": sink.influx.db_name,
+                "measurement": sink.influx.measurement_name}
+    if sink.type == "kafka":
+        return {"type": "kafka", "brokers": sink.kafka.brokers, "topic": sink.kafka.topic,
+                "data_type": sink.kafka.data_type, "proto_message": sink.kafka.proto_message}
+    if sink.type == "postgres":
+        return {"type": "postgres", "url": sink.postgres.url, "table": sink.postgres.table}
+    return {"type": sink.type}
+
+
+def _validate(args) -> int:
     plan = _load_plan(args)
     columns = None
     if not args.no_spark:
@@ -39,9 +75,14 @@ def cmd_validate(args) -> int:
         "job": job.name,
         "valid": True,
         "schema_version": plan.descriptor_set.digest,
-        "streams": [{"table": s.table, "proto": s.proto_class, "event_time": s.event_time_field}
-                    for s in plan.streams],
+        "streams": [{"table": s.table, "proto": s.proto_class, "event_time": s.event_time_field,
+                     "topics": list(spec.topics), "topic_pattern": spec.topic_pattern,
+                     "bootstrap_servers": spec.kafka.bootstrap_servers, "group_id": spec.kafka.group_id,
+                     "auto_offset_reset": spec.kafka.auto_offset_reset}
+                    for s, spec in zip(plan.streams, job.streams)],
         "windows": [{"kind": w.kind, "size": w.size.spark()} for w in plan.query.windows],
+        "sink": sink_target(job.sink),
+        "parallelism": job.parallelism,
         "spark_sql": plan.query.spark_sql,
         "warnings": list(job.warnings),
     }
@@ -54,11 +95,17 @@ def cmd_validate(args) -> int:
         print(f"  schema version  {info['schema_version']}"
               + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)"))
         for s in info["streams"]:
+            topics = ", ".join(s["topics"]) or f"topics matching {s['topic_pattern']}"
             print(f"  stream          {s['table']} <- {s['proto']} (rowtime from {s['event_time']})")
+            print(f"                  from {topics} on {s['bootstrap_servers']}, group {s['group_id'] or '-'}, "
+                  f"{s['auto_offset_reset']} when new")
         for w in info["windows"]:
             print(f"  window          {w['kind']} {w['size']}")
         if columns is not None:
             print("  output          " + ", ".join(f"{c['name']} {c['type']}" for c in columns))
+        sink = info["sink"]
+        print("  sink            " + " ".join(f"{k}={v}" for k, v in sink.items() if v is not None))
+        print(f"  parallelism     {info['parallelism']}")
     return 0
 
 

@@ -232,3 +232,42 @@ def test_every_example_dagger_passes_both_sandbox_checks_and_spark_analysis(spar
         columns = analyze(plan, spark)
         # Spark resolved the query the sandbox let through to the columns the analyst named
         assert [c["name"] for c in columns] == list(plan.query.output_columns), path
+
+
+def test_validate_json_prints_a_json_result_for_an_invalid_job_too(tmp_path, capsys):
+    import json
+
+    path = job_file(tmp_path, "name: x\nstreams: []\nsql: ''\nsink: {type: influx}\n")
+    assert main(["validate", "--no-spark", "--json", str(path)]) == 2
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["valid"] is False and result["job"] == str(path)
+    assert [e["kind"] for e in result["errors"]] == ["config"] * 3
+    assert any("sql: must not be empty" in e["message"] for e in result["errors"])
+    assert "sql: must not be empty" in err                    # and said on stderr, as without --json
+    # an SQL refusal carries where it is
+    path = job_file(tmp_path, BASE.replace("status='COMPLETED'", "status='COMPLETD'"), "sql.yaml")
+    assert main(["validate", "--no-spark", "--json", str(path)]) == 2
+    (error,) = json.loads(capsys.readouterr().out)["errors"]
+    assert error["kind"] == "sql" and (error["line"], error["column"]) == (7, 14) and "'COMPLETD'" in error["message"]
+
+
+def test_validate_says_how_a_job_was_read_its_source_sink_and_parallelism(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    spec = yaml.safe_load(BASE)
+    path = job_file(tmp_path, BASE)
+    assert main(["validate", "--no-spark", "--json", str(path)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    stream = spec["streams"][0]
+    assert info["streams"][0]["topics"] == stream["topics"]
+    assert info["streams"][0]["bootstrap_servers"] == stream["kafka"]["bootstrap_servers"]
+    assert info["sink"] == {"type": "influx", "url": spec["sink"]["influx"]["url"],
+                            "database": spec["sink"]["influx"]["db_name"],
+                            "measurement": spec["sink"]["influx"]["measurement_name"]}
+    assert info["parallelism"] == spec["parallelism"] == 2
+    assert main(["validate", "--no-spark", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert f"measurement={spec['sink']['influx']['measurement_name']}" in text and "parallelism     2" in text
