@@ -890,7 +890,6 @@ class _Checker:
     def __init__(self, book: Playbook, problems: Problems, lab: Lab, descriptors, base: Path):
         self.book, self.problems, self.lab, self.base = book, problems, lab, base
         self._descriptors = descriptors
-        self._java: dict[str, str] | None = None
         self.as_written = book.chaos          # before defaults are filled in
         self.unloaded = 0                     # dagger specs refused: checks naming daggers are moot
 
@@ -910,29 +909,12 @@ class _Checker:
             self._descriptors = _descriptors()
         return self._descriptors
 
-    def java_names(self) -> dict[str, str]:
-        """Java class names (java_package + message) -> proto names: LOKI's proto_schema is a Java class."""
-        if self._java is None:
-            self._java = {}
-            for f in self.descriptors.file_set.file:
-                package = f.options.java_package or f.package
-
-                def add(messages, prefix_proto: str, prefix_java: str) -> None:
-                    for m in messages:
-                        self._java[f"{prefix_java}.{m.name}"] = f"{prefix_proto}.{m.name}"
-                        add(m.nested_type, f"{prefix_proto}.{m.name}", f"{prefix_java}.{m.name}")
-                add(f.message_type, f.package, package)
-        return self._java
-
     def message(self, where: str, name: str) -> str | None:
         """The proto name of a message type (a proto name, or LOKI's Java class name), else a problem."""
         from protos.errors import SchemaError
         try:
-            self.descriptors.message_descriptor(name)
-            return name
+            return self.descriptors.message_descriptor(name).full_name
         except SchemaError as e:
-            if name in self.java_names():
-                return self.java_names()[name]
             self.add(where, str(e))
             return None
 
@@ -1099,7 +1081,7 @@ class _Checker:
             if c.schema_ is not None:
                 schema = self.message(f"{at}.schema", c.schema_)
             elif book.proto_schema is not None:
-                schema = self.java_names().get(book.proto_schema, book.proto_schema)
+                schema = self.descriptors.java_names.get(book.proto_schema, book.proto_schema)
             out.append(c.model_copy(update={"topic": topic, "schema_": schema}))
         return tuple(out)
 
@@ -1107,7 +1089,7 @@ class _Checker:
         prefix = self.book.proto_class_prefix
         if prefix is None:
             return
-        names = [*self.descriptors.messages(), *self.java_names()]
+        names = [*self.descriptors.messages(), *self.descriptors.java_names]
         if not any(n.startswith(prefix) for n in names):
             self.add("proto_class_prefix", f"{prefix!r} starts no message's name (proto or Java) in the descriptor "
                                            f"set{did_you_mean(prefix, names)}")

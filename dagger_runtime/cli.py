@@ -75,7 +75,8 @@ def _validate(args) -> int:
         "job": job.name,
         "valid": True,
         "schema_version": plan.descriptor_set.digest,
-        "streams": [{"table": s.table, "proto": s.proto_class, "event_time": s.event_time_field,
+        "streams": [{"table": s.table, "proto": s.proto_class, "proto_as_written": s.proto_as_written,
+                     "event_time": s.event_time_field,
                      "topics": list(spec.topics), "topic_pattern": spec.topic_pattern,
                      "bootstrap_servers": spec.kafka.bootstrap_servers, "group_id": spec.kafka.group_id,
                      "auto_offset_reset": spec.kafka.auto_offset_reset}
@@ -96,7 +97,8 @@ def _validate(args) -> int:
               + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)"))
         for s in info["streams"]:
             topics = ", ".join(s["topics"]) or f"topics matching {s['topic_pattern']}"
-            print(f"  stream          {s['table']} <- {s['proto']} (rowtime from {s['event_time']})")
+            java = f" (the Java class {s['proto_as_written']})" if s["proto_as_written"] != s["proto"] else ""
+            print(f"  stream          {s['table']} <- {s['proto']}{java} (rowtime from {s['event_time']})")
             print(f"                  from {topics} on {s['bootstrap_servers']}, group {s['group_id'] or '-'}, "
                   f"{s['auto_offset_reset']} when new")
         for w in info["windows"]:

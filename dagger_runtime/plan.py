@@ -52,4 +52,20 @@ def plan_job(job, descriptor_set=None) -> JobPlan:
     streams = tuple(plan_streams(job, dset))
     query = translate(job.sql, [s.table for s in streams], job.rowtime_attribute)
     enum_literals.check(query, {s.table: dset.message_descriptor(s.proto_class) for s in streams})
+    _check_sink_messages(job, dset)
     return JobPlan(job, dset, streams, query)
+
+
+def _check_sink_messages(job, dset) -> None:
+    """The messages a Kafka sink names exist (their fields are matched to the query's columns once
+    Spark has analysed it)."""
+    kafka = job.sink.kafka if job.sink.type == "kafka" else None
+    if kafka is None or kafka.data_type != "PROTO":
+        return
+    for key in ("proto_message", "proto_key"):
+        name = getattr(kafka, key)
+        if name:
+            try:
+                dset.message_descriptor(name)
+            except Exception as e:  # noqa: BLE001 - SchemaError names the message and close matches
+                raise DaggerError(f"sink kafka {key}: {e}") from None

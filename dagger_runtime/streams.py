@@ -19,6 +19,7 @@ class StreamPlan:
     event_time_field: str     # the Timestamp field whose value becomes the rowtime column
     event_time_number: int    # ... and its protobuf field number
     rowtime: str
+    proto_as_written: str = ""  # the job's name for the message: a raystack Java class name, say
 
 
 def resolve_event_time(stream, descriptor, where: str):
@@ -62,8 +63,9 @@ def plan_streams(job, descriptor_set) -> list[StreamPlan]:
         if job.rowtime_attribute in descriptor.fields_by_name:
             raise DaggerError(f"{where}: {descriptor.full_name} already has a field named "
                               f"{job.rowtime_attribute!r}; choose another rowtime attribute name")
-        plans.append(StreamPlan(stream.table, stream.proto_class, stream.data_type, field.name, field.number,
-                                job.rowtime_attribute))
+        # the proto name from here on (the JVM decoder, the state key), whatever the job called it
+        plans.append(StreamPlan(stream.table, descriptor.full_name, stream.data_type, field.name, field.number,
+                                job.rowtime_attribute, stream.proto_class))
     return plans
 
 

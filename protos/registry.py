@@ -83,11 +83,49 @@ class DescriptorSet:
         return message_names(self.file_set)
 
     def message_descriptor(self, full_name: str) -> descriptor.Descriptor:
+        """A message by its proto name, or by the Java class raystack/dagger configs name it with
+        (`com.gojek.esb.booking.BookingLogMessage`: java_package, java_outer_classname and
+        java_multiple_files say which); `descriptor.full_name` is its proto name either way."""
         name = full_name.lstrip(".")
         try:
             return self.pool.FindMessageTypeByName(name)
         except KeyError:
+            if name in self.java_names:
+                return self.pool.FindMessageTypeByName(self.java_names[name])
             raise SchemaError(self._unknown_message(name)) from None
+
+    @cached_property
+    def java_names(self) -> dict[str, str]:
+        """Each message's Java class name(s) -> its proto name, as protoc's Java generator names
+        the classes: in java_package (else the proto package); top-level classes of their own with
+        java_multiple_files, else nested in the file's outer class (java_outer_classname, else the
+        file's name in CamelCase, with OuterClass appended when a message has that name); a nested
+        message both as Outer.Inner and as Java's binary name Outer$Inner."""
+        out: dict[str, str] = {}
+        for f in self.file_set.file:
+            package = f.options.java_package or f.package
+            if f.options.java_multiple_files:
+                prefix = package
+            else:
+                outer = f.options.java_outer_classname or _outer_class(f)
+                prefix = f"{package}.{outer}" if package else outer
+
+            def add(messages, proto_prefix: str, java_prefix: str, binary_prefix: str) -> None:
+                for m in messages:
+                    proto = f"{proto_prefix}.{m.name}" if proto_prefix else m.name
+                    for java in (f"{java_prefix}.{m.name}", f"{binary_prefix}${m.name}"):
+                        out.setdefault(java.lstrip(".$"), proto)
+                    add(m.nested_type, proto, f"{java_prefix}.{m.name}", f"{binary_prefix}${m.name}")
+
+            for m in f.message_type:
+                proto = f"{f.package}.{m.name}" if f.package else m.name
+                java = f"{prefix}.{m.name}" if prefix else m.name
+                out.setdefault(java, proto)
+                if not f.options.java_multiple_files:
+                    out.setdefault(f"{prefix}${m.name}", proto)
+                add(m.nested_type, proto, java, java if f.options.java_multiple_files else f"{prefix}${m.name}")
+        # a Java name that is also some message's proto name means that message
+        return {java: proto for java, proto in out.items() if java != proto}
 
     def message_class(self, full_name: str) -> type:
         return message_factory.GetMessageClass(self.message_descriptor(full_name))
@@ -106,6 +144,17 @@ class DescriptorSet:
         close += [m for m in difflib.get_close_matches(name, known, n=3, cutoff=0.6) if m not in close]
         hint = f"; did you mean {', '.join(close[:3])}?" if close else f"; it has {len(known)} messages"
         return f"unknown message '{name}' in descriptor set {self.digest} (from {self.source}){hint}"
+
+
+def _outer_class(f: descriptor_pb2.FileDescriptorProto) -> str:
+    """protoc's default Java outer class name: the file's base name in CamelCase, "OuterClass"
+    appended when a message, enum or service of the file has that name."""
+    import re
+
+    base = f.name.rsplit("/", 1)[-1].removesuffix(".proto")
+    name = "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", base) if part)
+    taken = {m.name for m in f.message_type} | {e.name for e in f.enum_type} | {s.name for s in f.service}
+    return name + "OuterClass" if name in taken else name
 
 
 def _dependency_order(files: list[descriptor_pb2.FileDescriptorProto], source: str

@@ -89,6 +89,17 @@ def test_the_dagger_properties_supply_query_with_bigint_s2_ids_matches(spark, tm
     assert as_multiset(rows) == as_multiset(want)
     assert all(isinstance(r["s2_id"], int) for r in rows)
 
+    # raystack/dagger configs name the message by its Java class (java_package + the message, as
+    # java_multiple_files has it): the same job with that name reads the same rows
+    text = (EXAMPLES / "supply_per_minute.properties").read_text()
+    proto = "gojek.esb.driverlocation.DriverLocationLogMessage"
+    java = "com.gojek.esb.driverlocation.DriverLocationLogMessage"
+    assert proto in text and java not in text
+    (tmp_path / "java.properties").write_text(text.replace(proto, java))
+    java_plan = plan_job(load_job(tmp_path / "java.properties"))
+    assert (java_plan.streams[0].proto_class, java_plan.streams[0].proto_as_written) == (proto, java)
+    assert as_multiset(run_preview(java_plan, {"data_stream_0": str(path)}, spark=spark).rows) == as_multiset(rows)
+
 
 def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tmp_path, dset):
     events = traffic.bookings(300, minutes=2, seed=11)

@@ -377,3 +377,38 @@ def test_show_lists_the_values_of_every_enum_a_field_uses(capsys):
     line = next(line for line in shown.splitlines() if f"enum {status.full_name}:" in line)
     assert line.split(": ", 1)[1] == ", ".join(f"{v.name}={v.number}" for v in status.values)
     assert shown.count(f"enum {status.full_name}:") == 1
+
+
+def test_java_class_names_follow_protocs_java_rules():
+    """java_multiple_files: top-level classes in java_package; without it, classes nested in the
+    outer class (java_outer_classname, else the file name in CamelCase, OuterClass appended when a
+    message has that name); nested messages as Outer.Inner and Outer$Inner."""
+    from google.protobuf import descriptor_pb2
+
+    from protos.registry import DescriptorSet
+
+    def file(name, package, messages, **options):
+        f = descriptor_pb2.FileDescriptorProto(name=name, package=package, syntax="proto3")
+        for m in messages:
+            msg = f.message_type.add(name=m)
+            msg.nested_type.add(name="Inner")
+        for k, v in options.items():
+            setattr(f.options, k, v)
+        return f
+
+    files = descriptor_pb2.FileDescriptorSet(file=[
+        file("a/multi.proto", "p.a", ["Multi"], java_package="com.x.a", java_multiple_files=True),
+        file("b/ride_log.proto", "p.b", ["Ride"], java_package="com.x.b"),
+        file("c/named.proto", "p.c", ["Named"], java_outer_classname="Outer"),
+        file("d/clash.proto", "p.d", ["Clash"]),
+    ])
+    names = DescriptorSet(files.SerializeToString()).java_names
+    assert names["com.x.a.Multi"] == "p.a.Multi"
+    assert names["com.x.a.Multi.Inner"] == names["com.x.a.Multi$Inner"] == "p.a.Multi.Inner"
+    assert names["com.x.b.RideLog.Ride"] == names["com.x.b.RideLog$Ride"] == "p.b.Ride"
+    assert names["com.x.b.RideLog.Ride.Inner"] == names["com.x.b.RideLog$Ride$Inner"] == "p.b.Ride.Inner"
+    assert names["p.c.Outer.Named"] == "p.c.Named"
+    assert names["p.d.ClashOuterClass.Clash"] == "p.d.Clash"
+    assert "com.x.b.Ride" not in names             # not a class of its own without java_multiple_files
+    ds = DescriptorSet(files.SerializeToString())
+    assert ds.message_descriptor("com.x.b.RideLog$Ride").full_name == "p.b.Ride"

@@ -271,3 +271,29 @@ def test_validate_says_how_a_job_was_read_its_source_sink_and_parallelism(tmp_pa
     assert main(["validate", "--no-spark", str(path)]) == 0
     text = capsys.readouterr().out
     assert f"measurement={spec['sink']['influx']['measurement_name']}" in text and "parallelism     2" in text
+
+
+def test_a_raystack_java_class_name_is_read_as_its_proto_message_and_said(tmp_path, capsys):
+    proto, java = "gojek.esb.booking.BookingLogMessage", "com.gojek.esb.booking.BookingLogMessage"
+    path = job_file(tmp_path, BASE.replace(proto, java))
+    plan = plan_job(load_job(path))
+    assert (plan.streams[0].proto_class, plan.streams[0].proto_as_written) == (proto, java)
+    assert main(["validate", "--no-spark", str(path)]) == 0
+    assert f"<- {proto} (the Java class {java})" in capsys.readouterr().out
+    # a Java name that is no class is refused with the proto names close to it
+    path = job_file(tmp_path, BASE.replace(proto, "com.gojek.esb.booking.BookingLogMesage"), "typo.yaml")
+    with pytest.raises(DaggerError, match="unknown message 'com.gojek.esb.booking.BookingLogMesage'"):
+        plan_job(load_job(path))
+
+
+def test_a_kafka_sink_message_that_does_not_exist_is_refused_before_spark(tmp_path, capsys):
+    import yaml
+
+    spec = yaml.safe_load(BASE)
+    spec["sink"] = {"type": "kafka", "kafka": {"brokers": "127.0.0.1:9092", "topic": "out", "data_type": "PROTO",
+                                               "proto_message": "gojek.esb.booking.BookingLogMesage"}}
+    path = job_file(tmp_path, yaml.safe_dump(spec))
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "sink kafka proto_message: unknown message 'gojek.esb.booking.BookingLogMesage'" in err
+    assert "did you mean gojek.esb.booking.BookingLogMessage" in err

@@ -118,9 +118,13 @@ class KafkaSink(Sink):
         functions = spark._jvm.dev.daggers.runtime.Functions
         data = bytearray(self.plan.descriptor_set.data)
         if self.spec.data_type == "PROTO":
-            functions.registerEncoder(spark._jsparkSession, "__dagger_encode_value", data, self.spec.proto_message)
+            # by proto name: the spec may give raystack's Java class name
+            proto = self.plan.descriptor_set.message_descriptor
+            functions.registerEncoder(spark._jsparkSession, "__dagger_encode_value", data,
+                                      proto(self.spec.proto_message).full_name)
             if self.spec.proto_key:
-                functions.registerEncoder(spark._jsparkSession, "__dagger_encode_key", data, self.spec.proto_key)
+                functions.registerEncoder(spark._jsparkSession, "__dagger_encode_key", data,
+                                          proto(self.spec.proto_key).full_name)
         self._registered = True
 
     def records(self, dataframe):
