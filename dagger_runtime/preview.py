@@ -42,6 +42,11 @@ def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
     return out
 
 
+SKIPPED_SHOWN = 10          # skipped messages said one by one; the rest are counted
+MIN_DECODED_SHARE = 0.1     # fewer decoded than this share of a file: the wrong file, not bad messages
+TYPE_SAMPLE = 200           # messages read again in Python to tell a file of another message type
+
+
 def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr,
                 rejected_dir: str | None = None) -> PreviewReport:
     from .validate import analyze, checked_query
@@ -81,6 +86,9 @@ def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inpu
     if inputs.is_json(path):
         stream = replace(stream, data_type="JSON")
     good = [r for r in recs if r.value is not None]
+    if stream.data_type == "PROTO":
+        _refuse_another_type(table, path, stream.proto_class, [r.value for r in good[:TYPE_SAMPLE]],
+                             plan.descriptor_set, log)
     schema = "position long, offset long, value binary"
     pdf = pd.DataFrame({"position": [r.position for r in good], "offset": [r.offset for r in good],
                         "value": [r.value for r in good]})
@@ -90,12 +98,56 @@ def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inpu
     bad = [(r["position"], r["offset"], r["reason"]) for r in rejected.collect()]
     bad = sorted(bad + [(r.position, r.offset, r.error) for r in recs if r.value is None])
     unit = "line" if inputs.is_json(path) else "byte"
-    for position, offset, reason in bad:
+    for position, offset, reason in bad[:SKIPPED_SHOWN]:
         print(f"preview: {table}: {path}: message {position} ({unit} {offset}) skipped: {reason}", file=log)
+    if len(bad) > SKIPPED_SHOWN:
+        print(f"preview: {table}: ... and {len(bad) - SKIPPED_SHOWN} more skipped (--rejected DIR keeps them all)",
+              file=log)
+    decoded = len(recs) - len(bad)
+    if recs and decoded < len(recs) * MIN_DECODED_SHARE:
+        kind = "proto3 JSON" if inputs.is_json(path) else "length-delimited protobuf"
+        raise DaggerError(
+            f"{table}: {decoded} of the {len(recs)} messages in {path} decoded as {stream.proto_class} "
+            f"({kind}); the first was skipped with: {bad[0][2]}. Is it a file of another message type? "
+            f"`python -m protos show {stream.proto_class}` lists the fields this stream expects")
     decoded_table.createOrReplaceTempView(stream.table)
-    print(f"preview: {table}: {len(recs)} messages read, {len(recs) - len(bad)} decoded, {len(bad)} skipped",
-          file=log)
+    print(f"preview: {table}: {len(recs)} messages read, {decoded} decoded, {len(bad)} skipped", file=log)
     return bad
+
+
+def _refuse_another_type(table: str, path: str, expected: str, sample: list[bytes], dset, log) -> None:
+    """Protobuf parses most bytes as most messages, so a file of another type is not skipped: it
+    decodes into nonsense and the query finds nothing. Its sign: the messages carry fields the
+    expected type does not have (a producer on a newer schema does too, so that alone is only
+    said), while another message type of the descriptor set reads them all without one."""
+    from google.protobuf.message import DecodeError
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    def strangers(message: str) -> int | None:
+        """How many sampled messages carry unknown fields as `message`; None if one does not parse."""
+        cls = dset.message_class(message)
+        count = 0
+        for value in sample:
+            try:
+                count += bool(len(UnknownFieldSet(cls.FromString(value))))
+            except DecodeError:
+                return None
+        return count
+
+    if len(sample) < 5:
+        return
+    unknown = strangers(expected)
+    if unknown is None or unknown < len(sample) * 0.9:
+        return
+    fits = [m for m in dset.messages() if m != expected and strangers(m) == 0]
+    if not fits:
+        print(f"preview: {table}: {unknown} of the first {len(sample)} messages carry fields {expected} does not "
+              "have (a newer schema?)", file=log)
+        return
+    raise DaggerError(
+        f"{table}: the messages in {path} do not look like {expected}: {unknown} of the first {len(sample)} "
+        f"carry fields it does not have, while they read as {' or '.join(fits[:3])} without any. Is it a file "
+        f"of another message type? `python -m protos show {expected}` lists the fields this stream expects")
 
 
 def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: list, log) -> None:

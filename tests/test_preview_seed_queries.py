@@ -167,3 +167,35 @@ def test_proto3_json_lines_give_the_same_results_as_binary_and_bad_lines_are_ski
     from_binary = run_preview(plan, {"data_stream": str(binary)}, spark=spark)
     assert from_json.rows == from_binary.rows and from_json.rows
     assert [p for p, _, _ in from_json.rejected["data_stream"]] == [11, 21]
+
+
+def test_a_file_of_another_message_type_stops_preview_with_a_hint(tmp_path, dset):
+    """The wrong file (API logs for a bookings stream): not 20,000 lines of 'skipped' and exit 0,
+    but a few of them, a count, and a refusal that names the message type the stream expects."""
+    events = traffic.api_logs(400, minutes=2, seed=5)
+    path = write_events(tmp_path, "api.bin", traffic.API_LOG, events, dset)
+    env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
+         "--input", f"data_stream={path}"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    # protobuf reads API logs as bookings (their field numbers and wire types fit), with fields a
+    # booking does not have: the refusal says so and what they read as
+    assert f"the messages in {path} do not look like gojek.esb.booking.BookingLogMessage: 200 of the first " \
+           "200 carry fields it does not have, while they read as gojek.esb.apilog.ApiLogMessage" in proc.stderr
+    assert "python -m protos show gojek.esb.booking.BookingLogMessage" in proc.stderr
+
+
+def test_a_file_that_does_not_decode_stops_preview_after_ten_lines_and_a_count(tmp_path, dset):
+    path = tmp_path / "junk.bin"
+    write_delimited([b"\xff\xff\xff\xff" for _ in range(300)], path)
+    env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
+         "--input", f"data_stream={path}"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+    assert proc.stderr.count(" skipped: ") == 10 and "... and 290 more skipped" in proc.stderr, proc.stderr[-3000:]
+    assert f"0 of the 300 messages in {path} decoded as gojek.esb.booking.BookingLogMessage" in proc.stderr

@@ -73,3 +73,17 @@ def test_a_wrong_number_of_udf_arguments_is_refused_with_the_signature():
     with pytest.raises(QueryError) as info:
         spark("SELECT S2Id(lat, long) AS s FROM data_stream")
     assert "S2Id takes 3 arguments: S2Id(lat, lng, level); got 2" in str(info.value)
+
+
+def test_a_hop_whose_slide_is_longer_than_its_size_is_refused_with_the_swap():
+    """Spark's own refusal is `[DATATYPE_MISMATCH...] window(rowtime, 60000000, ...)` with no line."""
+    sql = ("SELECT COUNT(1) AS n FROM data_stream\n"
+           "GROUP BY HOP(rowtime, INTERVAL '5' MINUTE, INTERVAL '1' MINUTE)")
+    with pytest.raises(QueryError) as e:
+        translate(sql, ["data_stream"])
+    assert (e.value.line, e.value.col) == (2, 10)
+    assert "a slide of 5 minutes is longer than the size of 1 minute" in str(e.value)
+    assert "write HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)" in str(e.value)
+    # equal slide and size is a tumbling window, allowed
+    translate("SELECT COUNT(1) AS n FROM data_stream GROUP BY HOP(rowtime, INTERVAL '1' MINUTE, "
+              "INTERVAL '60' SECOND)", ["data_stream"])

@@ -33,6 +33,11 @@ class Duration:
                 return f"{self.millis // _UNITS_MS[unit]} {_SPARK_UNIT[unit]}"
         return f"{self.millis} milliseconds"
 
+    def human(self) -> str:
+        """"1 minute", "90 seconds": for messages."""
+        count, unit = self.spark().split(" ", 1)
+        return f"{count} {unit.removesuffix('s') if count == '1' else unit}"
+
 
 @dataclass(frozen=True)
 class GroupWindow:
@@ -83,6 +88,13 @@ def _window_of(sql: str, call: exp.Anonymous, kind: str, rowtime: str) -> tuple[
         raise QueryError(f"{kind} needs the time attribute `{rowtime}` as its first argument, got "
                          f"{time_col.sql()}", line=line, col=col, sql=sql)
     durations = tuple(parse_interval(sql, a, kind) for a in args[1:])
+    if kind == "HOP" and durations[0].millis > durations[1].millis:
+        slide, size = args[1].sql(), args[2].sql()
+        raise QueryError(f"HOP takes the slide, then the size (Flink's order): a slide of {durations[0].human()} is "
+                         f"longer than the size of {durations[1].human()}, so the rows between two windows would "
+                         f"fall in none; if you meant windows of {durations[0].human()} every "
+                         f"{durations[1].human()}, write HOP({time_col.sql()}, {size}, {slide})",
+                         line=line, col=col, sql=sql)
     return GroupWindow(kind, time_col.name, durations), time_col
 
 
