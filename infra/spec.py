@@ -184,7 +184,11 @@ def _schema_problems(problems: _Problems, raw) -> None:
         path = tuple(error.absolute_path)
         message = error.message
         if error.validator == "pattern":
-            message = f"{error.instance!r} does not match {error.validator_value!r}"
+            # the field's own description says what fits in words; the regex only when there is none
+            described = error.schema.get("description")
+            message = (f"{error.instance!r} does not match what this field takes: {described[:1].lower()}"
+                       f"{described[1:].rstrip('.')}" if described
+                       else f"{error.instance!r} does not match {error.validator_value!r}")
             if path and path[-1] == "team":
                 message += " (a DNS label: lowercase letters, digits and single '-', 3 to 20 characters)"
             elif path and path[0] == "owners":

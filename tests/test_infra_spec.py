@@ -388,3 +388,9 @@ def test_the_default_topics_are_the_grants_not_everything(platform):
     s = spec.parse(MINIMAL, source=SOURCE, platform=platform)
     # search is in no readers list: on mainstream it gets the public campaign- prefix only
     assert s.kafka == (spec.KafkaRead("mainstream", True, ("campaign-.*",)),)
+
+
+def test_a_cidr_that_is_no_subnet_is_refused_in_words_not_a_regex():
+    problem = one(refused(MINIMAL.replace("10.65.0.0/24", "10.65.0.0/33")))
+    assert "network.cidr: '10.65.0.0/33' does not match what this field takes" in problem
+    assert "(IPv4, /16 to /24)" in problem and "[0-9]" not in problem

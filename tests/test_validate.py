@@ -297,3 +297,13 @@ def test_a_kafka_sink_message_that_does_not_exist_is_refused_before_spark(tmp_pa
     err = capsys.readouterr().err
     assert "sink kafka proto_message: unknown message 'gojek.esb.booking.BookingLogMesage'" in err
     assert "did you mean gojek.esb.booking.BookingLogMessage" in err
+
+
+def test_a_misspelt_event_time_field_name_gets_the_closest_name(tmp_path):
+    text = (EXAMPLES / "api_health.yaml").read_text()
+    assert "event_time: event_timestamp" in text
+    path = job_file(tmp_path, text.replace("event_time: event_timestamp", "event_time: event_timestmp"))
+    with pytest.raises(DaggerError) as info:
+        plan_job(load_job(path))
+    assert "has no field named 'event_timestmp'; did you mean event_timestamp?" in str(info.value)
+    assert "Its timestamp fields: event_timestamp" in str(info.value)
