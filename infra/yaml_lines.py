@@ -88,12 +88,16 @@ _YAML_HINTS = (
 )
 
 
+def yaml_hint(what: str) -> str:
+    """How to fix a YAML parser's complaint, in words (the job files use it too)."""
+    return next((h for key, h in _YAML_HINTS if key in what), "check the indentation and the quotes on this line")
+
+
 def yaml_error(source: str, e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     line = mark.line + 1 if mark else 1
     what = " ".join(x for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
-    hint = next((h for key, h in _YAML_HINTS if key in what), "check the indentation and the quotes on this line")
-    return f"{source}:{line}: (yaml): not valid YAML: {what}; {hint}"
+    return f"{source}:{line}: (yaml): not valid YAML: {what}; {yaml_hint(what)}"
 
 
 def walk(node, path: tuple, lines: dict, problems: Problems, seen: set, doc: Document) -> None:

@@ -697,3 +697,12 @@ def test_the_module_docstring_example_is_a_valid_job():
     job = loads_job(example, fmt="yaml", source="completed-bookings-by-s2.yaml", env=env)
     assert job.name == "completed-bookings-by-s2"
     assert job.sink.influx.password.get_secret_value() == "c"
+
+
+def test_a_yaml_indentation_error_says_how_to_fix_it(tmp_path):
+    text = "name: x\nstreams:\n  - table: t\n    proto_class: a.B\n   topics: [x]\nsql: SELECT 1\n"
+    with pytest.raises(ConfigError) as caught:
+        load_job(write(tmp_path, text), env=ENV)
+    (problem,) = caught.value.problems
+    assert "expected <block end>" in problem and "(line 5, column 4)" in problem
+    assert "line up fields of the same mapping (two spaces a level)" in problem

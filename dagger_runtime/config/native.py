@@ -266,10 +266,12 @@ def parse(text: str, *, default_name: str) -> Draft:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
+        from infra.yaml_lines import yaml_hint     # one table of YAML fixes, for team specs and jobs
+
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        reason = getattr(exc, "problem", None) or str(exc)
-        draft.problem("(file)", f"not valid YAML: {reason}{where}")
+        reason = " ".join(x for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x) or str(exc)
+        draft.problem("(file)", f"not valid YAML: {reason}{where}: {yaml_hint(reason)}")
         return draft
     value = _Tree(draft).build(root, ()) if root is not None else None
     if not isinstance(value, dict):
