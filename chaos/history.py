@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None, console: Any = None) -> int:
     from rich.console import Console
 
     console = console or Console()
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)     # a path and its problem stay on one line in a log
     history = read_history(args.runs_dir)
     for line in history.skipped:
         err.print(f"[yellow]{args.runs_dir / HISTORY}: skipped {line}[/yellow]", highlight=False)

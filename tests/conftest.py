@@ -3,9 +3,12 @@
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Every test that uses the lab (one per machine, on a fixed port base) in one xdist group, so
-    `-n 2 --dist loadgroup` runs them in order on one worker and everything else beside them."""
+    `-n 2 --dist loadgroup` runs them in order on one worker and everything else beside them.
+    tryfirst: this conftest loads before xdist's worker plugin, whose own hook turns the marks
+    into groups, and would otherwise run after it (pytest-xdist#1241)."""
     for item in items:
         if "lab_env" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("lab"))
