@@ -97,6 +97,7 @@ lab-down: venv
 
 bench: venv jars servers
 	$(PY) -m bench
+	$(PY) -m bench.commands
 
 clean:
 	rm -rf $(JVM_DIR) $(VENV) .pytest_cache

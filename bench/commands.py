@@ -1,0 +1,107 @@
+"""How long an analyst waits: `validate` and `preview` wall time on the example daggers, run as
+the analyst runs them (a new process each time), next to how long the query itself takes inside
+preview. Each run appends one line per command to bench/results/commands.jsonl with the commit,
+so a change is read as before and after:
+
+    python -m bench.commands [--repeat 2] [--events 2000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "daggers"
+RESULTS = REPO / "bench" / "results" / "commands.jsonl"
+
+
+def inputs_for(job: Path, folder: Path, events: int) -> list[str]:
+    """--input TABLE=FILE for each stream of the job: generated traffic of its message type."""
+    from dagger_runtime.config import load_job
+    from dagger_runtime.inputs import write_delimited
+    from loadtest import traffic
+    from protos import registry
+
+    dset = registry.load()
+    out = []
+    for stream in load_job(job).streams:
+        message = dset.message_descriptor(stream.proto_class).full_name
+        make = traffic.GENERATORS.get(message)
+        if make is None:
+            return []
+        path = folder / f"{job.stem}-{stream.table}.bin"
+        write_delimited(traffic.encode(make(events, minutes=3), dset.message_class(message)), path)
+        out.append(f"{stream.table}={path}")
+    return out
+
+
+def wall(command: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-1500:]}")
+    return took, done.stderr
+
+
+def commit() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.commands", description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=2, help="runs per command; best and median kept (default 2)")
+    p.add_argument("--events", type=int, default=2000, help="generated messages per preview input (default 2000)")
+    p.add_argument("--out", default=str(RESULTS), help="the JSON lines file results are appended to")
+    args = p.parse_args(argv)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-commands-") as folder:
+        for job in sorted(EXAMPLES.iterdir()):
+            if job.suffix not in (".yaml", ".properties"):
+                continue
+            runs = {"validate": [sys.executable, "-m", "dagger_runtime", "validate", str(job)]}
+            inputs = inputs_for(job, Path(folder), args.events)
+            if inputs:
+                runs["preview"] = [sys.executable, "-m", "dagger_runtime", "preview", str(job),
+                                   *[a for i in inputs for a in ("--input", i)]]
+            for name, command in runs.items():
+                times, query = [], None
+                for i in range(args.repeat):
+                    took, stderr = wall(command)
+                    times.append(took)
+                    found = re.search(r"result rows in ([\d.]+)s", stderr)
+                    query = float(found.group(1)) if found else query
+                    print(f"[bench] {name} {job.name}: run {i + 1}/{args.repeat} {took:.1f} s", file=sys.stderr)
+                rows.append({"command": name, "job": job.name, "best_seconds": round(min(times), 2),
+                             "median_seconds": round(statistics.median(times), 2),
+                             "query_seconds": query, "commit": commit(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                            time.gmtime())})
+    out = Path(args.out)
+    previous = {}
+    if out.exists():
+        for line in out.read_text().splitlines():
+            row = json.loads(line)
+            previous[(row["command"], row["job"])] = row
+    with out.open("a") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    print(f"{'command':<9} {'job':<34} {'before':>8} {'now':>8} {'query':>7}")
+    for row in rows:
+        before = previous.get((row["command"], row["job"]))
+        print(f"{row['command']:<9} {row['job']:<34} "
+              f"{(str(before['best_seconds']) + ' s') if before else '-':>8} {row['best_seconds']:>6} s "
+              f"{(str(row['query_seconds']) + ' s') if row['query_seconds'] is not None else '-':>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
