@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("command", [
     ["dagger_runtime"], ["dagger_runtime", "validate"], ["dagger_runtime", "preview"],
     ["dagger_runtime.demo"], ["protos"], ["protos", "check"], ["protos", "compile"],
-    ["lab.kafka"], ["lab.kafka", "start"], ["loadtest.traffic"], ["bench"],
+    ["lab.kafka"], ["lab.kafka", "start"], ["loadtest.traffic"], ["bench"], ["bench.commands"],
     ["dagger_runtime", "run"], ["dagger_runtime", "deploy"], ["dagger_runtime", "edit"], ["dagger_runtime", "stop"],
     ["dagger_runtime", "status"], ["dagger_runtime", "list"], ["dagger_runtime", "history"],
     ["dagger_runtime", "logs"], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "down"], ["lab.demo"],
