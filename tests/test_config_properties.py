@@ -446,9 +446,11 @@ def test_stream_table_names_must_be_unique_and_at_most_two_streams_run(tmp_path)
         "local.properties: STREAMS[1].INPUT_SCHEMA_TABLE: table name 'data_stream' is already used by the stream at index 0"
     ]
     three = [{**STREAM, "INPUT_SCHEMA_TABLE": f"t{i}"} for i in range(3)]
-    assert problems_of(tmp_path, properties(three)) == [
-        "local.properties: STREAMS: at most 2 streams are supported (as in raystack/dagger), got 3"
-    ]
+    sql_problem, stream_problem = problems_of(tmp_path, properties(three))      # in file order
+    assert stream_problem == "local.properties: STREAMS: at most 2 streams are supported (as in raystack/dagger), got 3"
+    # the query reads data_stream, no longer a table here: said in the same refusal
+    assert sql_problem.startswith("local.properties: FLINK_SQL_QUERY: SQL line 1, column 27: refused: unknown table "
+                                  "`data_stream`")
 
 
 def test_streams_must_be_json_and_an_unescaped_quote_gets_a_hint(tmp_path):

@@ -1,6 +1,7 @@
 """`validate` refuses a bad job before anything runs, naming what is wrong and where."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,24 @@ def test_a_misspelt_event_time_field_name_gets_the_closest_name(tmp_path):
         plan_job(load_job(path))
     assert "has no field named 'event_timestmp'; did you mean event_timestamp?" in str(info.value)
     assert "Its timestamp fields: event_timestamp" in str(info.value)
+
+
+def test_a_config_problem_and_an_sql_problem_are_refused_together(tmp_path, capsys):
+    text = BASE.replace("status='COMPLETED'", "status = reflect('a', 'b')")
+    text = text.replace("measurement_name: completed_bookings_by_s2", 'measurement_name: ""')
+    assert text.count("reflect(") == 1 and 'measurement_name: ""' in text
+    path = job_file(tmp_path, text)
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "(2 problems)" in err
+    assert "sql: SQL line 7, column 16: refused: function reflect() is not allowed" in err
+    assert "sink.influx.measurement_name: must not be empty" in err
+    # a raystack .properties job says it under its own key
+    props = (EXAMPLES / "supply_per_minute.properties").read_text()
+    assert "SINK_INFLUX_MEASUREMENT_NAME" in props
+    bad = re.sub(r"SINK_INFLUX_MEASUREMENT_NAME\s*=.*", "SINK_INFLUX_MEASUREMENT_NAME=", props)
+    bad = bad.replace("driver_status = 'AVAILABLE'", "driver_status = reflect('a', 'b')")
+    path = job_file(tmp_path, bad, "supply.properties")
+    assert main(["validate", "--no-spark", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "FLINK_SQL_QUERY: SQL line" in err and "reflect() is not allowed" in err and "SINK_INFLUX_MEASUREMENT_NAME" in err

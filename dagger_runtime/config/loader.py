@@ -190,18 +190,44 @@ def _validate(draft: Draft, *, label: str, source: str) -> JobSpec:
                 found.append((draft.namer(loc), message))
 
     if found or job is None:
+        # the query's own refusals beside the config's problems: both fixed in one go
+        if not _under(("sql",), claimed):
+            found += [(draft.namer(("sql",)), m) for m in _sql_problems(draft.data)]
         unique = list(dict.fromkeys(found))
         ordered = sorted(unique, key=lambda item: line_of(item[0], draft.lines) or float("inf"))
         raise ConfigError([_render(label, path, message, draft.lines) for path, message in ordered], source=source)
     return job
 
 
+def _sql_problems(data: Mapping[str, Any]) -> list[str]:
+    """What translating the query refuses, when the job's config is invalid but its query and its
+    tables' names can be read (a valid config has its query checked by the plan, in full)."""
+    sql, streams = data.get("sql"), data.get("streams")
+    if not isinstance(sql, str) or not sql.strip() or not isinstance(streams, list):
+        return []
+    tables = [s["table"] for s in streams if isinstance(s, Mapping) and isinstance(s.get("table"), str)]
+    if not tables:
+        return []
+    from ..errors import QueryError
+    from ..sql import translate
+
+    rowtime = data.get("rowtime_attribute")
+    try:
+        translate(sql, tables, rowtime if isinstance(rowtime, str) and rowtime else "rowtime")
+    except QueryError as e:
+        return [str(e)]
+    except Exception:  # noqa: BLE001 - a query this broken is refused by the plan once the config is fixed
+        return []
+    return []
+
+
 def _render(label: str, path: str, message: str, lines: dict[str, int]) -> str:
     line = line_of(path, lines)
     where = f" (line {line})" if line else ""
+    first, newline, rest = message.partition("\n")      # an SQL refusal's quoted line and caret follow it
     if path == "(file)":
-        return f"{label}: {message}{where}"
-    return f"{label}: {path}: {message}{where}"
+        return f"{label}: {first}{where}{newline}{rest}"
+    return f"{label}: {path}: {first}{where}{newline}{rest}"
 
 
 __all__ = ["detect_format", "load_job", "loads_job"]
