@@ -266,3 +266,15 @@ def test_an_offset_log_of_another_version_is_refused(tmp_path):
     (tmp_path / "ck" / "offsets" / "0").write_text('v2\n{}\n0:{"rides":{"0":5}}')
     with pytest.raises(DaggerError, match="offset log of version v2"):
         committed_offsets(str(tmp_path / "ck"))
+
+
+def test_an_outcome_keeps_lines_and_data_of_its_own_and_a_fence_is_a_dagger_error():
+    from dagger_runtime.errors import DaggerError
+    from dagger_runtime.lifecycle.operations import DriverStillAnswers, Outcome
+
+    first, second = Outcome(), Outcome()
+    first.say("stopped")
+    first.data["version"] = 2
+    assert (first.lines, first.data) == (["stopped"], {"version": 2})
+    assert (second.lines, second.data) == ([], {})
+    assert issubclass(DriverStillAnswers, DaggerError) and str(DriverStillAnswers("still answers")) == "still answers"

@@ -25,12 +25,12 @@ from .state import Start, committed_offsets, starting_options, state_key
 LIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
 
 
-@dataclass
 class DriverStillAnswers(DaggerError):
     """A Spark failover refused because the lost cluster's driver still serves its /metrics: two
     drivers on one checkpoint would both write it. It clears when that driver dies (retry)."""
 
 
+@dataclass
 class Outcome:
     """What an operation did, for people (lines) and for machines (data)."""
     lines: list[str] = field(default_factory=list)
