@@ -37,6 +37,7 @@ from .plan import Step, plan
 VERIFY_WAIT_S = 150.0
 # a dagger's first batch after a deploy, at most
 FIRST_BATCH_WAIT_S = 240.0
+RECOVERY_GRACE_S = 240.0     # how long past the settle time the after phase waits for a failover
 
 
 class Abort(Exception):
@@ -174,7 +175,9 @@ class DrillRun:
         self.ledger = None
         self.abort_reason: str | None = None
         self.notes: list[str] = []
-        self._threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []      # failovers and fail-backs under way
+        self._recovery_awaited = False
+        self.late = 0.0                 # how much later than planned the after phase started
 
     def registry(self):
         from dagger_runtime.lifecycle.registry import Registry
@@ -270,11 +273,36 @@ class DrillRun:
         self.wait_ready()
         self.t0 = time.time()
         self.event("note", "the daggers run: the drill's clock starts")
+        after = self.book.timeline.after
         for step in self.steps:
             if step.action == "deploy":
                 continue
-            self.wait_until(self.t0 + step.at)
+            if step.at >= after and not self._recovery_awaited:
+                self.await_recovery()
+            self.wait_until(self.t0 + self.late + step.at)
             getattr(self, "do_" + step.action.replace("-", "_"))(step)
+
+    def await_recovery(self) -> None:
+        """The "after" phase judges the steady state regained, so it starts once the failover (and
+        fail-back) has run: a slow machine's recovery past the settle time moves it, and everything
+        after it, later (said in the run's events) instead of judging a dagger still restarting."""
+        self._recovery_awaited = True
+        planned = self.t0 + self.book.timeline.after
+        self.wait_until(planned)
+        deadline = planned + RECOVERY_GRACE_S
+        while (still := self.recovering()) and time.time() < deadline:
+            breach = self.sampler.breach() if self.sampler is not None else None
+            if breach:
+                raise Abort(f"safeguard: {breach}")
+            time.sleep(0.5)
+        if still:
+            self.event("note", f"{', '.join(still)} still under way {RECOVERY_GRACE_S:.0f} s past the settle time: "
+                               "the after phase starts anyway")
+        self.late = max(0.0, time.time() - planned)
+        if self.late >= 1.0:
+            self.notes.append(f"the recovery ran {self.late:.0f} s past the settle time: the after phase and "
+                              "the verdict moved as much later")
+            self.event("note", f"recovery done {self.late:.0f} s past the settle time: the after phase starts now")
 
     def current_metrics(self, registry, name: str, version: int | None = None) -> dict | None:
         """The dagger's current version's /metrics (of `version` only, when given)."""
@@ -304,6 +332,15 @@ class DrillRun:
                     time.sleep(1.0)
         finally:
             registry.close()
+
+    def recovering(self) -> list[str]:
+        """The failovers and fail-backs under way: the runner's threads, and a watchdog's failover
+        that has started and has neither run (a first batch) nor failed."""
+        busy = [t.name for t in self._threads if t.is_alive()]
+        busy += [f"failover-{d.name}" for d in self.deployed.values()
+                 if d.failover_started is not None and d.first_batch_after is None and d.failover_error is None
+                 and f"failover-{d.name}" not in busy]
+        return busy
 
     def wait_until(self, when: float) -> None:
         """Sleep to `when`, checking the safeguards every second."""
@@ -763,7 +800,7 @@ class DrillRun:
         t = self.book.timeline
         t0 = self.t0
         phases = {"before": (t0 + t.warmup, t0 + t.first_fault), "during": (t0 + t.first_fault, t0 + t.last_end),
-                  "after": (t0 + t.after, min(ended, t0 + t.end))}
+                  "after": (t0 + self.late + t.after, min(ended, t0 + self.late + t.end))}
         hypotheses = evaluate(self.book.steady_state, self.sampler, phases) if self.sampler is not None else []
         faults = []
         for name, made in self.injected.items():

@@ -110,9 +110,18 @@ def live_brokers(env, cluster: str = "primary") -> list[int]:
     from kafka.admin import KafkaAdminClient
 
     up = ",".join(c["address"] for p, c in status(env).items() if p.startswith(f"kafka-{cluster}-") and c["answers"])
+    from kafka.errors import KafkaError
+
     admin = KafkaAdminClient(bootstrap_servers=up, client_id="chaos-test", request_timeout_ms=5000, **login(env, cluster))
     try:
-        return sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced"))
+        # the client asks a broker of the metadata's, at random: one cut off the network times out,
+        # and is left out of the next pick (its reconnect back-off)
+        for attempt in range(5):
+            try:
+                return sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced"))
+            except KafkaError:
+                if attempt == 4:
+                    raise
     finally:
         admin.close()
 

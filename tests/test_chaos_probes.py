@@ -123,3 +123,43 @@ def test_the_failover_commands_time_is_split_as_the_operation_timed_it():
         {"step": "check", "seconds": 1.0}, {"step": "submit", "seconds": 5.0}]
     # an operation that timed nothing (an older one) keeps the one step
     assert DrillRun.move_steps(7.5, {}) == [{"step": "stop, check and submit", "seconds": 7.5}]
+
+
+def test_the_after_phase_waits_for_a_failover_still_running_and_says_so(tmp_path):
+    """A slow machine's fail-back past the settle time moves the after phase later instead of
+    judging a dagger that is still restarting (a CI run judged one and found no sample)."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from chaos.playbook import load
+    from chaos.runner import DrillRun
+
+    book = load(Path(__file__).parent / "fixtures" / "drills" / "kafka-failover-short.yaml")
+    run = DrillRun(book, lab=None, out_root=tmp_path, run_id="t")
+    after = book.timeline.after                       # warm-up... settle: 180 s on this playbook
+    assert after == 180
+    run.t0 = time.time() - after                      # the settle time is now
+    slow = threading.Thread(target=time.sleep, args=(2.0,), name="fail-back-bookings")
+    slow.start()
+    run._threads.append(slow)
+    run.await_recovery()
+    assert not slow.is_alive()
+    assert 1.5 <= run.late <= 4.0
+    assert any("past the settle time" in n for n in run.notes)
+    # nothing running: the after phase starts when planned, with nothing said
+    quick = DrillRun(book, lab=None, out_root=tmp_path, run_id="u")
+    quick.t0 = time.time() - after
+    quick.await_recovery()
+    assert quick.late < 1.0 and quick.notes == []
+    # a watchdog's failover has no thread of the runner's until it is done: started, not yet run
+    from chaos.runner import Deployed
+
+    auto = DrillRun(book, lab=None, out_root=tmp_path, run_id="v")
+    d = Deployed("bookings", "drill-bookings", "t", "blue", Path("x.yaml"), {}, failover_started=time.time())
+    auto.deployed[d.name] = d
+    assert auto.recovering() == ["failover-drill-bookings"]
+    threading.Timer(1.5, lambda: setattr(d, "first_batch_after", time.time())).start()
+    auto.t0 = time.time() - after
+    auto.await_recovery()
+    assert auto.recovering() == [] and 1.0 <= auto.late <= 3.5
