@@ -1,14 +1,17 @@
 """How long an analyst waits: `validate` and `preview` wall time on the example daggers, run as
 the analyst runs them (a new process each time), next to how long the query itself takes inside
-preview. Each run appends one line per command to bench/results/commands.jsonl with the commit,
-so a change is read as before and after:
+preview, each command cold (starting its own Spark) and warm (through `dagger warm`). Each run
+appends one line per command and mode to bench/results/commands.jsonl with the commit, so a
+change is read as before and after:
 
-    python -m bench.commands [--repeat 2] [--events 2000]
+    python -m bench.commands [--repeat 2] [--events 2000] [--mode cold|warm|both]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -42,13 +45,26 @@ def inputs_for(job: Path, folder: Path, events: int) -> list[str]:
     return out
 
 
-def wall(command: list[str]) -> tuple[float, str]:
+def wall(command: list[str], env: dict | None = None) -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     took = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-1500:]}")
     return took, done.stderr
+
+
+@contextlib.contextmanager
+def warm_process(folder: Path):
+    """A warm process of the bench's own (its socket in folder), and the env that reaches it."""
+    env = {**os.environ, "DAGGER_WARM_SOCKET": str(Path(folder) / "warm" / "warm.sock")}
+    took, _ = wall([sys.executable, "-m", "dagger_runtime", "warm", "start"], env)
+    print(f"[bench] warm start: {took:.1f} s (once, before the first command)", file=sys.stderr)
+    try:
+        yield env
+    finally:
+        subprocess.run([sys.executable, "-m", "dagger_runtime", "warm", "stop"], cwd=REPO, env=env,
+                       capture_output=True, timeout=120)
 
 
 def commit() -> str | None:
@@ -60,44 +76,51 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.commands", description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=2, help="runs per command; best and median kept (default 2)")
     p.add_argument("--events", type=int, default=2000, help="generated messages per preview input (default 2000)")
+    p.add_argument("--mode", choices=("cold", "warm", "both"), default="both",
+                   help="cold: each command starts its Spark (--no-warm); warm: through a warm process "
+                        "started once (`dagger warm start`); both (default)")
     p.add_argument("--out", default=str(RESULTS), help="the JSON lines file results are appended to")
     args = p.parse_args(argv)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as folder:
-        for job in sorted(EXAMPLES.iterdir()):
-            if job.suffix not in (".yaml", ".properties"):
-                continue
-            runs = {"validate": [sys.executable, "-m", "dagger_runtime", "validate", str(job)]}
+        jobs = [j for j in sorted(EXAMPLES.iterdir()) if j.suffix in (".yaml", ".properties")]
+        runs = []
+        for job in jobs:
+            runs.append(("validate", job, [sys.executable, "-m", "dagger_runtime", "validate", str(job)]))
             inputs = inputs_for(job, Path(folder), args.events)
             if inputs:
-                runs["preview"] = [sys.executable, "-m", "dagger_runtime", "preview", str(job),
-                                   *[a for i in inputs for a in ("--input", i)]]
-            for name, command in runs.items():
-                times, query = [], None
-                for i in range(args.repeat):
-                    took, stderr = wall(command)
-                    times.append(took)
-                    found = re.search(r"result rows in ([\d.]+)s", stderr)
-                    query = float(found.group(1)) if found else query
-                    print(f"[bench] {name} {job.name}: run {i + 1}/{args.repeat} {took:.1f} s", file=sys.stderr)
-                rows.append({"command": name, "job": job.name, "best_seconds": round(min(times), 2),
-                             "median_seconds": round(statistics.median(times), 2),
-                             "query_seconds": query, "commit": commit(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                            time.gmtime())})
+                runs.append(("preview", job, [sys.executable, "-m", "dagger_runtime", "preview", str(job),
+                                              *[a for i in inputs for a in ("--input", i)]]))
+        for mode in (["cold", "warm"] if args.mode == "both" else [args.mode]):
+            with (warm_process(Path(folder)) if mode == "warm" else contextlib.nullcontext()) as env:
+                for name, job, command in runs:
+                    command = command + (["--no-warm"] if mode == "cold" else [])
+                    times, query = [], None
+                    for i in range(args.repeat):
+                        took, stderr = wall(command, env)
+                        times.append(took)
+                        found = re.search(r"result rows in ([\d.]+)s", stderr)
+                        query = float(found.group(1)) if found else query
+                        print(f"[bench] {name} {job.name} ({mode}): run {i + 1}/{args.repeat} {took:.1f} s",
+                              file=sys.stderr)
+                    rows.append({"command": name, "job": job.name, "mode": mode,
+                                 "best_seconds": round(min(times), 2),
+                                 "median_seconds": round(statistics.median(times), 2), "query_seconds": query,
+                                 "commit": commit(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     out = Path(args.out)
     previous = {}
     if out.exists():
         for line in out.read_text().splitlines():
             row = json.loads(line)
-            previous[(row["command"], row["job"])] = row
+            previous[(row["command"], row["job"], row.get("mode", "cold"))] = row
     with out.open("a") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
-    print(f"{'command':<9} {'job':<34} {'before':>8} {'now':>8} {'query':>7}")
+    print(f"{'command':<9} {'job':<34} {'mode':<5} {'before':>8} {'now':>8} {'query':>7}")
     for row in rows:
-        before = previous.get((row["command"], row["job"]))
-        print(f"{row['command']:<9} {row['job']:<34} "
+        before = previous.get((row["command"], row["job"], row["mode"]))
+        print(f"{row['command']:<9} {row['job']:<34} {row['mode']:<5} "
               f"{(str(before['best_seconds']) + ' s') if before else '-':>8} {row['best_seconds']:>6} s "
               f"{(str(row['query_seconds']) + ' s') if row['query_seconds'] is not None else '-':>7}")
     return 0

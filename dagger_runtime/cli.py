@@ -160,6 +160,11 @@ def _add_strict(parser: argparse.ArgumentParser) -> None:
                         help="treat the job file's warnings (unknown or ignored keys) as errors")
 
 
+def _add_no_warm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-warm", action="store_true",
+                        help="start a Spark of its own even when a warm one (`warm start`) is running")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m dagger_runtime",
@@ -175,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip Spark's analysis of column names and types (faster, weaker)")
     v.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_strict(v)
+    _add_no_warm(v)
     v.set_defaults(func=cmd_validate)
 
     pv = sub.add_parser("preview", help="run the job's query once over messages read from files",
@@ -190,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also keep every message set aside in DIR/<table>.rejected.jsonl: its position, "
                          "reason and bytes (base64), so nothing is lost")
     _add_strict(pv)
+    _add_no_warm(pv)
     pv.set_defaults(func=cmd_preview)
 
     r = sub.add_parser("run", help="run the job on Kafka until stopped (or, with --available-now, over what "
@@ -226,15 +233,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_strict(r)
     r.set_defaults(func=cmd_run)
 
+    from .warm.cli import add_command
+    add_command(sub)
+
     from .lifecycle.cli import add_commands
     add_commands(sub)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, warm: bool = True) -> int:
+    """warm=False: run here even when a warm process answers (the warm process itself)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    if warm and uses_warm(args):
+        from .warm.client import forward
+        code = forward(argv)
+        if code is not None:
+            return code
+    return run_command(args)
+
+
+def uses_warm(args) -> bool:
+    """validate (with Spark) and preview go to the warm process when one answers."""
+    from .warm.wire import COMMANDS
+
+    return args.command in COMMANDS and not args.no_warm and not getattr(args, "no_spark", False)
+
+
+def run_command(args) -> int:
+    # force: the warm process runs many commands, each with its own stderr
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
     try:
         return args.func(args)
     except DaggerError as e:

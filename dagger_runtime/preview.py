@@ -47,9 +47,11 @@ MIN_DECODED_SHARE = 0.1     # fewer decoded than this share of a file: the wrong
 TYPE_SAMPLE = 200           # messages read again in Python to tell a file of another message type
 
 
-def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=sys.stderr,
+def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=None,
                 rejected_dir: str | None = None) -> PreviewReport:
     from .validate import analyze, checked_query
+
+    log = log or sys.stderr  # looked up now: the warm process points it at each command's client
 
     if spark is None:
         from .session import build_session
@@ -164,7 +166,8 @@ def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: 
     print(f"preview: {table}: {len(bad)} messages set aside kept in {path}", file=log)
 
 
-def print_rows(rows: list[dict], out=sys.stdout) -> None:
+def print_rows(rows: list[dict], out=None) -> None:
+    out = out or sys.stdout
     for row in rows:
         out.write(dumps(row) + "\n")
     out.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .jvm import spark_jars
@@ -29,6 +30,32 @@ SANDBOX_CONF: dict[str, str] = {
 }
 
 
+# the warm process's session, while it runs a command: build_session gives a new session of it
+_base = None
+
+
+@contextmanager
+def sessions_of(base):
+    """Inside, build_session() returns a new session of `base` (its own temporary views, UDFs and
+    SQL settings, the JVM and its loaded classes shared) and makes it the active one; on the way
+    out every table it cached is dropped and `base` is active again."""
+    global _base
+    _base = base
+    try:
+        yield
+    finally:
+        _base = None
+        base.catalog.clearCache()
+        _activate(base)
+
+
+def _activate(spark) -> None:
+    from pyspark.sql import SparkSession
+
+    SparkSession._activeSession = spark
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
 def build_session(app_name: str = "dagger", *, master: str | None = None, parallelism: int = 2,
                   extra_conf: dict[str, str] | None = None):
     """A Spark session with the runtime's jars, UTC time, and quiet logs.
@@ -37,6 +64,12 @@ def build_session(app_name: str = "dagger", *, master: str | None = None, parall
     `preview` do not depend on the machine's zone.
     """
     from pyspark.sql import SparkSession
+
+    if _base is not None and master is None and not extra_conf:
+        spark = _base.newSession()
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(parallelism, 1)))
+        _activate(spark)
+        return spark
 
     # Python workers run the same interpreter (and venv) as the driver; Spark binds to loopback.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

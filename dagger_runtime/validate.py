@@ -149,6 +149,15 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
         # suggest from the streams' own columns (Spark also proposes its internal `window`)
         proposals = difflib.get_close_matches(leaf, sorted(set(columns)), n=1, cutoff=0.5)
         message = f"unknown column `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
+    elif condition.startswith("FIELD_NOT_FOUND"):
+        name = _unquote(params.get("fieldName", ""))
+        fields = [_unquote(f.strip()) for f in params.get("fields", "").split(",") if f.strip()]
+        node = next((c for c in tree.find_all(exp.Column) if c.name.lower() == name.lower()), None)
+        written = node.sql(dialect="spark").replace("`", "") if node is not None else name
+        proposals = difflib.get_close_matches(name.lower(), fields, n=1, cutoff=0.5)
+        parent = written.rsplit(".", 1)[0] if "." in written else "the message"
+        message = (f"{parent} has no field `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
+                   + (f" (its fields: {', '.join(fields)})" if fields else ""))
     elif condition.startswith("UNRESOLVED_ROUTINE"):
         name = _unquote(params.get("routineName", ""))
         node = next((f for f in tree.find_all(exp.Anonymous) if str(f.this).lower() == name.lower()), None)

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ["chaos"], ["chaos", "drill"], ["chaos", "drill", "list"], ["chaos", "drill", "validate"], ["chaos", "drill", "run"],
     ["chaos", "drill", "history"],
     ["chaos.history"], ["chaos.faults"],
+    ["dagger_runtime", "warm"], ["dagger_runtime", "warm", "start"], ["dagger_runtime", "warm", "serve"],
+    ["dagger_runtime", "warm", "status"], ["dagger_runtime", "warm", "stop"],
 ])
 def test_each_command_has_help(command):
     proc = subprocess.run([sys.executable, "-m", *command, "--help"], capture_output=True, text=True,

@@ -92,6 +92,20 @@ def test_an_unknown_column_is_pointed_at_in_the_analysts_sql_with_a_suggestion(t
 
 
 @pytest.mark.spark
+def test_a_misspelled_nested_field_names_its_message_and_the_fields_it_has(tmp_path, spark):
+    from dagger_runtime.validate import analyze
+
+    text = (EXAMPLES / "api_health.yaml").read_text()
+    path = job_file(tmp_path, text.replace("request.path AS label_path", "request.pth AS label_path"))
+    with pytest.raises(QueryError) as info:
+        analyze(plan_job(load_job(path)), spark=spark)
+    assert info.value.reason == ("request has no field `pth`; did you mean `path`? "
+                                 "(its fields: method, path, host, headers, size_bytes)")
+    assert (info.value.line, info.value.col) == (1, 16)
+    assert "FIELD_NOT_FOUND" not in str(info.value)
+
+
+@pytest.mark.spark
 def test_an_unknown_function_is_named_and_pointed_at(tmp_path, spark):
     from dagger_runtime.validate import analyze
 

@@ -1,0 +1,205 @@
+"""The warm process: one Spark kept running so `validate` and `preview` skip its start-up.
+
+Each command runs as the client typed it, in the client's directory and environment, with its
+output sent back as it is written; it gets a new session of the warm one, so its tables and
+UDFs are its own and gone when it ends. Commands run one after another.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import wire
+
+log = logging.getLogger("dagger.warm")
+
+
+class _Frames(io.TextIOBase):
+    """A text stream whose writes go to the client as frames of one kind."""
+
+    def __init__(self, conn: socket.socket, kind: bytes):
+        self._conn, self._kind = conn, kind
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if text:
+            wire.send_frame(self._conn, self._kind, text.encode("utf-8", "replace"))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Server:
+    def __init__(self, path: Path, idle_timeout: float):
+        self.path, self.idle_timeout = path, idle_timeout
+        self.started, self.served, self.spark, self.code = time.time(), 0, None, wire.fingerprint()
+        self.stopping = False
+
+    def _terminate(self, *_):
+        self.stopping = True  # a command that catches the interrupt still ends the process after it
+        raise KeyboardInterrupt
+
+    def serve(self) -> int:
+        wire.private_dir(self.path, create=True)
+        if _answers(self.path):
+            raise wire.WarmError(f"a warm process already answers on {self.path} (`warm stop` ends it)")
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # left by a process that died
+        from ..session import build_session
+
+        self.spark = build_session("dagger-warm", parallelism=2)
+        self._warm_up()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket is born 0600: no window in which others may connect
+        try:
+            listener.bind(str(self.path))
+        finally:
+            os.umask(old)
+        inode = os.stat(self.path).st_ino
+        listener.listen(8)
+        listener.settimeout(self.idle_timeout)
+        signal.signal(signal.SIGTERM, self._terminate)
+        log.info("ready on %s (pid %d)", self.path, os.getpid())
+        try:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except socket.timeout:
+                    log.warning("idle for %.0f s, stopping", self.idle_timeout)
+                    return 0
+                with conn:
+                    if not self._handle(conn) or self.stopping:
+                        return 0
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            listener.close()
+            with contextlib.suppress(OSError):
+                if os.stat(self.path).st_ino == inode:  # still ours, not a successor's
+                    self.path.unlink()
+            self.spark.stop()
+
+    def _warm_up(self) -> None:
+        """Validate one example job, unseen: the JVM loads and compiles the classes every
+        command needs (analyser, decoder, UDFs) before the first analyst waits for them."""
+        from .. import cli
+        from ..session import sessions_of
+
+        examples = sorted((wire.REPO / "examples" / "daggers").glob("*.yaml"))[:1]
+        for job in examples:
+            sink = io.StringIO()
+            with sessions_of(self.spark), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                cli.main(["validate", str(job)], warm=False)
+        _log_here()
+
+    def _handle(self, conn: socket.socket) -> bool:
+        """One connection; False when the process should stop."""
+        conn.settimeout(None)
+        try:
+            uid = wire.peer_uid(conn)
+            if uid != os.getuid():
+                log.warning("refused a connection from uid %d", uid)
+                return True
+            request = wire.recv_request(conn)
+            op = request.get("op")
+            if op in ("status", "stop"):
+                wire.send_frame(conn, wire.INFO, json.dumps(self._status(request)).encode())
+                return op == "status"
+            if op != "run":
+                wire.send_frame(conn, wire.ERR, f"warm: unknown request {op!r}\n".encode())
+                return True
+            if request.get("fingerprint") != self.code:
+                # the analyst's code changed since this process started: never answer with the old
+                wire.send_frame(conn, wire.STALE, b"")
+                log.warning("the runtime changed since start, stopping")
+                return False
+            began = time.monotonic()
+            code = self._run(conn, request)
+            self.served += 1
+            log.info("ran %s: exit %s in %.1f s", " ".join(request["argv"][:2]), code, time.monotonic() - began)
+            wire.send_frame(conn, wire.EXIT, str(code).encode())
+        except (OSError, ValueError, wire.WarmError) as e:  # the client left or spoke nonsense
+            log.warning("a request ended early: %s", e)
+        return self._alive()
+
+    def _status(self, request: dict) -> dict:
+        return {"pid": os.getpid(), "socket": str(self.path), "started": self.started,
+                "commands_run": self.served, "idle_timeout_s": self.idle_timeout,
+                "current": request.get("fingerprint") == self.code}
+
+    def _run(self, conn: socket.socket, request: dict) -> int:
+        from .. import cli
+        from ..session import sessions_of
+
+        argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
+                and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+            raise wire.WarmError("a malformed run request")
+        saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        out, err = _Frames(conn, wire.OUT), _Frames(conn, wire.ERR)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    os.chdir(cwd)
+                    os.environ.clear()
+                    os.environ.update(env)
+                    # the command word is checked before argparse reads anything else of argv
+                    command = next((a for a in argv if not a.startswith("-")), None)
+                    args = cli.build_parser().parse_args(argv) if command in wire.COMMANDS else None
+                    if args is None or not cli.uses_warm(args):
+                        print(f"error: the warm process runs {' and '.join(wire.COMMANDS)} only", file=sys.stderr)
+                        return cli.EXIT_USER_ERROR
+                    with sessions_of(self.spark):
+                        return cli.run_command(args)
+                except SystemExit as e:  # argparse: --help, or a usage error already printed
+                    return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+                except OSError as e:
+                    if isinstance(e, (BrokenPipeError, ConnectionError)):
+                        raise
+                    print(f"error: {e}", file=sys.stderr)
+                    return 1
+                except Exception:  # a bug: the client sees the traceback, the process goes on
+                    traceback.print_exc()
+                    return 1
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_env)
+            os.chdir(saved_cwd)
+            _log_here()
+
+    def _alive(self) -> bool:
+        """After a command: a Spark whose JVM died cannot answer the next one."""
+        try:
+            return not self.spark.sparkContext._jsc.sc().isStopped()
+        except Exception:  # noqa: BLE001 - py4j says a dead JVM in several ways
+            log.warning("Spark is gone, stopping")
+            return False
+
+
+def _log_here() -> None:
+    """The process's own log to its stderr (each command points logging at its client's)."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, force=True,
+                        format="%(asctime)s %(levelname)s %(message)s")
+
+
+def _answers(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
