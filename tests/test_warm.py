@@ -133,7 +133,7 @@ def test_each_command_gets_a_session_of_its_own(spark):
 def test_only_validate_and_preview_run_there(warm):
     job = str(EXAMPLES / "api_health.yaml")
     for argv in (["run", job], ["warm", "stop"], ["deploy", job]):
-        frames = raw(warm["sock"], {"op": "run", "argv": argv, "cwd": str(ROOT), "env": {},
+        frames = raw(warm["sock"], {"op": "run", "argv": argv, "cwd": str(ROOT), "env": {}, "umask": 0o077,
                                      "fingerprint": wire.fingerprint()})
         assert frames[-1] == (wire.EXIT, b"2"), (argv, frames)
         assert b"runs validate and preview only" in b"".join(d for k, d in frames if k == wire.ERR)
@@ -215,10 +215,65 @@ def test_the_client_tells_nothing_to_a_socket_it_cannot_trust(tmp_path, monkeypa
     assert says in err and "starting a Spark of its own" in err
 
 
+def test_a_request_that_is_not_an_object_is_dropped_and_the_next_one_served(warm):
+    for body in (b"[]", b"null", b"[" * 5000 + b"]" * 5000, b"\xff\xfe"):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(str(warm["sock"]))
+        with conn:
+            conn.sendall(len(body).to_bytes(4, "big") + body)
+            assert conn.recv(10) == b""
+    assert client.ask("status", warm["sock"])["pid"] == warm["pid"]
+
+
+def test_a_client_of_another_checkout_is_refused_and_the_process_goes_on(warm, monkeypatch, capsys):
+    monkeypatch.setenv("DAGGER_WARM_SOCKET", str(warm["sock"]))
+    monkeypatch.setattr(wire, "fingerprint", lambda: "0123456789abcdef")  # this client's code differs
+    assert client.forward(["validate", str(EXAMPLES / "api_health.yaml")]) is None
+    assert "runs another checkout or install of the runtime" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert client.ask("status", warm["sock"])["pid"] == warm["pid"]
+
+
+def test_preview_into_a_closed_pipe_ends_quietly_as_it_does_alone(warm, tmp_path):
+    from bench.commands import inputs_for
+
+    job = EXAMPLES / "driver_supply_by_s2.yaml"
+    inputs = [a for i in inputs_for(job, tmp_path, 600) for a in ("--input", i)]
+    proc = subprocess.Popen([sys.executable, "-m", "dagger_runtime", "preview", str(job), *inputs],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=warm["env"], cwd=tmp_path)
+    proc.stdout.close()  # `| head -0`: the reader is gone before the first row
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert b"error" not in err and b"Traceback" not in err
+
+
+def test_a_client_that_hangs_up_has_its_spark_jobs_cancelled(warm, tmp_path):
+    from bench.commands import inputs_for
+
+    job = EXAMPLES / "driver_supply_by_s2.yaml"
+    inputs = [a for i in inputs_for(job, tmp_path, 40000) for a in ("--input", i)]
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(warm["sock"]))
+    wire.send_request(conn, {"op": "run", "argv": ["preview", str(job), *inputs], "cwd": str(tmp_path),
+                             "env": warm["env"], "umask": 0o077, "fingerprint": wire.fingerprint()})
+    assert wire.recv_frame(conn)[0] == wire.ACK
+    time.sleep(1.0)
+    conn.close()  # Ctrl-C
+    log = warm["folder"] / "warm.log"
+    gone_by(lambda: "the client left; cancelling its Spark jobs" in log.read_text(), what="no cancel logged")
+    assert client.ask("status", warm["sock"])["pid"] == warm["pid"]
+
+
 def test_a_process_older_than_the_code_stops_and_the_command_runs_alone(warm, monkeypatch, capsys):
     monkeypatch.setenv("DAGGER_WARM_SOCKET", str(warm["sock"]))
-    monkeypatch.setattr(wire, "fingerprint", lambda: "0123456789abcdef")
-    assert client.forward(["validate", str(EXAMPLES / "api_health.yaml")]) is None
+    # the runtime changes under the running process (its content as it was, so nothing else sees it)
+    touched = ROOT / "dagger_runtime" / "warm" / "__init__.py"
+    before = os.stat(touched)
+    os.utime(touched, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        assert client.forward(["validate", str(EXAMPLES / "api_health.yaml")]) is None
+    finally:
+        os.utime(touched, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert "ran the runtime as it was before your last change and has stopped" in capsys.readouterr().err
     gone_by(lambda: not warm["sock"].exists() and not pid_alive(warm["pid"]))
 
@@ -246,8 +301,8 @@ def pid_alive(pid: int) -> bool:
         return f.read().split(") ")[1][0] != "Z"
 
 
-def gone_by(check, timeout: float = 60.0) -> None:
+def gone_by(check, timeout: float = 60.0, what: str = "the warm process did not stop") -> None:
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, "the warm process did not stop"
+        assert time.monotonic() < deadline, what
         time.sleep(0.3)

@@ -82,7 +82,9 @@ def _start(path, idle_timeout: float) -> int:
     with os.fdopen(fd, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "dagger_runtime", "warm", "serve", "--idle-timeout", str(idle_timeout)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            # from "/": with -m the start directory leads sys.path, and whatever .py files it holds
+            # would shadow the runtime's modules for the process's whole life
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/")
     from .client import ask
 
     began = time.monotonic()

@@ -11,9 +11,11 @@ import io
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -49,9 +51,15 @@ class Server:
 
     def _terminate(self, *_):
         self.stopping = True  # a command that catches the interrupt still ends the process after it
+        if self.spark is not None:
+            self.spark.sparkContext.cancelAllJobs()
         raise KeyboardInterrupt
 
     def serve(self) -> int:
+        # a fixed directory between commands: the one it was started in may go, and its files
+        # must not shadow the runtime's modules
+        os.chdir("/")
+        _own_log()
         wire.private_dir(self.path, create=True)
         if _answers(self.path):
             raise wire.WarmError(f"a warm process already answers on {self.path} (`warm stop` ends it)")
@@ -71,6 +79,7 @@ class Server:
         listener.listen(8)
         listener.settimeout(self.idle_timeout)
         signal.signal(signal.SIGTERM, self._terminate)
+        signal.signal(signal.SIGINT, self._terminate)
         log.info("ready on %s (pid %d)", self.path, os.getpid())
         try:
             while True:
@@ -106,13 +115,15 @@ class Server:
 
     def _handle(self, conn: socket.socket) -> bool:
         """One connection; False when the process should stop."""
-        conn.settimeout(None)
+        # a client that says nothing, or stops reading, must not hold up everyone behind it
+        conn.settimeout(10.0)
         try:
-            uid = wire.peer_uid(conn)
-            if uid != os.getuid():
-                log.warning("refused a connection from uid %d", uid)
+            ids = wire.peer(conn)
+            if not wire.is_me(ids):
+                log.warning("refused a connection from uid %d gid %d", *ids)
                 return True
             request = wire.recv_request(conn)
+            conn.settimeout(60.0)
             op = request.get("op")
             if op in ("status", "stop"):
                 wire.send_frame(conn, wire.INFO, json.dumps(self._status(request)).encode())
@@ -121,18 +132,45 @@ class Server:
                 wire.send_frame(conn, wire.ERR, f"warm: unknown request {op!r}\n".encode())
                 return True
             if request.get("fingerprint") != self.code:
-                # the analyst's code changed since this process started: never answer with the old
-                wire.send_frame(conn, wire.STALE, b"")
-                log.warning("the runtime changed since start, stopping")
-                return False
+                if wire.fingerprint() != self.code:
+                    # the code changed since this process started: never answer with the old
+                    wire.send_frame(conn, wire.STALE, b"")
+                    log.warning("the runtime changed since start, stopping")
+                    return False
+                wire.send_frame(conn, wire.OTHER, b"")  # a client of another checkout: not ours to run
+                return True
+            wire.send_frame(conn, wire.ACK, b"")
             began = time.monotonic()
-            code = self._run(conn, request)
+            done = threading.Event()
+            watcher = threading.Thread(target=self._cancel_when_gone, args=(conn, done), daemon=True)
+            watcher.start()
+            try:
+                code = self._run(conn, request)
+            finally:
+                done.set()
+                watcher.join()
             self.served += 1
             log.info("ran %s: exit %s in %.1f s", " ".join(request["argv"][:2]), code, time.monotonic() - began)
             wire.send_frame(conn, wire.EXIT, str(code).encode())
         except (OSError, ValueError, wire.WarmError) as e:  # the client left or spoke nonsense
             log.warning("a request ended early: %s", e)
+        except Exception as e:  # noqa: BLE001 - whatever one client sends, the next one is served
+            log.warning("a request failed: %s", type(e).__name__)
         return self._alive()
+
+    def _cancel_when_gone(self, conn: socket.socket, done: threading.Event) -> None:
+        """The client hung up (Ctrl-C, a closed terminal) during its command: cancel the command's
+        Spark jobs rather than run them for nobody while the next command waits."""
+        while not done.wait(0.5):
+            if select.select([conn], [], [], 0)[0]:  # a client sends nothing more: readable is EOF
+                try:
+                    gone = conn.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    log.warning("the client left; cancelling its Spark jobs")
+                    self.spark.sparkContext.cancelAllJobs()
+                    return
 
     def _status(self, request: dict) -> dict:
         return {"pid": os.getpid(), "socket": str(self.path), "started": self.started,
@@ -143,11 +181,12 @@ class Server:
         from .. import cli
         from ..session import sessions_of
 
-        argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")
+        argv, cwd, env, umask = (request.get(k) for k in ("argv", "cwd", "env", "umask"))
         if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+                and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+                and isinstance(umask, int) and 0 <= umask <= 0o777):
             raise wire.WarmError("a malformed run request")
-        saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        saved_env, saved_umask = dict(os.environ), os.umask(umask)  # files it writes: the client's modes
         out, err = _Frames(conn, wire.OUT), _Frames(conn, wire.ERR)
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -174,10 +213,11 @@ class Server:
                     traceback.print_exc()
                     return 1
         finally:
+            _log_here()
             os.environ.clear()
             os.environ.update(saved_env)
-            os.chdir(saved_cwd)
-            _log_here()
+            os.umask(saved_umask)
+            os.chdir("/")
 
     def _alive(self) -> bool:
         """After a command: a Spark whose JVM died cannot answer the next one."""
@@ -189,9 +229,19 @@ class Server:
 
 
 def _log_here() -> None:
-    """The process's own log to its stderr (each command points logging at its client's)."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, force=True,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    """Logging back to the process's own stderr after a command pointed it at its client's."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _own_log() -> None:
+    """The process's own lines (commands run, refusals, a client gone) go to its stderr even while
+    a command's logging goes to that command's client."""
+    handler = logging.StreamHandler(sys.__stderr__)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def _answers(path: Path) -> bool:

@@ -22,8 +22,9 @@ REPO = RUNTIME.parent
 # the commands the warm process runs: the ones an analyst repeats while trying a query
 COMMANDS = ("validate", "preview")
 
-# frame kinds, server to client
-OUT, ERR, EXIT, STALE, INFO = b"o", b"e", b"x", b"s", b"i"
+# frame kinds, server to client: taken, stdout, stderr, exit code, code changed, another
+# checkout's client, a status answer
+ACK, OUT, ERR, EXIT, STALE, OTHER, INFO = b"a", b"o", b"e", b"x", b"s", b"t", b"i"
 _HEADER = struct.Struct("!cI")
 _MAX_REQUEST = 16 << 20
 
@@ -45,9 +46,14 @@ def private_dir(path: Path, create: bool) -> Path:
     """The socket's directory, refused unless it is a real directory of this user that nobody else
     can enter: another user who made it first could otherwise listen in our place."""
     folder = path.parent
-    if create:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(folder)
+    try:
+        if create:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        raise
+    except OSError as e:  # e.g. a root-owned folder left by `sudo dagger warm start`
+        raise WarmError(f"{folder}: {e.strerror}: the warm process will not use it") from None
     if not stat.S_ISDIR(info.st_mode):
         raise WarmError(f"{folder} is not a directory (a link?): the warm process will not use it")
     if info.st_uid != os.getuid():
@@ -58,16 +64,27 @@ def private_dir(path: Path, create: bool) -> Path:
     return folder
 
 
-def peer_uid(conn: socket.socket) -> int:
-    """The uid of the process at the other end of a unix socket, as the kernel says (SO_PEERCRED)."""
+def peer(conn: socket.socket) -> tuple[int, int]:
+    """(uid, gid) of the process at the other end of a unix socket, as the kernel says (SO_PEERCRED)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    return struct.unpack("3i", creds)[1:]
+
+
+def is_me(ids: tuple[int, int]) -> bool:
+    return ids == (os.getuid(), os.getgid())
 
 
 def fingerprint() -> str:
-    """The code a warm process runs: the runtime's and the schemas' Python, the JVM jars and the
-    interpreter. A process started before any of them changed must not answer for the new code."""
+    """The code a warm process runs: the runtime's and the schemas' Python, the JVM jars, the
+    interpreter and its installed packages (the folder's entries change with any pip install). A
+    process started before any of them changed must not answer for the new code."""
+    import importlib.util
+
     digest = hashlib.sha256(sys.executable.encode())
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None and spec.origin:
+        packages = Path(spec.origin).parent.parent
+        digest.update(f"{packages}\0{os.stat(packages).st_mtime_ns}\n".encode())
     from ..jvm import spark_jars
     try:
         jars = spark_jars()
@@ -92,7 +109,10 @@ def recv_request(conn: socket.socket) -> dict:
     (size,) = struct.unpack("!I", _recv_exact(conn, 4))
     if size > _MAX_REQUEST:
         raise WarmError(f"a request of {size} bytes")
-    return json.loads(_recv_exact(conn, size))
+    request = json.loads(_recv_exact(conn, size))
+    if not isinstance(request, dict):
+        raise WarmError("a request that is not a JSON object")
+    return request
 
 
 def send_frame(conn: socket.socket, kind: bytes, data: bytes) -> None:
