@@ -108,10 +108,9 @@ def servers(env, cluster: str = "primary") -> str:
 def live_brokers(env, cluster: str = "primary") -> list[int]:
     """The brokers Kafka's controller lists as serving (registered, not fenced)."""
     from kafka.admin import KafkaAdminClient
-
-    up = ",".join(c["address"] for p, c in status(env).items() if p.startswith(f"kafka-{cluster}-") and c["answers"])
     from kafka.errors import KafkaError
 
+    up = ",".join(c["address"] for p, c in status(env).items() if p.startswith(f"kafka-{cluster}-") and c["answers"])
     admin = KafkaAdminClient(bootstrap_servers=up, client_id="chaos-test", request_timeout_ms=5000, **login(env, cluster))
     try:
         # the client asks a broker of the metadata's, at random: one cut off the network times out,
