@@ -92,9 +92,10 @@ def start_cli(*args: str, log: Path, env: dict | None = None) -> subprocess.Pope
                             stderr=open(log, "wb"), start_new_session=True, env={**os.environ, **(env or {})})
 
 
-def wait_for(what: str, check, timeout_s: float = 180, proc: subprocess.Popen | None = None, log: Path | None = None):
+def wait_for(what: str, check, timeout_s: float = 600, proc: subprocess.Popen | None = None, log: Path | None = None):
     """Poll check() until it returns something truthy; fail with the job's log if the time passes
-    or the job exits."""
+    or the job exits. The time is a guard against a hung job, not a speed limit: on a loaded 2-core
+    machine (the lab's JVMs on the other worker) Spark alone took over 130 s to start a driver."""
     import time
 
     deadline = time.monotonic() + timeout_s
