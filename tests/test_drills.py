@@ -124,9 +124,15 @@ def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
     (fault,) = report["faults"]
     assert fault["kind"] == "cluster-down"
     # then it moved back to the primary and ran there; every window counted above spans both moves
-    assert case["fail_back_to"] == "primary" and 0 < case["fail_back_seconds"] < 180, case
+    assert case["fail_back_to"] == "primary", case
     kinds = [e["kind"] for e in report["events"]]
     assert kinds.index("failover") < kinds.index("fail-back")
+    # its time, like the RTO, against the report's own events: the move back to the first batch
+    # seen after it (no speed limit: a loaded machine takes minutes to start a driver)
+    moved = next(_at(e["at"]) for e in report["events"] if e["kind"] == "fail-back" and "back to" in e["text"])
+    seen = min(_at(e["at"]) for e in report["events"] if e["kind"] == "first-batch" and _at(e["at"]) > moved)
+    assert 0 < case["fail_back_seconds"] and seen - moved - 15 <= case["fail_back_seconds"] <= seen - moved + 1, (
+        case, seen - moved)
     # its versions: the deploy on the primary, the move to the mirror (which reads the mirror's
     # copies, named after their source), the move back (the primary's own topic again)
     from dagger_runtime.lifecycle.registry import Registry
