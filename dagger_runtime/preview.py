@@ -55,7 +55,8 @@ def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=None
 
     if spark is None:
         from .session import build_session
-        spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2))
+        spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2),
+                              short_lived=True)
     # validate's checks, with validate's messages, before a single message is read or decoded
     analyze(plan, spark)
     records = {table: inputs.read_input(path) for table, path in input_paths.items()}

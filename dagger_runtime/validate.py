@@ -14,7 +14,7 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
     columns. validate, preview and run all start here."""
     from .session import build_session
 
-    spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1)
+    spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1, short_lived=True)
     stream_tables(spark, plan)
     schema = streaming_query(spark, plan).schema
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]

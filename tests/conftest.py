@@ -4,11 +4,17 @@ import os
 
 import pytest
 
+# the tests' JVMs are short-lived: the JIT's first tier (C1) only, as in spark-conf/spark-defaults.conf
+JIT_FIRST_TIER = ["-XX:TieredStopAtLevel=1"]
+
 
 def pytest_configure(config):
     # a developer's own warm process (`dagger warm start`) never answers the tests' commands:
     # test_warm.py starts the ones it checks
     os.environ["DAGGER_WARM_SOCKET"] = "/nonexistent/dagger-tests/warm.sock"
+    # every Spark JVM the tests start, here and in subprocesses, reads the tests' spark-defaults.conf
+    # (the JIT's first tier only: see that file)
+    os.environ["SPARK_CONF_DIR"] = os.path.join(os.path.dirname(__file__), "spark-conf")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -27,7 +33,7 @@ def kafka_broker(tmp_path_factory):
     """One real single-node Kafka (KRaft) on 127.0.0.1 for the whole session."""
     from lab.kafka import KafkaBroker
 
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"), jvm_opts=JIT_FIRST_TIER)
     broker.start()
     try:
         yield broker

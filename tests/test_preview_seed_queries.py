@@ -113,6 +113,7 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Setting default log level" not in proc.stderr          # no Spark start-up banner
+    assert "WARNING: Using incubator modules" not in proc.stderr   # nor the JVM's own line
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     completed = [e for e in events if e["status"] == "COMPLETED"]
     assert sum(r["num_of_bookings"] for r in rows) == len(completed)
