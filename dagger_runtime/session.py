@@ -69,20 +69,28 @@ def _launch_quiet_jvm(options: dict[str, str]) -> None:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if (SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
-            or logging.getLogger().isEnabledFor(logging.DEBUG)):
+    if "PYSPARK_GATEWAY_PORT" in os.environ or logging.getLogger().isEnabledFor(logging.DEBUG):
         return
     conf = SparkConf()
     for key, value in options.items():
         conf.set(key, value)
-    # read from before the start, so a JVM that fails to start still says why on our stderr
-    read_end, write_end = os.pipe()
-    threading.Thread(target=_pass_on, args=(read_end,), name="jvm-stderr", daemon=True).start()
-    try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
-    finally:
+    with SparkContext._lock:            # as pyspark checks and launches: one JVM for two threads
+        if SparkContext._gateway is not None:
+            return
+        # read from before the start, so a JVM that fails to start still says why on our stderr
+        read_end, write_end = os.pipe()
+        reader = threading.Thread(target=_pass_on, args=(read_end,), name="jvm-stderr", daemon=True)
+        try:
+            reader.start()
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+        except BaseException:
+            os.close(write_end)
+            if reader.is_alive():
+                reader.join(timeout=5)  # the JVM is gone: its last words reach stderr before we exit
+            else:
+                os.close(read_end)
+            raise
         os.close(write_end)
-    with SparkContext._lock:
         SparkContext._gateway = gateway
         SparkContext._jvm = gateway.jvm
 
