@@ -4,8 +4,10 @@ import os
 
 import pytest
 
+from dagger_runtime.session import SHORT_LIVED_JVM
+
 # the tests' JVMs are short-lived: the JIT's first tier (C1) only, as in spark-conf/spark-defaults.conf
-JIT_FIRST_TIER = ["-XX:TieredStopAtLevel=1"]
+JIT_FIRST_TIER = [SHORT_LIVED_JVM]
 
 
 def pytest_configure(config):
