@@ -117,4 +117,25 @@ def register_tables(spark, plan, raws: dict, set_aside: dict | None = None) -> N
                     "key", "value", "topic", "partition", "offset", "timestamp")])
             table = (decoded.where(F.when(F.col("__d.error").isNull(), F.lit(True)).otherwise(send))
                      .select("__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)))
-        table.withWatermark(stream.rowtime, delay).createOrReplaceTempView(stream.table)
+        source_watermark(table, stream, delay).createOrReplaceTempView(stream.table)
+
+
+# the name under which each stream's decoded rows are counted (progress's observedMetrics)
+SOURCE_METRICS = "__dagger_source_{table}"
+
+
+def source_watermark(table, stream: StreamPlan, delay: str):
+    """The stream's watermark, taken from every decoded message, as Flink takes it at the source.
+
+    Spark's optimizer moves a query's deterministic predicates that do not read the event time
+    below EventTimeWatermark (PushPredicateThroughNonJoin), so a WHERE would decide which
+    messages move the watermark: a dagger counting rare events would hold its windows open
+    until the next rare one, and a backfill's last windows would never be written. An observe()
+    (CollectMetrics) right above the watermark is a node no predicate is pushed through (that
+    would change what it counts), and it costs one count per row; the count is each stream's
+    decoded rows per batch, reported in the progress's observedMetrics.
+    """
+    from pyspark.sql import functions as F
+
+    return (table.withWatermark(stream.rowtime, delay)
+            .observe(SOURCE_METRICS.format(table=stream.table), F.count(F.lit(1)).alias("rows")))

@@ -1,0 +1,138 @@
+"""The watermark comes from the source, as in Flink: every decoded message of a stream moves it,
+whatever the query's WHERE keeps.
+
+On a real broker: a dagger counting COMPLETED bookings per minute, whose stream ends with
+messages an hour later that its WHERE drops. Those messages carry the watermark past every
+window, so every window is written (Spark alone would let only the rows that pass the WHERE
+move the watermark, and the last windows would stay open until the next COMPLETED booking).
+Expected windows come from plain Python over the produced events (tests/reference.py).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import time
+
+import pytest
+import yaml
+
+from dagger_runtime.config import load_job
+from dagger_runtime.plan import plan_job
+from dagger_runtime.run import RunOptions, run, start
+from loadtest import traffic
+from protos import registry
+from tests.kafka_jobs import consume_all, produce, wait_for
+from tests.reference import group, window_end
+
+WINDOW_S = 60
+DELAY_S = 30
+SQL = """
+SELECT service_type AS tag_service,
+       COUNT(1) AS completed,
+       TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
+FROM data_stream
+WHERE status = 'COMPLETED'   -- rare events: the later messages are all something else
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), service_type
+"""
+
+
+def early_and_late(seed: int):
+    """Six minutes of bookings, then bookings an hour later that the WHERE drops."""
+    early = traffic.bookings(600, minutes=6, seed=seed)
+    late = traffic.bookings(40, minutes=1, seed=seed + 1)
+    for event in late:
+        event["status"] = "CUSTOMER_CANCELLED"
+        event["event_timestamp"] += dt.timedelta(hours=1)
+    return early, late
+
+
+def expected(events) -> dict:
+    completed = [e for e in events if e["status"] == "COMPLETED"]
+    counts = group(completed, key=lambda e: (window_end(e["event_timestamp"], WINDOW_S), e["service_type"]), agg=len)
+    assert len(counts) >= 20  # enough windows that a held one shows
+    return counts
+
+
+def job(tmp_path, kafka_broker, name: str, topic: str, out_topic: str):
+    spec = {
+        "name": name, "team": "growth",
+        "streams": [{"table": "data_stream", "proto": traffic.BOOKING, "topics": [topic], "event_time": "event_timestamp",
+                     "kafka": {"cluster": "test", "bootstrap_servers": kafka_broker.bootstrap_servers,
+                               "group_id": f"dagger-{name}", "auto_offset_reset": "earliest"}}],
+        "sql": SQL, "watermark_delay": f"{DELAY_S}s", "parallelism": 2,
+        "sink": {"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
+                                            "data_type": "JSON"}},
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return plan_job(load_job(path))
+
+
+def windows_written(records) -> dict:
+    got = {}
+    for record in records:
+        value = json.loads(record.value)
+        when = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
+        key = (when, value["tag_service"])
+        assert key not in got, f"window {key} written twice"
+        got[key] = value["completed"]
+    return got
+
+
+def topics(kafka_broker, name: str) -> tuple[str, str]:
+    topic, out = f"{name}-in", f"{name}-out"
+    kafka_broker.create_topic(topic, partitions=2)
+    kafka_broker.create_topic(out, partitions=1)
+    return topic, out
+
+
+def test_available_now_writes_every_window_when_the_last_messages_fail_the_where(kafka_broker, spark, tmp_path):
+    name = "wm-rare-backfill"
+    topic, out = topics(kafka_broker, name)
+    early, late = early_and_late(seed=31)
+    message = registry.load().message_class(traffic.BOOKING)
+    produce(kafka_broker, [topic], early + late, message)
+    plan = job(tmp_path, kafka_broker, name, topic, out)
+    log = io.StringIO()
+    assert run(plan, RunOptions(checkpoint=str(tmp_path / "ck"), available_now=True), spark=spark, out=log) == 0
+    want = expected(early)
+    got = windows_written(consume_all(kafka_broker, out, expected=len(want)))
+    assert got == want, log.getvalue()[-2000:]
+
+
+@pytest.mark.e2e
+def test_a_live_dagger_closes_its_windows_on_messages_its_where_drops(kafka_broker, spark, tmp_path):
+    """Live: the early messages first; the windows after the last COMPLETED booking stay open
+    (nothing has passed them yet); then the late messages, which all fail the WHERE, close them."""
+    name = "wm-rare-live"
+    topic, out = topics(kafka_broker, name)
+    early, late = early_and_late(seed=41)
+    message = registry.load().message_class(traffic.BOOKING)
+    plan = job(tmp_path, kafka_broker, name, topic, out)
+    running = start(plan, RunOptions(checkpoint=str(tmp_path / "ck")), spark, out=io.StringIO())
+    try:
+        produce(kafka_broker, [topic], early, message)
+        wait_for("the early messages to be read", lambda: running.counters.summary() and _read(running) >= len(early))
+        want = expected(early)
+        # the watermark the early messages give: windows ending after it are still open
+        watermark = max(e["event_timestamp"] for e in early) - dt.timedelta(seconds=DELAY_S)
+        open_windows = {k for k in want if k[0] > watermark}
+        assert open_windows
+        produce(kafka_broker, [topic], late, message)
+        wait_for("the late messages to be read", lambda: _read(running) >= len(early) + len(late))
+        time.sleep(1)
+        got = windows_written(consume_all(kafka_broker, out, expected=len(want), timeout_s=120))
+        assert got == want
+    finally:
+        running.query.stop()
+        spark.streams.removeListener(running.listener)
+        running.sink.close()
+        for writer in running.writers:
+            writer.close()
+
+
+def _read(running) -> int:
+    """Input rows of the batches committed so far."""
+    return sum(p["numInputRows"] for p in (json.loads(q.json) if not isinstance(q, dict) else q
+                                           for q in running.query.recentProgress))
