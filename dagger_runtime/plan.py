@@ -18,12 +18,16 @@ class JobPlan:
     def warnings(self) -> list[str]:
         """What the plan found worth saying that does not stop the job."""
         schema = self.job.schema
+        said = []
         if not schema.version and not schema.stencil_urls:
-            return [f"schema: the job does not pin a descriptor version, so it decodes with whatever is "
-                    f"latest when it starts (now {self.descriptor_set.digest}); pin it with "
-                    f"schema.version: {self.descriptor_set.digest} (DAGGER_SCHEMA_VERSION in a .properties "
-                    f"job) so a newer release cannot change what it reads"]
-        return []
+            said.append(f"schema: the job does not pin a descriptor version, so it decodes with whatever is "
+                        f"latest when it starts (now {self.descriptor_set.digest}); pin it with "
+                        f"schema.version: {self.descriptor_set.digest} (DAGGER_SCHEMA_VERSION in a .properties "
+                        f"job) so a newer release cannot change what it reads")
+        if self.job.idle_timeout_ms and len(self.streams) == 1:
+            said.append("idle_timeout: changes nothing in a job of one stream: its watermark is the latest "
+                        "event time over all its partitions, so an idle partition never holds it back")
+        return said
 
     def stream(self, table: str) -> StreamPlan:
         for s in self.streams:

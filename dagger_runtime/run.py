@@ -111,7 +111,7 @@ class BatchWriter:
 
 
 def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None,
-                emit_after_ms: int | None = None):
+                emit_after_ms: int | None = None, heartbeats: dict | None = None):
     """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
     analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
     its output columns."""
@@ -123,7 +123,7 @@ def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 6
 
     writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name)
                for i, s in enumerate(plan.streams)]
-    stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting)
+    stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting, heartbeats)
     if emit_after_ms is not None:   # checked like any query: the column is part of what Spark runs
         plan = dataclasses.replace(plan, query=plan.query.with_window_end(WINDOW_END))
     results = streaming_query(spark, plan)
@@ -152,11 +152,15 @@ class Running:
     counters: object
     listener: object
     writers: list
+    heartbeats: object = None       # idle.Heartbeats, for a job that lets idle streams go
+
+    def listeners(self) -> list:
+        return [self.listener] + ([self.heartbeats] if self.heartbeats is not None else [])
 
 
 def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
     """Start the job's streaming query."""
-    from . import dead_letters
+    from . import dead_letters, idle
     from .progress import Counters, ProgressListener
     from .session import build_session
 
@@ -165,7 +169,12 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
     starting, emit_after_ms = remembered_start(checkpoint, options.starting, options.emit_after_ms)
-    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms)
+    heartbeats = None
+    if idle.applies(plan):
+        heartbeats = idle.Heartbeats(spark, plan, idle.directories(checkpoint, plan), out=out)
+        heartbeats.prepare()
+    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms,
+                                         heartbeats.directories if heartbeats else None)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
@@ -178,13 +187,17 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
               .option("checkpointLocation", checkpoint)
               .foreachBatch(BatchWriter(sink, counters, writers)))
     writer = writer.trigger(availableNow=True) if options.available_now else writer
+    if heartbeats is not None:
+        spark.streams.addListener(heartbeats)
     query = writer.start()
     counters.query_id = str(query.id)
+    if heartbeats is not None:
+        heartbeats.query_id = str(query.id)
     if options.metrics_port:
         from .metrics import serve
         serve(options.metrics_port, plan.job.name, counters, sink, listener, addr=options.metrics_addr)
         print(f"run: metrics on http://{options.metrics_addr}:{options.metrics_port}/metrics", file=out)
-    return Running(query, sink, counters, listener, writers)
+    return Running(query, sink, counters, listener, writers, heartbeats)
 
 
 def _scans_per_source(results, streams: int) -> float:
@@ -243,10 +256,11 @@ def _detach(running: Running) -> None:
     import json
 
     query, listener = running.query, running.listener
-    try:
-        query.sparkSession.streams.removeListener(listener)
-    except Exception:  # noqa: BLE001 - the session may already be gone
-        pass
+    for each in running.listeners():
+        try:
+            query.sparkSession.streams.removeListener(each)
+        except Exception:  # noqa: BLE001 - the session may already be gone
+            pass
     last = query.lastProgress
     if last:
         listener.report(last if isinstance(last, dict) else json.loads(last.json))

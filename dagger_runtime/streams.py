@@ -96,13 +96,15 @@ def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] =
 KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 
 
-def register_tables(spark, plan, raws: dict, set_aside: dict | None = None) -> None:
+def register_tables(spark, plan, raws: dict, set_aside: dict | None = None,
+                    heartbeats: dict | None = None) -> None:
     """Decode each stream's raw records into its SQL table, with the job's watermark on rowtime,
     and register it under the stream's table name.
 
     set_aside maps a table to its dead-letter function (dead_letters.register): each message that
     does not become a row is sent aside by the task that decoded it, in the same filter that drops
-    it, so the topic is scanned once. Without it (validate, tests) such messages are just dropped."""
+    it, so the topic is scanned once. Without it (validate, tests) such messages are just dropped.
+    heartbeats maps a table to the directory its idle heartbeats are written to (dagger_runtime.idle)."""
     from pyspark.sql import functions as F
 
     delay = f"{plan.job.watermark_delay_ms} milliseconds"
@@ -117,14 +119,16 @@ def register_tables(spark, plan, raws: dict, set_aside: dict | None = None) -> N
                     "key", "value", "topic", "partition", "offset", "timestamp")])
             table = (decoded.where(F.when(F.col("__d.error").isNull(), F.lit(True)).otherwise(send))
                      .select("__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)))
-        source_watermark(table, stream, delay).createOrReplaceTempView(stream.table)
+        heartbeat = heartbeat_rows(spark, table, stream, heartbeats[stream.table]) if heartbeats else None
+        source_watermark(table, stream, delay, heartbeat).createOrReplaceTempView(stream.table)
 
 
 # the name under which each stream's decoded rows are counted (progress's observedMetrics)
 SOURCE_METRICS = "__dagger_source_{table}"
+HEARTBEAT = "__dagger_heartbeat"
 
 
-def source_watermark(table, stream: StreamPlan, delay: str):
+def source_watermark(table, stream: StreamPlan, delay: str, heartbeat=None):
     """The stream's watermark, taken from every decoded message, as Flink takes it at the source.
 
     Spark's optimizer moves a query's deterministic predicates that do not read the event time
@@ -134,8 +138,30 @@ def source_watermark(table, stream: StreamPlan, delay: str):
     (CollectMetrics) right above the watermark is a node no predicate is pushed through (that
     would change what it counts), and it costs one count per row; the count is each stream's
     decoded rows per batch, reported in the progress's observedMetrics.
+
+    heartbeat: the stream's heartbeat rows (heartbeat_rows), which move its watermark while it is
+    idle and are dropped right above it; the metrics then also carry the stream's latest event time.
     """
     from pyspark.sql import functions as F
 
-    return (table.withWatermark(stream.rowtime, delay)
-            .observe(SOURCE_METRICS.format(table=stream.table), F.count(F.lit(1)).alias("rows")))
+    name = SOURCE_METRICS.format(table=stream.table)
+    if heartbeat is None:
+        return (table.withWatermark(stream.rowtime, delay)
+                .observe(name, F.count(F.lit(1)).alias("rows")))
+    message = F.col(HEARTBEAT).isNull()
+    return (table.withColumn(HEARTBEAT, F.lit(None).cast("boolean")).unionByName(heartbeat)
+            .withWatermark(stream.rowtime, delay)
+            .observe(name, F.count(F.when(message, 1)).alias("rows"),
+                     F.max(F.when(message, F.col(stream.rowtime))).alias("max_event_time"))
+            .where(message).drop(HEARTBEAT))
+
+
+def heartbeat_rows(spark, table, stream: StreamPlan, directory: str):
+    """Rows of the table's shape, all NULL but rowtime, from the JSON files the driver writes into
+    `directory` ({"rowtime_ms": ...}): Spark's file source keeps its place in the checkpoint."""
+    from pyspark.sql import functions as F
+
+    source = spark.readStream.schema("rowtime_ms BIGINT").json(directory)
+    columns = [F.timestamp_millis(F.col("rowtime_ms")).alias(f.name) if f.name == stream.rowtime
+               else F.lit(None).cast(f.dataType).alias(f.name) for f in table.schema.fields]
+    return source.select(*columns, F.lit(True).alias(HEARTBEAT))

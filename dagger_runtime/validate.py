@@ -20,10 +20,12 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
 
 
-def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting: dict | None = None) -> None:
+def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting: dict | None = None,
+                  heartbeats: dict | None = None) -> None:
     """Register the UDFs and each stream's table over its Kafka topics (streaming DataFrames,
     not started); set_aside: each table's dead-letter function, when the tables will run;
-    starting: Kafka starting options by table, for a new checkpoint."""
+    starting: Kafka starting options by table, for a new checkpoint; heartbeats: each table's
+    heartbeat directory, when idle streams are let go (dagger_runtime.idle)."""
     from .source import read_kafka
     from .streams import register_tables
     from .udfs import register_all
@@ -31,7 +33,7 @@ def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting:
     register_all(spark)
     raws = {s.table: read_kafka(spark, plan.job.streams[i], (starting or {}).get(s.table))
             for i, s in enumerate(plan.streams)}
-    register_tables(spark, plan, raws, set_aside)
+    register_tables(spark, plan, raws, set_aside, heartbeats)
 
 
 def streaming_query(spark, plan: JobPlan):

@@ -69,14 +69,15 @@ def job(tmp_path, kafka_broker, name: str, topic: str, out_topic: str):
     return plan_job(load_job(path))
 
 
-def windows_written(records) -> dict:
+def windows_written(records, count: str = "completed") -> dict:
+    """(window end, service) -> the count column, from the Kafka sink's JSON records; each once."""
     got = {}
     for record in records:
         value = json.loads(record.value)
         when = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
         key = (when, value["tag_service"])
         assert key not in got, f"window {key} written twice"
-        got[key] = value["completed"]
+        got[key] = value[count]
     return got
 
 
@@ -136,3 +137,85 @@ def _read(running) -> int:
     """Input rows of the batches committed so far."""
     return sum(p["numInputRows"] for p in (json.loads(q.json) if not isinstance(q, dict) else q
                                            for q in running.query.recentProgress))
+
+
+# --- idle streams (Flink's table.exec.source.idle-timeout) ------------------------------------
+
+UNION_SQL = """
+SELECT service_type AS tag_service, COUNT(1) AS bookings,
+       TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
+FROM (SELECT service_type, rowtime FROM busy UNION ALL SELECT service_type, rowtime FROM quiet)
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), service_type
+"""
+
+
+def union_job(tmp_path, kafka_broker, name: str, busy: str, quiet: str, out_topic: str, idle_timeout: str | None):
+    def stream(table, topic):
+        return {"table": table, "proto": traffic.BOOKING, "topics": [topic], "event_time": "event_timestamp",
+                "kafka": {"cluster": "test", "bootstrap_servers": kafka_broker.bootstrap_servers,
+                          "group_id": f"dagger-{name}", "auto_offset_reset": "earliest"}}
+    spec = {"name": name, "team": "growth", "streams": [stream("busy", busy), stream("quiet", quiet)],
+            "sql": UNION_SQL, "watermark_delay": f"{DELAY_S}s", "parallelism": 2,
+            "sink": {"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
+                                                "data_type": "JSON"}}}
+    if idle_timeout:
+        spec["idle_timeout"] = idle_timeout
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return plan_job(load_job(path))
+
+
+def union_windows(events, watermark) -> dict:
+    counts = group(events, key=lambda e: (window_end(e["event_timestamp"], WINDOW_S), e["service_type"]), agg=len)
+    return {k: n for k, n in counts.items() if k[0] <= watermark}
+
+
+@pytest.mark.e2e
+def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka_broker, spark, tmp_path):
+    """Two streams unioned: `quiet` speaks in the first minute only, `busy` for six. Without an idle
+    timeout (Spark's and Flink's default) the job's watermark is quiet's, and only the first
+    minute's windows are written; with idle_timeout the quiet stream lets go once it has read
+    nothing for that long, and the windows follow busy's watermark."""
+    message = registry.load().message_class(traffic.BOOKING)
+    busy_events = traffic.bookings(720, minutes=6, seed=51)
+    quiet_events = traffic.bookings(40, minutes=1, seed=52)
+    half = min(e["event_timestamp"] for e in busy_events) + dt.timedelta(minutes=3)
+    first, second = ([e for e in busy_events if e["event_timestamp"] < half],
+                     [e for e in busy_events if e["event_timestamp"] >= half])
+    busy, quiet, out_default, out_idle = ("idle-busy", "idle-quiet", "idle-default-out", "idle-timeout-out")
+    for topic in (busy, quiet):
+        kafka_broker.create_topic(topic, partitions=2)
+    for topic in (out_default, out_idle):
+        kafka_broker.create_topic(topic, partitions=1)
+    produce(kafka_broker, [quiet], quiet_events, message)
+    produce(kafka_broker, [busy], first, message)
+
+    plan = union_job(tmp_path, kafka_broker, "idle-timeout", busy, quiet, out_idle, idle_timeout="2s")
+    log = io.StringIO()
+    running = start(plan, RunOptions(checkpoint=str(tmp_path / "ck-idle")), spark, out=log)
+    try:
+        wait_for("the first messages to be read", lambda: _read(running) >= len(quiet_events) + len(first))
+        time.sleep(3)     # quiet reads nothing for longer than its idle timeout
+        produce(kafka_broker, [busy], second, message)
+        watermark = max(e["event_timestamp"] for e in busy_events) - dt.timedelta(seconds=DELAY_S)
+        want = union_windows(busy_events + quiet_events, watermark)
+        records = consume_all(kafka_broker, out_idle, expected=len(want), timeout_s=120)
+        got = windows_written(records, count="bookings")
+        assert got == want, log.getvalue()[-2000:]
+        assert "quiet idle for 2 s" in log.getvalue()
+    finally:
+        running.query.stop()
+        for listener in running.listeners():
+            spark.streams.removeListener(listener)
+        running.sink.close()
+        for writer in running.writers:
+            writer.close()
+
+    # the same topics without the timeout: quiet's watermark holds every later window open
+    default = union_job(tmp_path, kafka_broker, "idle-default", busy, quiet, out_default, idle_timeout=None)
+    assert run(default, RunOptions(checkpoint=str(tmp_path / "ck-default"), available_now=True), spark=spark,
+               out=io.StringIO()) == 0
+    held = max(e["event_timestamp"] for e in quiet_events) - dt.timedelta(seconds=DELAY_S)
+    want = union_windows(busy_events + quiet_events, held)
+    records = consume_all(kafka_broker, out_default, expected=len(want) + 1, timeout_s=10)
+    assert windows_written(records, count="bookings") == want

@@ -303,6 +303,9 @@ with warnings.catch_warnings():
         rowtime_attribute: SqlIdentifier = DEFAULT_ROWTIME_ATTRIBUTE
         watermark_delay_ms: NonNegativeInt = DEFAULT_WATERMARK_DELAY_MS
         watermark_interval_ms: PositiveInt = DEFAULT_WATERMARK_INTERVAL_MS
+        # Flink's table.exec.source.idle-timeout: a stream of a job of several streams that reads
+        # nothing for this long stops holding the job's watermark back (0: never)
+        idle_timeout_ms: NonNegativeInt = 0
         parallelism: PositiveInt = DEFAULT_PARALLELISM
         checkpoint_interval_ms: PositiveInt = DEFAULT_CHECKPOINT_INTERVAL_MS
         idle_state_retention_minutes: NonNegativeInt = DEFAULT_IDLE_STATE_RETENTION_MINUTES

@@ -41,6 +41,7 @@ required)::
     rowtime_attribute: rowtime          # the name of the event-time column
     watermark_delay: 60s                # durations: 500ms, 60s, 5m, 1h30m, 1d
     watermark_interval: 10s             # (or watermark_delay_ms: 60000, and so on)
+    idle_timeout: 5m                    # a job of several streams: an idle one stops holding the watermark (default 0: never)
     checkpoint_interval: 30s
     idle_state_retention: 10m           # whole minutes
     parallelism: 2
@@ -122,6 +123,7 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "rowtime_attribute": _Key("rowtime_attribute"),
         **_durations("watermark_delay", "watermark_delay_ms"),
         **_durations("watermark_interval", "watermark_interval_ms"),
+        **_durations("idle_timeout", "idle_timeout_ms"),
         **_durations("checkpoint_interval", "checkpoint_interval_ms"),
         **_durations("idle_state_retention", "idle_state_retention_minutes", minutes=True),
         "parallelism": _Key("parallelism"),
