@@ -294,10 +294,22 @@ def test_raystack_daggers_defaults_apply_when_keys_are_absent(tmp_path):
     assert job.parallelism == 1
     assert job.checkpoint_interval_ms == 30_000
     assert job.idle_state_retention_minutes == 10
+    assert job.idle_timeout_ms == 0  # Flink's default: a quiet stream holds the watermark
     assert job.schema.enabled is False and job.schema.fetch_timeout_ms == 10_000
     assert job.streams[0].kafka.auto_offset_reset == "latest"
     assert job.streams[0].data_type == "PROTO"
     assert job.warnings == ()
+
+
+@pytest.mark.parametrize("value, problem", [("5000", None), ("-1", "must be at least 0, got -1"),
+                                            ("5s", "expected an integer, got '5s'")])
+def test_the_idle_timeout_is_ours_under_a_dagger_key(tmp_path, value, problem):
+    text = properties(DAGGER_IDLE_TIMEOUT_MS=value)
+    if problem is None:
+        assert load(tmp_path, text).idle_timeout_ms == 5000
+    else:
+        [said] = problems_of(tmp_path, text)
+        assert "DAGGER_IDLE_TIMEOUT_MS" in said and problem in said
 
 
 def test_the_sink_type_defaults_to_influx_as_in_dagger(tmp_path):

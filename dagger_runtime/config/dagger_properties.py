@@ -16,6 +16,7 @@ key                                        model field                     dagge
 ``FLINK_PARALLELISM``                      ``parallelism``                 1
 ``FLINK_CHECKPOINT_INTERVAL_MS``           ``checkpoint_interval_ms``      30000
 ``FLINK_RETENTION_IDLE_STATE_MINUTE``      ``idle_state_retention_minutes`` 10
+``DAGGER_IDLE_TIMEOUT_MS``                 ``idle_timeout_ms``             0 (never) [2]
 ``SCHEMA_REGISTRY_STENCIL_ENABLE``         ``schema.enabled``              false
 ``SCHEMA_REGISTRY_STENCIL_URLS``           ``schema.stencil_urls``         (comma-separated)
 ``SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS`` ``schema.fetch_timeout_ms``   10000 (docs: 60000)
@@ -29,6 +30,9 @@ key                                        model field                     dagge
 
 [1] dagger's code default is the empty string (the job then fails); every
 example sets ``rowtime``, so that is the default here.
+
+[2] dagger has no key for Flink's ``table.exec.source.idle-timeout``; ours lets an idle
+stream of a job of two streams stop holding the watermark (dagger_runtime.idle).
 
 ``STREAMS`` is a JSON list of at most two objects with ``SOURCE_KAFKA_TOPIC_NAMES``
 (topics joined by ``|``; dagger compiles the value as a regex, so a value that
@@ -81,6 +85,7 @@ _TOP: dict[str, Loc] = {
     "DAGGER_SCHEMA_VERSION": ("schema", "version"),
     "DAGGER_CHECKPOINT_LOCATION": ("checkpoint_location",),
     "DAGGER_DEAD_LETTER_TOPIC": ("dead_letter_topic",),
+    "DAGGER_IDLE_TIMEOUT_MS": ("idle_timeout_ms",),   # Flink's table.exec.source.idle-timeout
 }
 _SINK_KEYS: dict[str, dict[str, Loc]] = {
     "influx": {
