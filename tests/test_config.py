@@ -202,9 +202,6 @@ def test_a_full_native_yaml_job_loads_with_every_value_in_place(tmp_path):
     assert job.sql.endswith("S2Id(b.pickup_lat, b.pickup_lng, 13)")
     assert job.rowtime_attribute == "rowtime"
     assert job.watermark_delay_ms == 90_000
-    assert job.watermark_interval_ms == 5_000
-    assert job.checkpoint_interval_ms == 60_000
-    assert job.idle_state_retention_minutes == 120
     assert job.parallelism == 2
 
     assert job.schema.version == "4957b56c57da625e"
@@ -219,7 +216,15 @@ def test_a_full_native_yaml_job_loads_with_every_value_in_place(tmp_path):
     assert influx.password.get_secret_value() == "influx-pa55"
     assert (influx.db_name, influx.measurement_name, influx.retention_policy) == ("daggers", "completed_bookings", "autogen")
     assert (influx.batch_size, influx.flush_duration_ms) == (500, 2000)
-    assert job.warnings == ()
+    # Flink's timing settings load, each with a note that Spark has no use for it
+    assert [re.sub(r" \(line \d+\)$", "", w) for w in job.warnings] == [
+        "job.yaml: watermark_interval_ms: ignored: Spark moves the watermark once per micro-batch, from every "
+        "message the batch read",
+        "job.yaml: checkpoint_interval: ignored: Spark commits every micro-batch to the checkpoint; there is no "
+        "separate interval",
+        "job.yaml: idle_state_retention: ignored: a dagger's state is its open windows and join buffers, which the "
+        "watermark closes; nothing else is kept to expire",
+    ]
 
 
 def test_a_minimal_job_gets_raystack_daggers_defaults(tmp_path):
@@ -229,10 +234,8 @@ def test_a_minimal_job_gets_raystack_daggers_defaults(tmp_path):
     assert job.team is None and job.description == ""
     assert job.rowtime_attribute == "rowtime"
     assert job.watermark_delay_ms == 10_000  # FLINK_WATERMARK_DELAY_MS_DEFAULT
-    assert job.watermark_interval_ms == 10_000  # FLINK_WATERMARK_INTERVAL_MS_DEFAULT
     assert job.parallelism == 1
-    assert job.checkpoint_interval_ms == 30_000
-    assert job.idle_state_retention_minutes == 10
+    assert job.idle_timeout_ms == 0
     assert job.schema.fetch_timeout_ms == 10_000
     assert job.schema.refresh_strategy == "LONG_POLLING"
     stream = job.streams[0]
@@ -414,7 +417,7 @@ BAD_INPUTS = [
         ["job.yaml: watermark_delay_ms: give either watermark_delay or watermark_delay_ms, not both"],
         id="duration-twice",
     ),
-    pytest.param(minimal(idle_state_retention="90s"), ["job.yaml: idle_state_retention: must be a whole number of minutes, got '90s'"], id="retention"),
+    pytest.param(minimal(idle_timeout="soon"), ["job.yaml: idle_timeout: expected a duration like '500ms'"], id="idle-timeout"),
     pytest.param(minimal(name="completed bookings"), ["job.yaml: name: a job name is 1-128 letters", "'completed bookings'"], id="name"),
     pytest.param(minimal(team="Allocations"), ["job.yaml: team: a team name is a DNS label"], id="team"),
     # DAGGER_SECRET_API__HEALTH__* would fall under team api's secrets (DAGGER_SECRET_API__*)

@@ -231,8 +231,7 @@ def test_a_full_dagger_properties_file_loads_with_every_value_in_place(tmp_path)
         "AND b.rowtime GROUP BY TUMBLE(b.rowtime, INTERVAL '60' SECOND), b.service_type"
     )
     assert job.rowtime_attribute == "rowtime"
-    assert (job.watermark_interval_ms, job.watermark_delay_ms) == (5000, 1000)
-    assert (job.parallelism, job.checkpoint_interval_ms, job.idle_state_retention_minutes) == (3, 60_000, 30)
+    assert (job.watermark_delay_ms, job.parallelism) == (1000, 3)
 
     assert job.schema.enabled is True
     assert job.schema.stencil_urls == (
@@ -252,6 +251,12 @@ def test_a_full_dagger_properties_file_loads_with_every_value_in_place(tmp_path)
     assert (influx.batch_size, influx.flush_duration_ms) == (100, 1000)
 
     assert warnings_of(job) == [
+        "local.properties: FLINK_WATERMARK_INTERVAL_MS: ignored: Spark moves the watermark once per micro-batch, "
+        "from every message the batch read",
+        "local.properties: FLINK_CHECKPOINT_INTERVAL_MS: ignored: Spark commits every micro-batch to the "
+        "checkpoint; there is no separate interval",
+        "local.properties: FLINK_RETENTION_IDLE_STATE_MINUTE: ignored: a dagger's state is its open windows and "
+        "join buffers, which the watermark closes; nothing else is kept to expire",
         "local.properties: FUNCTION_FACTORY_CLASSES: ignored: every built-in UDF is always registered",
     ]
 
@@ -290,10 +295,7 @@ def test_raystack_daggers_defaults_apply_when_keys_are_absent(tmp_path):
     assert job.name == "driver-counts"  # no DAGGER_NAME / FLINK_JOB_ID: the file name
     assert job.rowtime_attribute == "rowtime"
     assert job.watermark_delay_ms == 10_000
-    assert job.watermark_interval_ms == 10_000
     assert job.parallelism == 1
-    assert job.checkpoint_interval_ms == 30_000
-    assert job.idle_state_retention_minutes == 10
     assert job.idle_timeout_ms == 0  # Flink's default: a quiet stream holds the watermark
     assert job.schema.enabled is False and job.schema.fetch_timeout_ms == 10_000
     assert job.streams[0].kafka.auto_offset_reset == "latest"

@@ -12,10 +12,7 @@ key                                        model field                     dagge
 ``FLINK_SQL_QUERY``                        ``sql``                         (required)
 ``FLINK_ROWTIME_ATTRIBUTE_NAME``           ``rowtime_attribute``           ``rowtime`` [1]
 ``FLINK_WATERMARK_DELAY_MS``               ``watermark_delay_ms``          10000
-``FLINK_WATERMARK_INTERVAL_MS``            ``watermark_interval_ms``       10000
 ``FLINK_PARALLELISM``                      ``parallelism``                 1
-``FLINK_CHECKPOINT_INTERVAL_MS``           ``checkpoint_interval_ms``      30000
-``FLINK_RETENTION_IDLE_STATE_MINUTE``      ``idle_state_retention_minutes`` 10
 ``DAGGER_IDLE_TIMEOUT_MS``                 ``idle_timeout_ms``             0 (never) [2]
 ``SCHEMA_REGISTRY_STENCIL_ENABLE``         ``schema.enabled``              false
 ``SCHEMA_REGISTRY_STENCIL_URLS``           ``schema.stencil_urls``         (comma-separated)
@@ -62,6 +59,7 @@ from typing import Any
 
 from dagger_runtime.config import _checks
 from dagger_runtime.config._draft import Draft, Loc, render_loc
+from dagger_runtime.config.model import IGNORED_SETTINGS
 from dagger_runtime.config.properties import Entry, PropertiesSyntaxError, parse_entries
 
 # --- key tables ------------------------------------------------------------------------------
@@ -69,11 +67,8 @@ from dagger_runtime.config.properties import Entry, PropertiesSyntaxError, parse
 _TOP: dict[str, Loc] = {
     "FLINK_SQL_QUERY": ("sql",),
     "FLINK_ROWTIME_ATTRIBUTE_NAME": ("rowtime_attribute",),
-    "FLINK_WATERMARK_INTERVAL_MS": ("watermark_interval_ms",),
     "FLINK_WATERMARK_DELAY_MS": ("watermark_delay_ms",),
     "FLINK_PARALLELISM": ("parallelism",),
-    "FLINK_CHECKPOINT_INTERVAL_MS": ("checkpoint_interval_ms",),
-    "FLINK_RETENTION_IDLE_STATE_MINUTE": ("idle_state_retention_minutes",),
     "SCHEMA_REGISTRY_STENCIL_ENABLE": ("schema", "enabled"),
     "SCHEMA_REGISTRY_STENCIL_URLS": ("schema", "stencil_urls"),
     "SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS": ("schema", "fetch_timeout_ms"),
@@ -145,6 +140,9 @@ _PARQUET_STREAM_KEYS = (
 
 # Keys dagger reads that change nothing here: accepted, with a note saying so.
 _IGNORED = {
+    "FLINK_WATERMARK_INTERVAL_MS": IGNORED_SETTINGS["watermark_interval"],
+    "FLINK_CHECKPOINT_INTERVAL_MS": IGNORED_SETTINGS["checkpoint_interval"],
+    "FLINK_RETENTION_IDLE_STATE_MINUTE": IGNORED_SETTINGS["idle_state_retention"],
     "FUNCTION_FACTORY_CLASSES": "ignored: every built-in UDF is always registered",
     "FLINK_CHECKPOINT_TIMEOUT_MS": "ignored: Flink checkpoint tuning has no Spark equivalent",
     "FLINK_CHECKPOINT_MIN_PAUSE_MS": "ignored: Flink checkpoint tuning has no Spark equivalent",

@@ -35,10 +35,17 @@ from dagger_runtime.config._draft import render_loc
 # dagger-common .../core/Constants.java, where the code and the docs differ the code wins).
 DEFAULT_ROWTIME_ATTRIBUTE = "rowtime"
 DEFAULT_WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS_DEFAULT
-DEFAULT_WATERMARK_INTERVAL_MS = 10_000  # FLINK_WATERMARK_INTERVAL_MS_DEFAULT
+# Flink settings a dagger's Spark job has no use for, by the name a job file gives them: accepted
+# (a job written for raystack/dagger loads unchanged), with a note saying why they change nothing
+IGNORED_SETTINGS = {
+    "watermark_interval": "ignored: Spark moves the watermark once per micro-batch, from every message "
+                          "the batch read",
+    "checkpoint_interval": "ignored: Spark commits every micro-batch to the checkpoint; there is no "
+                           "separate interval",
+    "idle_state_retention": "ignored: a dagger's state is its open windows and join buffers, which the "
+                            "watermark closes; nothing else is kept to expire",
+}
 DEFAULT_PARALLELISM = 1  # FLINK_PARALLELISM_DEFAULT
-DEFAULT_CHECKPOINT_INTERVAL_MS = 30_000  # FLINK_CHECKPOINT_INTERVAL_MS_DEFAULT
-DEFAULT_IDLE_STATE_RETENTION_MINUTES = 10  # FLINK_RETENTION_IDLE_STATE_MINUTE_DEFAULT
 DEFAULT_STENCIL_FETCH_TIMEOUT_MS = 10_000  # SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS_DEFAULT (docs say 60000)
 DEFAULT_STENCIL_CACHE_TTL_MS = 900_000  # SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS_DEFAULT (docs say 7200000)
 DEFAULT_STENCIL_REFRESH_STRATEGY = "LONG_POLLING"
@@ -302,13 +309,10 @@ with warnings.catch_warnings():
         sql: Text
         rowtime_attribute: SqlIdentifier = DEFAULT_ROWTIME_ATTRIBUTE
         watermark_delay_ms: NonNegativeInt = DEFAULT_WATERMARK_DELAY_MS
-        watermark_interval_ms: PositiveInt = DEFAULT_WATERMARK_INTERVAL_MS
         # Flink's table.exec.source.idle-timeout: a stream of a job of several streams that reads
         # nothing for this long stops holding the job's watermark back (0: never)
         idle_timeout_ms: NonNegativeInt = 0
         parallelism: PositiveInt = DEFAULT_PARALLELISM
-        checkpoint_interval_ms: PositiveInt = DEFAULT_CHECKPOINT_INTERVAL_MS
-        idle_state_retention_minutes: NonNegativeInt = DEFAULT_IDLE_STATE_RETENTION_MINUTES
         schema: SchemaSpec = SchemaSpec()
         sink: SinkSpec
         # where `run` keeps its progress (Kafka offsets, open windows): a local path or gs://...;

@@ -39,11 +39,8 @@ required)::
       GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND), s2id
 
     rowtime_attribute: rowtime          # the name of the event-time column
-    watermark_delay: 60s                # durations: 500ms, 60s, 5m, 1h30m, 1d
-    watermark_interval: 10s             # (or watermark_delay_ms: 60000, and so on)
+    watermark_delay: 60s                # durations: 500ms, 60s, 5m, 1h30m, 1d (or watermark_delay_ms: 60000)
     idle_timeout: 5m                    # a job of several streams: an idle one stops holding the watermark (default 0: never)
-    checkpoint_interval: 30s
-    idle_state_retention: 10m           # whole minutes
     parallelism: 2
     checkpoint_location: gs://team-checkpoints/completed-bookings   # or a local path
     dead_letter_topic: completed-bookings-dlq   # default: <name>-dlq
@@ -94,6 +91,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from dagger_runtime.config import _checks
 from dagger_runtime.config._draft import Draft, Loc, render_loc
+from dagger_runtime.config.model import IGNORED_SETTINGS
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -103,14 +101,13 @@ class _Key:
     """How one YAML key maps into the model."""
 
     field: str
-    # plain | list | duration_ms | duration_minutes | section:<name> | list:<name> | event_time | client
+    # plain | list | duration_ms | section:<name> | list:<name> | event_time | client
     kind: str = "plain"
     twin: str | None = None  # the other spelling of the same field (watermark_delay / watermark_delay_ms)
 
 
-def _durations(base: str, field: str, minutes: bool = False) -> dict[str, _Key]:
-    kind = "duration_minutes" if minutes else "duration_ms"
-    return {base: _Key(field, kind, twin=field), field: _Key(field, twin=base)}
+def _durations(base: str, field: str) -> dict[str, _Key]:
+    return {base: _Key(field, "duration_ms", twin=field), field: _Key(field, twin=base)}
 
 
 _SECTIONS: dict[str, dict[str, _Key]] = {
@@ -122,10 +119,7 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "sql": _Key("sql"),
         "rowtime_attribute": _Key("rowtime_attribute"),
         **_durations("watermark_delay", "watermark_delay_ms"),
-        **_durations("watermark_interval", "watermark_interval_ms"),
         **_durations("idle_timeout", "idle_timeout_ms"),
-        **_durations("checkpoint_interval", "checkpoint_interval_ms"),
-        **_durations("idle_state_retention", "idle_state_retention_minutes", minutes=True),
         "parallelism": _Key("parallelism"),
         "checkpoint_location": _Key("checkpoint_location"),
         "dead_letter_topic": _Key("dead_letter_topic"),
@@ -312,6 +306,10 @@ class _Converter:
         for key, item in value.items():
             here = (*native, key)
             spec = keys.get(key)
+            ignored = IGNORED_SETTINGS.get(key.removesuffix("_ms").removesuffix("_minutes")) if name == "job" else None
+            if spec is None and ignored:
+                self.draft.note(render_loc(here), ignored)
+                continue
             if spec is None:
                 hint = _checks.did_you_mean(key, keys)
                 self.draft.problem(render_loc(here), f"unknown field{hint}")
@@ -350,18 +348,12 @@ class _Converter:
             if isinstance(value, str):
                 return [part.strip() for part in value.split(",")] if "," in value else [value]
             return value
-        if kind in ("duration_ms", "duration_minutes"):
+        if kind == "duration_ms":
             try:
-                millis = _checks.parse_duration_ms(value)
+                return _checks.parse_duration_ms(value)
             except ValueError as exc:
                 self.draft.issue(loc, str(exc))
                 return None
-            if kind == "duration_ms":
-                return millis
-            if millis % 60_000:
-                self.draft.issue(loc, f"must be a whole number of minutes, got {_checks.show(value)}")
-                return None
-            return millis // 60_000
         if kind == "event_time":
             return self.event_time(value, native, loc)
         raise AssertionError(kind)  # pragma: no cover
