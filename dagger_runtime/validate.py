@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import logging
 
+from .constants import check_constants, check_regexes, optimize, spark_failure
 from .errors import QueryError
 from .plan import JobPlan
 
@@ -100,7 +101,10 @@ def check_streaming(spark, dataframe, query) -> None:
         raise QueryError(f"cannot run on a stream: {first}", sql=query.source) from None
     # Spark runs an inner join of two streams with no time bound, keeping both streams for ever
     # (the optimizer puts WHERE conditions into the join; QueryExecution.optimizedPlan refuses a stream)
-    optimized = spark._jsparkSession.sessionState().optimizer().execute(plan)
+    optimized = optimize(spark, plan, query)
+    # a regex that reaches its function through a subquery's column is a literal only now
+    check_regexes(spark, [str(i).split("\0", 2) for i in
+                          jvm.dev.daggers.runtime.ConstantGuard.regexesOf(optimized)], query)
     if list(jvm.dev.daggers.runtime.StreamingChecks.unboundedJoins(optimized)):
         raise refuse("Join", "a join of two streams needs a time bound between their rowtimes, or it keeps "
                              "every message of both streams for ever; e.g. ON a.id = b.id AND b.rowtime "
@@ -111,7 +115,8 @@ def checked_query(spark, plan: JobPlan):
     """The job's query as a DataFrame over the stream tables registered in `spark`, after both
     sandbox checks and Spark's analysis; nothing has executed yet. The one path of checks that
     validate, preview and run share."""
-    from pyspark.errors import AnalysisException
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import AnalysisException, PySparkException
 
     from . import sandbox
 
@@ -125,7 +130,10 @@ def checked_query(spark, plan: JobPlan):
     except AnalysisException as e:
         columns = [c for t in tables for c in spark.table(t).columns]
         raise explain(e, plan.query, columns) from None
+    except (Py4JJavaError, PySparkException) as e:  # a constant evaluated while analysing (from_json's schema...)
+        raise spark_failure(e, plan.query) from None
     sandbox.check_analyzed(spark, dataframe, plan.query, tables)
+    check_constants(spark, dataframe._jdf.queryExecution().analyzed(), plan.query)
     return dataframe
 
 
@@ -195,7 +203,28 @@ def _check_literal_arguments(plan: JobPlan, spark) -> None:
         else:
             continue
         if isinstance(arg, exp.Literal) and arg.is_string:
-            problem = check(spark, arg.this)
+            problem = _json_path_size(arg.this) if what == "JSON path" else None
+            problem = problem or check(spark, arg.this)
             if problem:
                 line, col = locate(sql, node)
-                raise QueryError(f"{node.this}: bad {what} '{arg.this}': {problem}", line=line, col=col, sql=sql)
+                shown = arg.this if len(arg.this) <= 80 else arg.this[:80] + "..."
+                raise QueryError(f"{node.this}: bad {what} '{shown}': {problem}", line=line, col=col, sql=sql)
+
+
+def _json_path_size(path: str) -> str | None:
+    """A JSON path too long or nested too deeply for Jayway's recursive compiler."""
+    from .sql import allowlist
+
+    if len(path) > allowlist.MAX_JSON_PATH:
+        return f"it has {len(path):,} characters; a JSON path may have at most {allowlist.MAX_JSON_PATH:,}"
+    depth = deepest = 0
+    for c in path:
+        if c in "([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in ")]":
+            depth -= 1
+    if deepest > allowlist.MAX_JSON_PATH_NESTING:
+        return (f"its brackets and parentheses are nested {deepest} deep; at most "
+                f"{allowlist.MAX_JSON_PATH_NESTING}")
+    return None

@@ -106,21 +106,23 @@ def test_preview_rows_through_the_warm_process_are_the_rows_it_gives_alone(warm,
 
 
 def test_each_command_gets_a_session_of_its_own(spark):
+    # a name no other test gives a view: the shared session may hold theirs (preview's supply_data)
+    VIEW = "warm_session_probe"
     from dagger_runtime.session import build_session, sessions_of
 
     with sessions_of(spark):
         first = build_session("first", parallelism=3)
-        first.range(3).createOrReplaceTempView("supply_data")
-        first.table("supply_data").cache().count()
+        first.range(3).createOrReplaceTempView(VIEW)
+        first.table(VIEW).cache().count()
         assert first.conf.get("spark.sql.shuffle.partitions") == "3"
     with sessions_of(spark):
         second = build_session("second", parallelism=1)
-        assert not second.catalog.tableExists("supply_data")
+        assert not second.catalog.tableExists(VIEW)
         assert second.conf.get("spark.sql.shuffle.partitions") == "1"
         # the sandbox's settings hold in every session, not only in the one they were built with
         assert second.conf.get("spark.sql.variable.substitute") == "false"
         assert second.conf.get("spark.sql.runSQLOnFiles") == "false"
-    assert not spark.catalog.tableExists("supply_data")
+    assert not spark.catalog.tableExists(VIEW)
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
 

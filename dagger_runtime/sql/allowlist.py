@@ -135,4 +135,21 @@ def classify(name: str) -> str | None:
     return REFUSED_SPARK_FUNCTIONS.get(key, "is not a function a dagger query may call")
 
 
-__all__ = ["ALLOWED_SPARK_FUNCTIONS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify"]
+# --- What a dagger query's constants and shape may cost (dagger_runtime.validate, ConstantGuard) --
+# Spark evaluates constant expressions in the driver while it plans the query: past these caps a
+# query is refused instead of running the driver out of heap or holding it for hours.
+MAX_STRING_LITERAL = 1_048_576     # characters (or bytes) of one literal: 1 MB
+MAX_CONSTANT_COUNT = 100_000       # a constant count, length or position: repeat, space, lpad/rpad,
+                                   # array_repeat, array_insert, sequence's elements, printf widths
+MAX_CONSTANT_SIZE = 16_777_216     # what one constant expression may build, nested sizes multiplied
+MAX_NESTING_DEPTH = 400            # levels of the query's tree (each AND/OR of a chain is one)
+MAX_PAREN_DEPTH = 40               # parentheses (calls included) inside one another
+MAX_JSON_PATH = 1_024              # characters of a literal JSON path
+MAX_JSON_PATH_NESTING = 32         # brackets and parentheses inside one another in a JSON path
+CONSTANT_FOLDING_BUDGET_S = 10.0   # Spark's optimizer (constant folding) at validation
+REGEX_STEP_BUDGET = 200_000        # steps java.util.regex may take on a pumped text of
+REGEX_PUMP_LENGTH = 24             # this many characters, per constant regex
+
+__all__ = ["ALLOWED_SPARK_FUNCTIONS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify", "MAX_STRING_LITERAL",
+           "MAX_CONSTANT_COUNT", "MAX_CONSTANT_SIZE", "MAX_NESTING_DEPTH", "MAX_PAREN_DEPTH", "MAX_JSON_PATH", "MAX_JSON_PATH_NESTING",
+           "CONSTANT_FOLDING_BUDGET_S", "REGEX_STEP_BUDGET", "REGEX_PUMP_LENGTH"]

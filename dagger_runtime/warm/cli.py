@@ -11,6 +11,7 @@ import time
 from . import wire
 
 START_TIMEOUT_S = 240.0
+DEFAULT_COMMAND_TIMEOUT_S = 60.0  # as server.DEFAULT_COMMAND_TIMEOUT_S (not imported: the server loads Spark)
 DEFAULT_IDLE_S = 3 * 3600.0
 
 
@@ -33,6 +34,9 @@ def add_command(sub) -> None:
     for p in (start, serve):
         p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_S, metavar="SECONDS",
                        help=f"stop after this long without a command (default {DEFAULT_IDLE_S:.0f})")
+        p.add_argument("--command-timeout", type=float, default=DEFAULT_COMMAND_TIMEOUT_S, metavar="SECONDS",
+                       help="cancel a command's Spark jobs after this long and answer the next command "
+                            f"(exit 2; default {DEFAULT_COMMAND_TIMEOUT_S:.0f}; 0: no limit)")
     status = ws.add_parser("status", help="say whether a warm process answers, and since when",
                            description="Say whether a warm process answers (exit 0) or not (exit 3).")
     status.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -46,7 +50,7 @@ def _run(args) -> int:
     path = wire.socket_path()
     if args.warm_command == "serve":
         from .server import Server
-        return Server(path, args.idle_timeout).serve()
+        return Server(path, args.idle_timeout, args.command_timeout).serve()
     answer = ask("status")
     if args.warm_command == "status":
         if args.json:
@@ -70,10 +74,10 @@ def _run(args) -> int:
         return 0
     if answer is not None:
         ask("stop")
-    return _start(path, args.idle_timeout)
+    return _start(path, args.idle_timeout, args.command_timeout)
 
 
-def _start(path, idle_timeout: float) -> int:
+def _start(path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S) -> int:
     from rich.console import Console
 
     folder = wire.private_dir(path, create=True)
@@ -81,7 +85,8 @@ def _start(path, idle_timeout: float) -> int:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dagger_runtime", "warm", "serve", "--idle-timeout", str(idle_timeout)],
+            [sys.executable, "-m", "dagger_runtime", "warm", "serve", "--idle-timeout", str(idle_timeout),
+             "--command-timeout", str(command_timeout)],
             # from "/": with -m the start directory leads sys.path, and whatever .py files it holds
             # would shadow the runtime's modules for the process's whole life
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd="/")

@@ -43,11 +43,20 @@ class _Frames(io.TextIOBase):
         return False
 
 
+# how long a command may run before its Spark jobs are cancelled (`warm start --command-timeout`)
+DEFAULT_COMMAND_TIMEOUT_S = 60.0
+# after the cancel, how long the command has to end before the process gives up on it: work in the
+# driver that no cancel reaches (a JVM call that does not return) leaves only a restart
+CANCEL_GRACE_S = 15.0
+
+
 class Server:
-    def __init__(self, path: Path, idle_timeout: float):
-        self.path, self.idle_timeout = path, idle_timeout
+    def __init__(self, path: Path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S):
+        self.path, self.idle_timeout, self.command_timeout = path, idle_timeout, command_timeout
         self.started, self.served, self.spark, self.code = time.time(), 0, None, wire.fingerprint()
         self.stopping = False
+        self.timed_out = False
+        self.own_env = dict(os.environ)
 
     def _terminate(self, *_):
         self.stopping = True  # a command that catches the interrupt still ends the process after it
@@ -142,13 +151,17 @@ class Server:
             wire.send_frame(conn, wire.ACK, b"")
             began = time.monotonic()
             done = threading.Event()
-            watcher = threading.Thread(target=self._cancel_when_gone, args=(conn, done), daemon=True)
+            self.timed_out = False
+            watcher = threading.Thread(target=self._cancel_when_gone, args=(conn, done, began), daemon=True)
             watcher.start()
             try:
                 code = self._run(conn, request)
             finally:
                 done.set()
                 watcher.join()
+            if self.timed_out:
+                wire.send_frame(conn, wire.ERR, self._timeout_message().encode())
+                code = 2
             self.served += 1
             log.info("ran %s: exit %s in %.1f s", " ".join(request["argv"][:2]), code, time.monotonic() - began)
             wire.send_frame(conn, wire.EXIT, str(code).encode())
@@ -158,10 +171,31 @@ class Server:
             log.warning("a request failed: %s", type(e).__name__)
         return self._alive()
 
-    def _cancel_when_gone(self, conn: socket.socket, done: threading.Event) -> None:
-        """The client hung up (Ctrl-C, a closed terminal) during its command: cancel the command's
-        Spark jobs rather than run them for nobody while the next command waits."""
+    def _timeout_message(self) -> str:
+        return (f"error: the command ran longer than {self.command_timeout:.0f} s, the warm process's limit per "
+                "command (`warm start --command-timeout`); its Spark jobs were cancelled\n")
+
+    def _cancel_when_gone(self, conn: socket.socket, done: threading.Event, began: float | None = None) -> None:
+        """The client hung up (Ctrl-C, a closed terminal) during its command, or the command ran past
+        its time limit: cancel the command's Spark jobs rather than run them while the next command
+        waits. A command that the cancel does not end within CANCEL_GRACE_S is answered here and
+        the process restarts, so that it answers again."""
+        began = time.monotonic() if began is None else began
+        cancelled_at = None
         while not done.wait(0.5):
+            now = time.monotonic()
+            if cancelled_at is None and self.command_timeout and now - began > self.command_timeout:
+                log.warning("a command ran past %.0f s; cancelling its Spark jobs", self.command_timeout)
+                self.timed_out = True
+                cancelled_at = now
+                self.spark.sparkContext.cancelAllJobs()
+            elif cancelled_at is not None and now - cancelled_at > CANCEL_GRACE_S:
+                log.warning("the command did not end after its jobs were cancelled; restarting")
+                with contextlib.suppress(OSError):
+                    wire.send_frame(conn, wire.ERR, self._timeout_message().encode())
+                    wire.send_frame(conn, wire.EXIT, b"2")
+                self._restart()
+                return
             if select.select([conn], [], [], 0)[0]:  # a client sends nothing more: readable is EOF
                 try:
                     gone = conn.recv(1, socket.MSG_PEEK) == b""
@@ -172,9 +206,26 @@ class Server:
                     self.spark.sparkContext.cancelAllJobs()
                     return
 
+    def _restart(self) -> None:
+        """A fresh process in place of this one, whose main thread is held in the JVM: the JVM is
+        killed (with it whatever held the thread) and the same command line runs again."""
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        proc = getattr(getattr(self.spark.sparkContext, "_gateway", None), "proc", None)
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                proc.kill()
+                proc.wait(10)
+        os.chdir("/")
+        # the process's own environment, not that of the client whose command is stuck
+        os.execve(sys.executable, [sys.executable, "-m", "dagger_runtime", "warm", "serve",
+                                   "--idle-timeout", str(self.idle_timeout),
+                                   "--command-timeout", str(self.command_timeout)], self.own_env)
+
     def _status(self, request: dict) -> dict:
         return {"pid": os.getpid(), "socket": str(self.path), "started": self.started,
                 "commands_run": self.served, "idle_timeout_s": self.idle_timeout,
+                "command_timeout_s": self.command_timeout,
                 "current": request.get("fingerprint") == self.code}
 
     def _run(self, conn: socket.socket, request: dict) -> int:

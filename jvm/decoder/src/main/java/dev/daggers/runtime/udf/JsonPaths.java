@@ -46,6 +46,8 @@ public final class JsonPaths {
     try {
       JsonPath.compile(path);
       return null;
+    } catch (StackOverflowError e) {
+      return "the path is nested too deeply to compile";
     } catch (Exception e) {
       String message = e.getMessage();
       return message == null || message.isEmpty() ? e.getClass().getSimpleName() : message;
