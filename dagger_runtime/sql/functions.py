@@ -27,11 +27,14 @@ class DaggerFunction:
     vectorised: bool = False           # a UDF registered under `name` by dagger_runtime.udfs
     optional: int = 0                  # how many trailing params may be omitted
     aggregate: bool = False
+    variadic: bool = False             # the last param repeats (ROW(a, b, ...))
 
     def arity_ok(self, n: int) -> bool:
-        return len(self.params) - self.optional <= n <= len(self.params)
+        return len(self.params) - self.optional <= n <= (n if self.variadic else len(self.params))
 
     def signature(self) -> str:
+        if self.variadic:
+            return f"{self.name}({self.params[0]}, ...)"
         required = self.params[: len(self.params) - self.optional]
         optional = [f"[{p}]" for p in self.params[len(self.params) - self.optional:]]
         return f"{self.name}({', '.join([*required, *optional])})"
@@ -76,6 +79,7 @@ def rewrite(sql: str, tree: exp.Expression) -> set[str]:
     calls = [n for n in tree.walk() if isinstance(n, exp.Anonymous) and lookup(str(n.this))]
     # typed nodes sqlglot already knows under a dagger name (Split -> RegexpSplit)
     calls += [n for n in tree.walk() if type(n) in _TYPED]
+    budget = Budget(sql)
     for node in reversed(calls):  # innermost first, so nested dagger calls are rewritten too
         if isinstance(node, exp.Anonymous):
             fn = lookup(str(node.this))
@@ -91,15 +95,61 @@ def rewrite(sql: str, tree: exp.Expression) -> set[str]:
             used.add(fn.name)
             node.replace(exp.Anonymous(this=fn.name, expressions=[a.copy() for a in args]))
         elif fn.build is not None:
-            node.replace(fn.build(args))
+            budget.before(args, node)
+            try:
+                built = fn.build(args)
+            except QueryError as e:
+                if e.line is not None:
+                    raise
+                line, col = locate(sql, node)
+                raise QueryError(e.reason, line=line, col=col, sql=sql) from None
+            budget.spend(built, node)
+            node.replace(built)
     return used
+
+
+# A macro may repeat an argument (INITCAP reads its string six times), so nesting one in another
+# multiplies: the expressions built for one query are capped, and a query over the cap is refused
+# before its translation grows any further.
+MAX_TRANSLATED_NODES = 50_000
+# how many times the most repetitive macro reads one argument, for the check before a macro is built
+_MOST_REPEATS = 12
+
+
+class Budget:
+    def __init__(self, sql: str):
+        self.sql = sql
+        self.left = MAX_TRANSLATED_NODES
+
+    def before(self, args: list[exp.Expression], call: exp.Expression) -> None:
+        """Refuse before building a macro whose copies of its arguments could pass the cap."""
+        size = 0
+        for arg in args:
+            for _ in arg.walk():
+                size += _MOST_REPEATS
+                if size > self.left:
+                    self._refuse(call)
+
+    def spend(self, built: exp.Expression, call: exp.Expression) -> None:
+        for _ in built.walk():
+            self.left -= 1
+            if self.left < 0:
+                self._refuse(call)
+
+    def _refuse(self, call: exp.Expression) -> None:
+        line, col = locate(self.sql, call)
+        raise QueryError("refused: the query's functions, nested as written, translate into more than "
+                         f"{MAX_TRANSLATED_NODES:,} expressions; compute the inner value in a subquery "
+                         "and apply the outer function to its column", line=line, col=col, sql=self.sql)
 
 
 def _count(fn: DaggerFunction) -> str:
     lo, hi = len(fn.params) - fn.optional, len(fn.params)
+    if fn.variadic:
+        return f"{lo} or more"
     return str(hi) if lo == hi else f"{lo} to {hi}"
 
 
 _TYPED: dict[type, str] = {exp.RegexpSplit: "Split"}
 
-from . import catalog  # noqa: E402,F401  (registers the functions)
+from . import catalog, flink  # noqa: E402,F401  (register the functions)

@@ -44,6 +44,8 @@ _ALLOWED_NODES: frozenset[type] = frozenset({
     # literal and call syntax: x'ff', INTERVAL '1-2' YEAR TO MONTH, first(x) IGNORE NULLS,
     # mode() WITHIN GROUP (ORDER BY x)
     exp.HexString, exp.IntervalSpan, exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup,
+    # COUNT(*) FILTER (WHERE ...): an aggregate over the rows that pass, in Flink and Spark alike
+    exp.Filter,
 })
 # Nodes sqlglot does not model as functions but writes for Spark as one call (from_utc_timestamp,
 # to_utc_timestamp): checked by the name of that call.
@@ -134,8 +136,22 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
                                 "only reads its streams", line, col))
         return refusals
 
+    parens = too_many_parentheses(sql)
+    if parens is not None:
+        refusals.append(parens)
+        return refusals
+    deep, depth = _too_deep(tree)
+    if deep is not None:
+        # nothing else walks this tree: Python's and Spark's recursive code would overflow its stack
+        refuse(deep, f"the query is nested {depth} levels deep, more than the {allowlist.MAX_NESTING_DEPTH} "
+                     "allowed (each AND or OR of a chain, each operator and each call inside another is a "
+                     "level); split the condition, e.g. x IN (1, 2, 3) for a chain of ORs, or compute parts "
+                     "in a subquery")
+        return refusals
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     for node in tree.walk():
+        for problem in _costs(node):
+            refuse(node, problem)
         kind = type(node)
         if isinstance(node, exp.With) and node.args.get("recursive"):
             refuse(node, "WITH RECURSIVE is not allowed")
@@ -167,6 +183,132 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
         elif isinstance(node, (exp.Literal, exp.Identifier)) and "${" in str(node.this):
             refuse(node, "${...} is not allowed: Spark's variable substitution is off in daggers")
     return refusals
+
+
+def _too_deep(tree: exp.Expression) -> tuple[exp.Expression | None, int]:
+    """The first node deeper than MAX_NESTING_DEPTH and the tree's depth, found without recursion."""
+    stack, first, deepest = [(tree, 1)], None, 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > allowlist.MAX_NESTING_DEPTH and first is None:
+            first = node
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+    return first, deepest
+
+
+def too_many_parentheses(sql: str) -> Refusal | None:
+    """Parentheses (a call's included) nested deeper than MAX_PAREN_DEPTH, from the tokens: the
+    parser itself recurses once per level."""
+    try:
+        tokens = FlinkSQL().tokenize(sql)
+    except Exception:  # noqa: BLE001 - the parser reports the syntax error itself
+        return None
+    depth, deepest, where = 0, 0, None
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if depth == allowlist.MAX_PAREN_DEPTH + 1:
+                    where = token
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    if where is None:
+        return None
+    return Refusal(f"parentheses and calls are nested {deepest} deep, more than the {allowlist.MAX_PAREN_DEPTH} "
+                   "allowed; compute inner parts in a subquery or a WITH clause", where.line,
+                   where.col - len(where.text) + 1)
+
+
+# functions whose arguments after the first are regexes (Spark's and dagger's names)
+REGEX_FUNCTIONS = frozenset({"rlike", "regexp", "regexp_like", "regexp_extract", "regexp_extract_all",
+                             "regexp_replace", "regexp_count", "regexp_instr", "regexp_substr", "split",
+                             "str_to_map", "dartcontains", "similar_to", "regexp_split"})
+_REGEX_NODES = tuple(t for t in (getattr(exp, n, None) for n in ("RegexpLike", "RegexpILike", "SimilarTo"))
+                     if t is not None)
+
+
+_REGEX_LABELS = {"RegexpLike": "RLIKE", "RegexpILike": "ILIKE", "SimilarTo": "SIMILAR TO"}
+
+
+def _costs(node: exp.Expression) -> list[str]:
+    """What a node's literals would cost: an over-long string, a regex that backtracks for hours,
+    a DART refresh rate that is not an integer."""
+    from . import regexes
+
+    problems = []
+    if isinstance(node, exp.Literal) and node.is_string and len(node.this) > allowlist.MAX_STRING_LITERAL:
+        problems.append(f"a string literal of {len(node.this):,} characters; literals may have at most "
+                        f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)")
+        return problems
+    if isinstance(node, exp.HexString) and len(str(node.this)) // 2 > allowlist.MAX_STRING_LITERAL:
+        problems.append(f"a binary literal of {len(str(node.this)) // 2:,} bytes; literals may have at most "
+                        f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)")
+        return problems
+    if isinstance(node, (exp.Like, exp.ILike)):
+        pattern = node.expression
+        if isinstance(pattern, exp.Literal) and pattern.is_string:
+            why = regexes.problem(like_regex(pattern.this))
+            if why:
+                problems.append(f"the LIKE pattern '{_short(pattern.this)}' would backtrack for hours: as a regex, {why}")
+        return problems
+    name = None
+    if isinstance(node, _REGEX_NODES):
+        name, args = _REGEX_LABELS.get(type(node).__name__, type(node).__name__), [node.expression]
+    elif isinstance(node, exp.Func):
+        name = function_name(node).lower() if not isinstance(node, exp.Anonymous) else str(node.this).lower()
+        args = list(node.iter_expressions())[1:] if name in REGEX_FUNCTIONS else []
+        if name in ("dartcontains", "dartget"):
+            problems += _dart_numbers(name, list(node.expressions))
+            args = list(node.expressions)[2:3] if name == "dartcontains" else []
+    else:
+        args = []
+    for arg in args:
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            why = regexes.problem(arg.this)
+            if why:
+                label = name if name in _REGEX_LABELS.values() else f"{name}()"
+                problems.append(f"the regex '{_short(arg.this)}' of {label} would backtrack for hours: {why}")
+    return problems
+
+
+def _dart_numbers(name: str, args: list[exp.Expression]) -> list[str]:
+    """DartContains(list, field, regex_or_hours[, hours]) and DartGet(c, k, hours[, default]): a
+    number written as a refresh rate must be a whole number of hours."""
+    positions = (2, 3) if name == "dartcontains" else (2,)
+    out = []
+    for i in positions:
+        if i >= len(args):
+            continue
+        arg = args[i]
+        value = arg.this if isinstance(arg, exp.Neg) else arg
+        if isinstance(value, exp.Literal) and not value.is_string and not re.fullmatch(r"\d+", value.this):
+            out.append(f"{'DartContains' if name == 'dartcontains' else 'DartGet'}: the refresh rate "
+                       f"{arg.sql()} is not a whole number of hours; write e.g. 1 or 24")
+    return out
+
+
+def like_regex(pattern: str, escape: str = "\\") -> str:
+    """A LIKE pattern as the regex Spark runs it as: % any text, _ one character."""
+    out, i = ["(?s)"], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 1
+        elif c == "%":
+            out.append(".*")
+        elif c == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _check_call_shaped(node: exp.Expression) -> str | None:
@@ -226,6 +368,9 @@ def explain_unparsable(sql: str) -> Refusal | None:
     """Constructs sqlglot cannot parse but Spark would run, named from the tokens so the analyst
     hears what was refused rather than "syntax error": Hive's script forms (MAP/REDUCE/TRANSFORM
     ... USING 'command') and the IDENTIFIER clause."""
+    deep = too_many_parentheses(sql)
+    if deep is not None:
+        return deep
     try:
         tokens = FlinkSQL().tokenize(sql)
     except Exception:  # noqa: BLE001 - the caller reports the syntax error itself

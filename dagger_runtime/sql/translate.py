@@ -17,9 +17,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 
 from ..errors import QueryError
-from . import functions, guard, windows
+from . import flink, functions, guard, windows
 from .dialect import FlinkSQL
-from .positions import locate
+from .positions import locate, offset_to_line_col
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ def parse(sql: str) -> exp.Expression:
         _refuse_unparsable(text)
         raise QueryError(f"syntax error: the query cannot be parsed ({type(e).__name__})") from None
     except RecursionError:
+        _refuse_unparsable(text)  # says how deep, and the limit
         raise QueryError("syntax error: the query is nested too deeply") from None
     if len(statements) != 1:
         raise QueryError(f"a dagger runs exactly one SELECT query; found {len(statements)} statements")
@@ -100,6 +101,11 @@ def parse(sql: str) -> exp.Expression:
 
 def _refuse_unparsable(text: str) -> None:
     """A query sqlglot cannot parse but Spark would run is refused by name, not as a syntax error."""
+    flink_syntax = flink.explain_unparsable(text)
+    if flink_syntax:
+        what, offset = flink_syntax
+        line, col = offset_to_line_col(text, offset)
+        raise QueryError(f"refused: {what}", line=line, col=col, sql=text) from None
     refusal = guard.explain_unparsable(text)
     if refusal:
         raise QueryError(f"refused: {refusal.what}", line=refusal.line, col=refusal.col, sql=text) from None
@@ -121,12 +127,15 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
     """Translate the analyst's query for the job whose stream tables are `tables`."""
     text = sql.strip().rstrip(";")
     tree = parse(text)
+    parsed = tree.copy()
+    # Flink constructs sqlglot reads as typed nodes, in their Spark form before the check, so that
+    # the check sees what will run
+    flink.normalise(text, tree)
     refusals = guard.check(text, tree, tables)
     if refusals:
         first = refusals[0]
         more = "".join(f"\n  also refused: {r}" for r in dict.fromkeys(refusals[1:]) if r != first)
         raise QueryError(f"refused: {first.what}{more}", line=first.line, col=first.col, sql=text)
-    parsed = tree.copy()
     found = windows.rewrite(text, tree, rowtime)
     used_udfs = functions.rewrite(text, tree)
     by_name = {t.lower(): t for t in tables}

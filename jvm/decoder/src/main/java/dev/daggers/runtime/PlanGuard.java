@@ -53,7 +53,7 @@ public final class PlanGuard {
       "Project", "Filter", "Aggregate", "Join", "Union", "Distinct", "SubqueryAlias", "Generate",
       "Window", "WithWindowDefinition", "Sort", "GlobalLimit", "LocalLimit", "UnresolvedWith");
   private static final Set<String> PARSED_OPERATORS_ANALYSIS = names(ANALYSIS,
-      "UnresolvedSubqueryColumnAliases");
+      "UnresolvedSubqueryColumnAliases", "UnresolvedHaving");
 
   /** Operators of an analysed dagger query: the same shapes, resolved, plus what the analyser adds
    *  for windows (Expand for sliding windows) and CTEs. */
@@ -80,7 +80,8 @@ public final class PlanGuard {
       names(EXPR, "KnownNullable", "DatetimeSub", "TimeAdd", "DateAddInterval", "DateAddYMInterval",
           "TimestampAddYMInterval", "TimestampAddInterval", "SubtractTimestamps", "SubtractDates",
           "DateAdd", "DateSub", "MultiplyInterval", "DivideInterval", "MultiplyYMInterval",
-          "MultiplyDTInterval", "DivideYMInterval", "DivideDTInterval", "UnaryMinus"),
+          "MultiplyDTInterval", "DivideYMInterval", "DivideDTInterval", "UnaryMinus",
+          "ExtractANSIIntervalDays"),
       names(EXPR + "aggregate.", "AggregateExpression", "Complete$"),
       names(ANALYSIS, "UnresolvedAttribute", "UnresolvedStar", "UnresolvedAlias",
           "UnresolvedExtractValue", "UnresolvedWindowExpression", "UnresolvedOrdinal"));
