@@ -8,8 +8,9 @@ JVM_DIR   := .jvm
 MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
+FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
+.PHONY: all venv jars flink conformance conformance-table servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
 all: test
 
 help:
@@ -20,6 +21,9 @@ help:
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
+	@echo "make flink  - fetch Apache Flink 1.20 (Maven) and build the conformance suite's runner"
+	@echo "make conformance - every case of the Flink conformance corpus on Flink and on ours"
+	@echo "make conformance-table - regenerate docs/reference/flink-conformance.md from the corpus"
 	@echo "make lab-up / lab-status / lab-down - the lab on this machine, through playbooks/ (DAGGER_LAB_DIR, default .lab)"
 	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
 	@echo "make infra-check    - validate every team spec and check CODEOWNERS is current"
@@ -53,14 +57,38 @@ $(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fe
 	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(DECODER_SRC)
 	@jar cf $@ -C $(JVM_DIR)/build .
 
+# Apache Flink 1.20 and the conformance runner (tests/test_conformance_flink.py, `make conformance`)
+flink: $(JVM_DIR)/flink/conformance-runner.jar
+
+$(JVM_DIR)/flink/.fetched: jvm/flink/pom.xml
+	@echo ">> fetching Apache Flink 1.20 for the conformance suite (Maven)"
+	@rm -rf $(JVM_DIR)/flink && mkdir -p $(JVM_DIR)/flink/deps
+	@cd jvm/flink && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/flink/deps
+	@touch $@
+
+$(JVM_DIR)/flink/conformance-runner.jar: $(JVM_DIR)/flink/.fetched $(FLINK_SRC) jvm/flink/log4j2.properties
+	@echo ">> compiling the Flink conformance runner"
+	@rm -rf $(JVM_DIR)/flink/build && mkdir -p $(JVM_DIR)/flink/build
+	@javac -nowarn --release 17 -encoding UTF-8 -d $(JVM_DIR)/flink/build -cp "$(JVM_DIR)/flink/deps/*" $(FLINK_SRC)
+	@# in the jar, so however the runner is started its stdout carries JSON only
+	@cp jvm/flink/log4j2.properties $(JVM_DIR)/flink/build/
+	@jar cf $@ -C $(JVM_DIR)/flink/build .
+
+# every case of the corpus (the fast subset runs in `make test`); then the docs' table
+conformance: venv jars flink
+	DAGGER_CONFORMANCE=all $(PY) -m pytest -p no:cacheprovider tests/test_conformance_flink.py $(PYTEST_ARGS)
+
+conformance-table: venv
+	$(PY) -m tests.conformance.table
+
 # the Debian packages of the servers the tests start (InfluxDB, VictoriaMetrics, PostgreSQL)
 servers: venv
 	@$(PY) -m lab.packages
 
-test: venv jars servers
+test: venv jars flink servers
 	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup $(PYTEST_ARGS)
 
-test-fast: venv jars servers
+test-fast: venv jars flink servers
 	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)
 
 test-infra: venv
