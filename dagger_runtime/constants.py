@@ -12,11 +12,18 @@ def check_constants(spark, analyzed, query) -> None:
     counts and sizes within allowlist's caps (ConstantGuard.java), and every regex given as a
     constant, however it is spelt or built (concat of literals...), checked for catastrophic
     backtracking: statically (sql.regexes) and on pumped texts under a step budget."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
     from .sql import allowlist
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
-    items = [str(i).split("\0", 2) for i in guard.check(analyzed, allowlist.MAX_STRING_LITERAL,
-                                                         allowlist.MAX_CONSTANT_COUNT, allowlist.MAX_CONSTANT_SIZE)]
+    try:  # it evaluates constant counts: under the same time budget as the optimizer
+        checked = guard.check(analyzed, allowlist.MAX_STRING_LITERAL, allowlist.MAX_CONSTANT_COUNT,
+                              allowlist.MAX_CONSTANT_SIZE, int(allowlist.CONSTANT_FOLDING_BUDGET_S * 1000))
+        items = [str(i).split("\0", 2) for i in checked]
+    except (Py4JError, PySparkException) as e:
+        raise _folding_refusal(e, query, analyzed, spark) from None
     for kind, function, text in items:
         if kind == "refuse":
             raise refuse_call(query, function, f"{{call}}(): {text}")
@@ -32,6 +39,16 @@ def check_regexes(spark, items, query) -> None:
     for kind, function, pattern in items:
         if kind != "regex":
             continue
+        shown = pattern if len(pattern) <= 60 else pattern[:60] + "..."
+        if len(pattern) > allowlist.MAX_REGEX_LENGTH:
+            raise refuse_call(query, function, f"the regex '{shown}' of {{call}}() has {len(pattern):,} characters; "
+                                               f"a regex may have at most {allowlist.MAX_REGEX_LENGTH:,}",
+                              literal=pattern)
+        invalid = guard.regexError(pattern)
+        if invalid is not None:
+            raise refuse_call(query, function, f"{{call}}() fails on its constant arguments, so it would fail on "
+                                               f"every row: the regex '{shown}' is not valid: {invalid}",
+                              literal=pattern)
         why = regexes.problem(pattern)
         if why is None:
             slow = guard.regexProblem(pattern, allowlist.REGEX_PUMP_LENGTH, allowlist.REGEX_STEP_BUDGET)
@@ -40,7 +57,6 @@ def check_regexes(spark, items, query) -> None:
                        f"{len(slow)}-character text {slow[:40]!r}, and takes far longer on longer texts; "
                        "make each character matchable in one way only")
         if why:
-            shown = pattern if len(pattern) <= 60 else pattern[:60] + "..."
             raise refuse_call(query, function, f"the regex '{shown}' of {{call}}() would "
                                                f"backtrack for hours: {why}", literal=pattern)
 
@@ -57,11 +73,22 @@ def optimize(spark, analyzed, query):
     try:
         return guard.optimize(spark._jsparkSession, analyzed, int(allowlist.CONSTANT_FOLDING_BUDGET_S * 1000))
     except (Py4JJavaError, PySparkException) as e:
-        text = _java_message(e)
-        if "TimeoutException" in _java_class(e) or text.startswith("Spark took longer than"):
-            raise QueryError(f"refused: {text}; a dagger's constants must be cheap to compute (no long "
-                             "strings compared or searched in constants)", sql=query.source) from None
-        raise spark_failure(e, query, analyzed, spark) from None
+        raise _folding_refusal(e, query, analyzed, spark) from None
+
+
+def _folding_refusal(e, query, analyzed, spark) -> QueryError:
+    """A failure while constants were evaluated (checked or folded): past the time budget, or
+    Spark's error (out of memory included), as a refusal."""
+    from py4j.protocol import Py4JJavaError
+
+    if not isinstance(e, Py4JJavaError) and type(e).__module__.startswith("py4j"):
+        return QueryError(f"refused: Spark could not check the query's constants: {str(e).splitlines()[0]}",
+                          sql=query.source)
+    text = _java_message(e)
+    if "TimeoutException" in _java_class(e) or text.startswith("Spark took longer than"):
+        return QueryError(f"refused: {text}; a dagger's constants must be cheap to compute (no long "
+                          "strings compared or searched in constants)", sql=query.source)
+    return spark_failure(e, query, analyzed, spark)
 
 
 def _java_class(e) -> str:

@@ -149,7 +149,9 @@ MAX_JSON_PATH_NESTING = 32         # brackets and parentheses inside one another
 CONSTANT_FOLDING_BUDGET_S = 10.0   # Spark's optimizer (constant folding) at validation
 REGEX_STEP_BUDGET = 200_000        # steps java.util.regex may take on a pumped text of
 REGEX_PUMP_LENGTH = 24             # this many characters, per constant regex
+MAX_REGEX_LENGTH = 10_000          # characters of one constant regex or LIKE pattern
+MAX_QUERY_TEXT = 262_144           # characters of the query's text, checked before it is parsed
 
 __all__ = ["ALLOWED_SPARK_FUNCTIONS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify", "MAX_STRING_LITERAL",
            "MAX_CONSTANT_COUNT", "MAX_CONSTANT_SIZE", "MAX_NESTING_DEPTH", "MAX_PAREN_DEPTH", "MAX_JSON_PATH", "MAX_JSON_PATH_NESTING",
-           "CONSTANT_FOLDING_BUDGET_S", "REGEX_STEP_BUDGET", "REGEX_PUMP_LENGTH"]
+           "CONSTANT_FOLDING_BUDGET_S", "REGEX_STEP_BUDGET", "REGEX_PUMP_LENGTH", "MAX_REGEX_LENGTH", "MAX_QUERY_TEXT"]

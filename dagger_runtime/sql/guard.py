@@ -197,6 +197,24 @@ def _too_deep(tree: exp.Expression) -> tuple[exp.Expression | None, int]:
     return first, deepest
 
 
+def query_too_long(sql: str) -> str | None:
+    """A query text past MAX_QUERY_TEXT, said before it is parsed (parsing and Spark's analysis of
+    hundreds of thousands of tokens take minutes)."""
+    if len(sql) > allowlist.MAX_QUERY_TEXT:
+        return (f"the query has {len(sql):,} characters; a dagger's query may have at most "
+                f"{allowlist.MAX_QUERY_TEXT:,} (256 KB): keep long lists of values in a DART or a "
+                "lookup, not in the query")
+    return None
+
+
+def regex_too_long(regex: str) -> str | None:
+    """A regex past MAX_REGEX_LENGTH, said before its static check runs."""
+    if len(regex) > allowlist.MAX_REGEX_LENGTH:
+        return (f"it has {len(regex):,} characters; a regex or LIKE pattern may have at most "
+                f"{allowlist.MAX_REGEX_LENGTH:,}")
+    return None
+
+
 def too_many_parentheses(sql: str) -> Refusal | None:
     """Parentheses (a call's included) nested deeper than MAX_PAREN_DEPTH, from the tokens: the
     parser itself recurses once per level."""
@@ -249,6 +267,10 @@ def _costs(node: exp.Expression) -> list[str]:
     if isinstance(node, (exp.Like, exp.ILike)):
         pattern = node.expression
         if isinstance(pattern, exp.Literal) and pattern.is_string:
+            long = regex_too_long(pattern.this)
+            if long:
+                problems.append(f"the LIKE pattern '{_short(pattern.this)}': {long}")
+                return problems
             why = regexes.problem(like_regex(pattern.this))
             if why:
                 problems.append(f"the LIKE pattern '{_short(pattern.this)}' would backtrack for hours: as a regex, {why}")
@@ -266,9 +288,13 @@ def _costs(node: exp.Expression) -> list[str]:
         args = []
     for arg in args:
         if isinstance(arg, exp.Literal) and arg.is_string:
+            label = name if name in _REGEX_LABELS.values() else f"{name}()"
+            long = regex_too_long(arg.this)
+            if long:
+                problems.append(f"the regex '{_short(arg.this)}' of {label}: {long}")
+                continue
             why = regexes.problem(arg.this)
             if why:
-                label = name if name in _REGEX_LABELS.values() else f"{name}()"
                 problems.append(f"the regex '{_short(arg.this)}' of {label} would backtrack for hours: {why}")
     return problems
 

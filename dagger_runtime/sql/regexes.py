@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 
 # more unbounded repetitions than this in a row that overlap: refused (a*a*a*b is 3: allowed)
 MAX_OVERLAPPING_REPEATS = 3
+# more '.*' (any character, unbounded) than this in one pattern: refused ('.*foo.*bar.*' is 3)
+MAX_WILDCARDS = 3
+# a counted repetition {n} of a part of variable length ((a{1,2}){40}, (a?){40}): refused from n = 10
+MAX_COUNTED_VARIABLE = 10
 INF = float("inf")
 
 # the characters sets are compared on: ASCII, a few beyond, and every character the regex names
@@ -465,7 +469,19 @@ def problem(regex: str) -> str | None:
     except (_Unsupported, ValueError, IndexError, RecursionError):
         return None  # Java's own compile reports a malformed regex; the JVM budget judges the rest
     alphabet = list(dict.fromkeys(_ALPHABET_BASE + sorted(parser.literals)))
+    wildcards = [n for n in _walk(tree) if n.kind == "repeat" and n.hi == INF and n.greedy_backtracks
+                 and n.items[0].kind == "chars" and sum(n.items[0].chars.has(chr(c)) for c in range(128)) >= 120]
+    if len(wildcards) > MAX_WILDCARDS:
+        return (f"{len(wildcards)} repetitions of any character ('.*', or '%' in LIKE) in one pattern, so a "
+                f"text that does not match is tried in about n^{len(wildcards)} ways (hours on a few thousand "
+                f"characters); at most {MAX_WILDCARDS} may appear in one pattern")
     for node in _walk(tree):
+        if (node.kind == "repeat" and node.hi != INF and node.hi >= MAX_COUNTED_VARIABLE and node.greedy_backtracks
+                and any(x.kind == "repeat" and x.lo != x.hi and x.greedy_backtracks for x in _walk(node.items[0]))):
+            return (f"the repetition {node.text!r} repeats a part of variable length up to {int(node.hi)} times, "
+                    "so a text that does not match is cut between the rounds in exponentially many ways "
+                    "(hours on a few dozen characters); repeat a part of fixed length, or at most "
+                    f"{MAX_COUNTED_VARIABLE - 1} times")
         if node.kind == "repeat" and node.hi > 1 and node.greedy_backtracks:
             body = node.items[0]
             found = _nested(body, alphabet)

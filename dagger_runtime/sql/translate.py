@@ -73,6 +73,9 @@ def parse(sql: str) -> exp.Expression:
     text = sql.strip().rstrip(";")
     if not text:
         raise QueryError("the query is empty")
+    too_long = guard.query_too_long(text)
+    if too_long:
+        raise QueryError(f"refused: {too_long}")
     try:
         with _quiet_parser():
             statements = [s for s in sqlglot.parse(text, read=FlinkSQL) if s is not None]

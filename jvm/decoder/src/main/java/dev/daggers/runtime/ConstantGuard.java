@@ -63,6 +63,30 @@ public final class ConstantGuard {
     return out.toArray(new String[0]);
   }
 
+  /**
+   * {@link #check} in a thread of its own, for at most {@code millis} (it evaluates constant
+   * counts, which may be slow): a TimeoutException past that, as {@link #optimize} does; an
+   * OutOfMemoryError or any other failure is thrown to the caller, who says it as a refusal.
+   */
+  public static String[] check(LogicalPlan analyzed, long maxString, long maxCount, long maxConstant, long millis)
+      throws Exception {
+    return budgeted(() -> check(analyzed, maxString, maxCount, maxConstant), millis,
+        "Spark took longer than " + (millis / 1000.0) + " s to evaluate the query's constant expressions");
+  }
+
+  /** A regex's own syntax error (Java's message, first line), or null when it compiles. */
+  public static String regexError(String regex) {
+    try {
+      Pattern.compile(regex);
+      return null;
+    } catch (java.util.regex.PatternSyntaxException e) {
+      String d = e.getDescription();
+      return (d == null ? "invalid" : d) + (e.getIndex() >= 0 ? " near index " + e.getIndex() : "");
+    } catch (RuntimeException | StackOverflowError e) {
+      return e.getClass().getSimpleName();
+    }
+  }
+
   /** Each function Spark implements by another (to_timestamp, url_decode, regexp_count...)
    *  replaced by that one, as the optimizer does before it folds constants. */
   private static final class Replace
@@ -172,6 +196,9 @@ public final class ConstantGuard {
         return Long.MAX_VALUE;  // a child is refused: nothing above it is evaluated
       }
       long bound = bound(e, sizes, sum);
+      if (bound > 1 && scalar(e)) {
+        bound = 1;  // a number, boolean or time: one value, however large what it read
+      }
       if (bound > maxConstant && refusals.isEmpty() && (BUILDERS.contains(e.getClass().getSimpleName())
           || constant(e))) {
         // a constant is built in the driver while Spark plans the query; one that reads a column too,
@@ -185,6 +212,18 @@ public final class ConstantGuard {
         regex(e);
       }
       return bound;
+    }
+
+    /** Whether e's value is one fixed-size value (a number, boolean, date or timestamp). */
+    private static boolean scalar(Expression e) {
+      try {
+        org.apache.spark.sql.types.DataType t = e.dataType();
+        return t instanceof org.apache.spark.sql.types.AtomicType
+            && !(t instanceof org.apache.spark.sql.types.StringType)
+            && !(t instanceof org.apache.spark.sql.types.BinaryType);
+      } catch (Exception ex) {  // a window frame has no type (Spark's SparkException, a checked one)
+        return false;
+      }
     }
 
     /** What builds more than it reads: the functions bound() multiplies for. */
@@ -250,10 +289,62 @@ public final class ConstantGuard {
         case "ArrayAggregate":
         case "ArrayReduce":
           return aggregate(args, sizes);
+        case "StringReplace":
+          // each character of the text may be replaced by the whole replacement
+          return add(sum, mul(sizes.get(0), args.size() > 2 ? sizes.get(2) : 1));
+        case "ArrayJoin":
+        case "ConcatWs":
+          // a delimiter (and null replacement) between every two elements
+          return add(sum, mul(sum, sum));
+        case "Hex":
+          return add(mul(sum, 2), 64);
+        case "Bin":
+          return add(sum, 64);
+        case "Cast":
+        case "Upper":
+        case "Lower":
+        case "InitCap":
+          return add(mul(sum, 3), 64);
+        case "Base64":
+        case "Encode":
+        case "Decode":
+        case "StringDecode":
+        case "ToJson":
+        case "StructsToJson":
+        case "ToCsv":
+        case "StructsToCsv":
+        case "ToXml":
+        case "StructsToXml":
+        case "UrlEncode":
+          return mul(sum, 12);
         default:
-          return sum;
+          if (NO_GROWTH.contains(cls) || e instanceof Literal || e.children().isEmpty()) {
+            return sum;
+          }
+          // a function not known to build no more than it reads: bounded conservatively
+          return mul(sum, 16);
       }
     }
+
+    /** Functions known to build at most what they read (their arguments' sizes added). */
+    private static final Set<String> NO_GROWTH = Set.of("Concat", "Substring", "Left", "Right", "StringTrim",
+        "StringTrimLeft", "StringTrimRight", "StringTrimBoth", "Length", "OctetLength", "BitLength", "Levenshtein",
+        "Size", "Reverse", "CreateArray", "CreateNamedStruct", "CreateMap", "GetStructField", "GetArrayItem",
+        "GetMapValue", "ElementAt", "Coalesce", "If", "CaseWhen", "Least", "Greatest", "Alias", "AttributeReference",
+        "BoundReference", "And", "Or", "Not", "EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual",
+        "GreaterThan", "GreaterThanOrEqual", "In", "InSet", "IsNull", "IsNotNull", "Add", "Subtract", "Multiply",
+        "Divide", "Remainder", "Pmod", "IntegralDivide", "UnaryMinus", "UnaryPositive", "Abs", "RLike", "Like",
+        "ILike", "StringInstr", "StringLocate", "Contains", "StartsWith", "EndsWith", "ArrayContains",
+        "Md5", "Sha1", "Sha2", "Crc32", "Murmur3Hash", "XxHash64", "NamedLambdaVariable", "LambdaFunction",
+        "RegExpExtract", "RegExpExtractAll", "StringSplit", "SubstringIndex", "ArrayDistinct", "Slice",
+        "Flatten", "ArrayUnion", "ArrayExcept", "ArrayIntersect", "ArrayMin", "ArrayMax", "Count", "Sum", "Min",
+        "Max", "Average", "First", "Last", "AggregateExpression", "KnownNotNull", "KnownFloatingPointNormalized",
+        "NormalizeNaNAndZero", "TimeWindow", "PreciseTimestampConversion", "EventTimeWatermark", "ScalarSubquery",
+        "Exists", "ListQuery", "InSubquery", "UnBase64", "Unhex", "FromJson", "JsonToStructs", "GetJsonObject",
+        "Nvl", "Nvl2", "IfNull", "NullIf", "Round", "BRound", "Floor", "Ceil", "DateAdd", "DateSub",
+        "DateFormatClass", "ToUnixTimestamp", "UnixTimestamp", "FromUnixTime", "ParseToDate", "ParseToTimestamp",
+        "WindowTime", "SortOrder", "Ascending", "Descending", "ArrayPosition", "MapKeys", "MapValues",
+        "GetTimestamp", "CurrentTimestamp", "Now", "CurrentDate");
 
     /** aggregate(array, zero, merge[, finish]): a merge that uses the accumulator k times can
      *  multiply it by k at each element (k^n); once, it grows by what one merge adds. */
@@ -280,9 +371,16 @@ public final class ConstantGuard {
     }
 
     private long uses(Expression e, Object exprId) {
+      if (scalar(e)) {
+        return 0;  // length(acc), acc = 'x'...: one value, not the accumulator's size
+      }
       long n = e instanceof NamedLambdaVariable && ((NamedLambdaVariable) e).exprId().equals(exprId) ? 1 : 0;
       for (Object child : CollectionConverters.asJava(e.children())) {
         n += uses((Expression) child, exprId);
+      }
+      String cls = e.getClass().getSimpleName();
+      if (n > 0 && !(e instanceof NamedLambdaVariable) && !NO_GROWTH.contains(cls)) {
+        return Math.max(n, 2);  // inside something that may multiply it (repeat(acc, 2), hex(acc)...)
       }
       return n;
     }
@@ -300,9 +398,26 @@ public final class ConstantGuard {
       return mul(elements, body);
     }
 
+    /** Whether a constant argument could build more than the cap (it and all it reads are
+     *  bounded), refused then: it is never evaluated. */
+    private boolean tooBig(Expression e, Expression arg) {
+      long size = expression(arg);
+      if (size > maxConstant || !refusals.isEmpty()) {
+        if (refusals.isEmpty()) {
+          refuse(e, "an argument would build about " + size + " characters or elements from its constants "
+              + "before it is used; an expression may build at most " + maxConstant + " from its constants");
+        }
+        return true;
+      }
+      return false;
+    }
+
     /** A count argument's value when it is a constant (refused beyond the cap), else 0. */
     private long count(Expression e, Expression arg, String what) {
       if (!constant(arg)) {
+        return 0;
+      }
+      if (tooBig(e, arg)) {
         return 0;
       }
       Object v = evaluate(arg);
@@ -320,6 +435,11 @@ public final class ConstantGuard {
       for (Expression a : args) {
         if (!constant(a)) {
           return 0;  // at run time, per row
+        }
+      }
+      for (Expression a : args) {
+        if (tooBig(e, a)) {
+          return 0;
         }
       }
       Object start = evaluate(args.get(0));
@@ -369,7 +489,7 @@ public final class ConstantGuard {
 
     /** The widest field a constant printf/format_string format asks for. */
     private long formatWidth(Expression e, Expression format) {
-      if (!constant(format)) {
+      if (!constant(format) || tooBig(e, format)) {
         return 0;
       }
       Object v = evaluate(format);
@@ -425,7 +545,7 @@ public final class ConstantGuard {
           return;
       }
       for (Expression p : patterns) {
-        if (!constant(p)) {
+        if (!constant(p) || tooBig(e, p)) {
           continue;
         }
         Object v = evaluate(p);
@@ -631,8 +751,17 @@ public final class ConstantGuard {
     }
     String[] ends = {"", "!", "\u0000", "\n"};
     long[] steps = new long[1];
+    StringBuilder prefix = new StringBuilder();  // what the regex must start with: ^q(a...) needs "q"
+    for (int i = regex.startsWith("^") ? 1 : 0; i < regex.length() && prefix.length() < 64; i++) {
+      char c = regex.charAt(i);
+      boolean quantified = i + 1 < regex.length() && "*+?{".indexOf(regex.charAt(i + 1)) >= 0;
+      if (!Character.isLetterOrDigit(c) || quantified) {
+        break;
+      }
+      prefix.append(c);
+    }
     for (String unit : units) {
-      StringBuilder pumped = new StringBuilder();
+      StringBuilder pumped = new StringBuilder(prefix);
       while (pumped.length() < length) {
         pumped.append(unit);
       }
@@ -670,10 +799,17 @@ public final class ConstantGuard {
    */
   @SuppressWarnings({"deprecation", "removal"})
   public static LogicalPlan optimize(SparkSession spark, LogicalPlan analyzed, long millis) throws Exception {
+    return budgeted(() -> spark.sessionState().optimizer().execute(analyzed), millis,
+        "Spark took longer than " + (millis / 1000.0) + " s to evaluate the query's constant expressions");
+  }
+
+  /** work() in a thread of its own for at most millis, else a TimeoutException saying timeout. */
+  @SuppressWarnings({"deprecation", "removal", "unchecked"})
+  static <T> T budgeted(java.util.concurrent.Callable<T> work, long millis, String timeout) throws Exception {
     AtomicReference<Object> result = new AtomicReference<>();
     Thread worker = new Thread(() -> {
       try {
-        result.set(spark.sessionState().optimizer().execute(analyzed));
+        result.set(work.call());
       } catch (Throwable t) {
         result.set(t);
       }
@@ -688,8 +824,7 @@ public final class ConstantGuard {
       } catch (Throwable ignored) {
         // Java 20+: a thread cannot be stopped; it is left to end on its own
       }
-      throw new java.util.concurrent.TimeoutException(
-          "Spark took longer than " + (millis / 1000.0) + " s to evaluate the query's constant expressions");
+      throw new java.util.concurrent.TimeoutException(timeout);
     }
     Object out = result.get();
     if (out instanceof Exception) {
@@ -698,6 +833,6 @@ public final class ConstantGuard {
     if (out instanceof Error) {
       throw (Error) out;
     }
-    return (LogicalPlan) out;
+    return (T) out;
   }
 }
