@@ -99,6 +99,14 @@ def value(spark, expression: str):
     ("CONVERT_TZ('2020-01-01 10:00:00.123', 'UTC', 'Asia/Jakarta')", "2020-01-01 17:00:00"),
     ("CONVERT_TZ('2020-01-01 10:00:00', 'PST', 'GMT+07:00')", "2020-01-02 01:00:00"),
     ("CONVERT_TZ('junk', 'UTC', 'Asia/Jakarta')", None),
+    # Flink 1.20.3: GMT+8 and GMT+0800 are +08:00; GMT-05:30 to Asia/Jakarta adds 12:30
+    ("CONVERT_TZ('2020-01-01 00:00:00', 'UTC', 'GMT+8')", "2020-01-01 08:00:00"),
+    ("CONVERT_TZ('2020-01-01 00:00:00', 'UTC', 'GMT+0800')", "2020-01-01 08:00:00"),
+    ("CONVERT_TZ('2020-01-01 00:00:00', 'GMT-05:30', 'Asia/Jakarta')", "2020-01-01 12:30:00"),
+    # patterns: digits, space, - : . , / _ and quoted text as written (Flink 1.20.3 formats
+    # 2020-01-02 03:04:05 with this pattern as '2020-01-02 1_3/4.5,x')
+    ("DATE_FORMAT(rowtime, 'yyyy-MM-dd 1_H/m.s,''x''')", "2020-01-29 1_10/15.30,x"),
+    ("DATE_FORMAT(rowtime, 'yyyy''''MM')", "2020'01"),
     # numbers
     ("TRUNCATE(total_fare, 1)", 42.3),
     ("TRUNCATE(0.29E0, 2)", 0.29),
@@ -184,6 +192,17 @@ def value(spark, expression: str):
     ("arr[1]", 10),
     ("arr[3]", 30),
     ("arr[4]", None),
+    # a position computed per row: below 1 is NULL in Flink (checked on Flink 1.20.3 with a
+    # repeated proto field: items[0] and items[-1] computed from a column are NULL), where Spark's
+    # element_at fails the row (0) or counts from the end (-1)
+    ("arr[i - 6]", 10),
+    ("arr[i - 7]", None),
+    ("arr[i - 8]", None),
+    ("arr[neg]", None),
+    # a map's key is any value, 0 and below too (Flink 1.20.3: MAP[0, 'a', -1, 'b'][0] is 'a')
+    ("MAP[0, 'a', -1, 'b'][0]", "a"),
+    ("MAP[0, 'a', -1, 'b'][i - 8]", "b"),
+    ("MAP[0, 'a', -1, 'b'][i - 7]", "a"),
     ("arr[i - 6]", 10),
     ("element_at(arr, 2)", 20),
     ("try_element_at(arr, 5)", None),
@@ -200,6 +219,9 @@ def value(spark, expression: str):
     ("CARDINALITY(CAST(NULL AS ARRAY<INT>))", None),
     ("STR_TO_MAP('a=1,b=2')['b']", "2"),
     ("STR_TO_MAP('a:1;b:2', ';', ':')['a']", "1"),
+    # Flink splits at the delimiters as text (Spark's str_to_map as regexes: '|' would split everywhere)
+    ("STR_TO_MAP('a.1|b.2', '|', '.')['b']", "2"),
+    ("STR_TO_MAP('a=1+b=2', '+', '=')['a']", "1"),
     ("FROM_BASE64('aGVsbG8gd29ybGQ=')", "hello world"),
     ("TO_BASE64('hello world')", "aGVsbG8gd29ybGQ="),
     ("j IS JSON", True),
@@ -208,6 +230,7 @@ def value(spark, expression: str):
     ("j IS JSON OBJECT", True),
     ("j IS JSON ARRAY", False),
     ("nothing IS JSON", False),
+    ("j IS JSON WITHOUT UNIQUE KEYS", True),      # the default: duplicate keys allowed
     ("DATE '2020-02-28' + INTERVAL '2' DAY", dt.date(2020, 3, 1)),
     # predicates
     ("'abc' SIMILAR TO 'a%'", True),
@@ -314,7 +337,36 @@ def test_translations_nest_inside_other_functions_and_subqueries(spark):
     ("SELECT s SIMILAR TO 'a%' ESCAPE '#' AS v FROM t", "SIMILAR TO ... ESCAPE"),
     ("SELECT s SIMILAR TO word AS v FROM t", "SIMILAR TO: the pattern must be a string literal"),
     ("SELECT ARRAY_AGG(DISTINCT s) AS v FROM t", "ARRAY_AGG(DISTINCT"),
-    ("SELECT arr[0] AS v FROM t", "Flink's array positions start at 1"),
+    ("SELECT ARRAY[10, 20][0] AS v FROM t", "Flink's array positions start at 1"),
+    ("SELECT split(s, ',')[-1] AS v FROM t", "Flink's array positions start at 1"),
+    ("SELECT ARRAY[10, 20][1 - 1] AS v FROM t", "Flink's array positions start at 1"),   # Flink folds, then refuses
+    # a name an analyst cannot use: the translation's lambdas' variables
+    ("SELECT s AS __dagger_i FROM t", "the name __dagger_i starts with __dagger_"),
+    ("SELECT `__DAGGER_x` FROM t", "starts with __dagger_"),
+    # datetime patterns: only what Spark and Flink both read, else refused naming the character
+    ("SELECT DATE_FORMAT(rowtime, 'yyyy-MM-dd#HH') AS v FROM t", "the character '#'"),
+    ("SELECT DATE_FORMAT(rowtime, '{') AS v FROM t", "the character '{'"),
+    ("SELECT DATE_FORMAT(rowtime, 'yyyy]') AS v FROM t", "the character ']'"),
+    ("SELECT UNIX_TIMESTAMP(s, 'yyyy}') AS v FROM t", "the character '}'"),
+    ("SELECT DATE_FORMAT(rowtime, '''') AS v FROM t", "has a quote (') that is not closed"),
+    ("SELECT DATE_FORMAT(rowtime, 'yyyy''') AS v FROM t", "has a quote (') that is not closed"),
+    ("SELECT TO_TIMESTAMP(s, 'yyyy[MM]') AS v FROM t", "the character '['"),
+    # CONVERT_TZ: zones both engines read alike (Flink reads an unknown name, '+08:00', 'UTC+8' as GMT)
+    ("SELECT CONVERT_TZ(s, 'UTC', 'Nowhere/Bad') AS v FROM t", "'Nowhere/Bad' is not a time zone"),
+    ("SELECT CONVERT_TZ(s, 'UTC', '+08:00') AS v FROM t", "'+08:00' is not a time zone"),
+    ("SELECT CONVERT_TZ(s, 'UTC+8', 'UTC') AS v FROM t", "'UTC+8' is not a time zone"),
+    ("SELECT CONVERT_TZ(s, 'UTC', word) AS v FROM t", "the to zone must be a string literal"),
+    # STR_TO_MAP: Spark reads the delimiters as regexes; a column's could be anything
+    ("SELECT STR_TO_MAP(s, word, '=') AS v FROM t", "STR_TO_MAP(string, pair_delimiter, key_value_delimiter): "
+                                                    "the delimiters must be non-empty string literals"),
+    ("SELECT STR_TO_MAP(s, ',', word) AS v FROM t", "the delimiters must be non-empty string literals"),
+    ("SELECT s IS JSON UNIQUE KEYS AS v FROM t", "IS JSON WITH UNIQUE KEYS is not supported"),
+    ("SELECT s IS JSON OBJECT WITH UNIQUE KEYS AS v FROM t", "IS JSON OBJECT WITH UNIQUE KEYS is not supported"),
+    # the analyst's call is named, not the Spark function it becomes
+    ("SELECT TRUNCATE(1.5, i) AS v FROM t", "TRUNCATE(x, digits): the number of digits must be an integer literal"),
+    ("SELECT PERCENTILE_CONT(i) WITHIN GROUP (ORDER BY total_fare) AS v FROM t",
+     "PERCENTILE_CONT(i): the fraction must be a number literal between 0 and 1"),
+    ("SELECT PERCENTILE_CONT(1.5) WITHIN GROUP (ORDER BY total_fare) AS v FROM t", "PERCENTILE_CONT(1.5)"),
     ("SELECT JSON_QUERY(j, '$.c') AS v FROM t", "JSON_QUERY is not supported; use JsonQuery"),
     ("SELECT JSON_OBJECT('k' VALUE 1) AS v FROM t", "JSON_OBJECT"),
     ("SELECT window_start, COUNT(*) AS n FROM TABLE(\n  TUMBLE(TABLE t, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))\n"
@@ -357,6 +409,43 @@ def test_nested_macros_that_would_explode_are_refused_quickly():
     with pytest.raises(QueryError, match="compute the inner value in a subquery"):
         translate(f"SELECT {q} AS v FROM t", ["t"])
     assert time.monotonic() - started < 5
+
+
+def test_a_column_named_as_a_templates_lambda_variable_is_the_column(spark):
+    """INITCAP's lambda once read its position as `__i`: a column named __i gave '1'."""
+    (row,) = run(spark, """
+        SELECT INITCAP(__i) AS v, TIMESTAMPDIFF(MONTH, p, TIMESTAMP '2020-04-29 10:15:30.123') AS m
+        FROM (SELECT word AS __i, rowtime AS p FROM t)""", [ROW], SCHEMA)
+    assert (row.v, row.m) == ("Hello World-Foo_Bar 1a", 3)
+
+
+def test_three_nested_month_differences_pass_the_budget_and_give_flinks_months(spark):
+    """TIMESTAMPDIFF(MONTH, ...) once read each time point 22 times: three nested were refused."""
+    inner = "TIMESTAMPDIFF(MONTH, rowtime, TIMESTAMP '2020-04-29 10:15:30.123')"        # 3 months to the ms
+    middle = f"TIMESTAMPDIFF(MONTH, rowtime, TIMESTAMPADD(MONTH, {inner}, rowtime))"
+    outer = f"TIMESTAMPDIFF(MONTH, rowtime, TIMESTAMPADD(MONTH, {middle}, rowtime))"
+    assert value(spark, outer) == 3
+
+
+def test_a_template_lambda_never_captures_the_analysts_column():
+    """Every template's lambda variables carry the reserved prefix (functions.template)."""
+    import sqlglot
+    from sqlglot import exp
+
+    from dagger_runtime.sql import functions
+
+    checked = 0
+    for fn in functions.all_functions():
+        if fn.build is None:
+            continue
+        try:
+            built = fn.build([sqlglot.parse_one(f"__v{i}") for i in range(len(fn.params))])
+        except Exception:       # builders that need literal arguments
+            continue
+        for lam in built.find_all(exp.Lambda):
+            checked += 1
+            assert all(v.name.startswith(functions.RESERVED_PREFIX) for v in lam.expressions), (fn.name, lam.sql())
+    assert checked >= 3
 
 
 def test_the_plan_check_still_sees_a_refused_call_inside_having(spark):

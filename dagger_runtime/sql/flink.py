@@ -24,7 +24,7 @@ import re
 from sqlglot import exp
 
 from ..errors import QueryError
-from .functions import Budget, DaggerFunction, register, template
+from .functions import Budget, DaggerFunction, refuse_reserved_names, register, template
 from .positions import locate
 
 _MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000,
@@ -121,9 +121,14 @@ _D0, _D1 = "to_date({0})", "to_date({1})"
 _MONTHS_SIGNED = (f"(CASE WHEN {_D0} >= {_D1} THEN {_MONTHS_INT.replace('@A@', _D0).replace('@B@', _D1)}"
                   f" ELSE -{_MONTHS_INT.replace('@A@', _D1).replace('@B@', _D0)} END)")
 _TIME_OF_DAY = "(unix_millis(CAST(@T@ AS TIMESTAMP)) - unix_millis(CAST(to_date(@T@) AS TIMESTAMP)))"
-_MONTH_DIFF = template(
+_MONTH_DIFF_OF = (
     f"({_MONTHS_SIGNED} - CASE WHEN add_months({_D1}, {_MONTHS_SIGNED}) = {_D0}"
     f" AND {_TIME_OF_DAY.replace('@T@', '{0}')} < {_TIME_OF_DAY.replace('@T@', '{1}')} THEN 1 ELSE 0 END)")
+# the formula reads each time point 22 times: they are bound once, as the fields of a lambda's
+# argument, so that nested calls (TIMESTAMPDIFF(MONTH, TIMESTAMPADD(...), ...)) do not multiply
+_MONTH_DIFF = template(
+    "element_at(transform(array(named_struct('t0', {0}, 't1', {1})), p -> "
+    + _MONTH_DIFF_OF.replace("{0}", "p.t0").replace("{1}", "p.t1") + "), 1)")
 
 
 def _timestampdiff(args: list[exp.Expression]) -> exp.Expression:
@@ -175,15 +180,31 @@ _PATTERN_ALTERNATIVES = {
 }
 
 
+# what may stand between the letters, unquoted, read the same way by both
+_PATTERN_OTHERS = frozenset(" -:.,/_0123456789")
+
+
 def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expression:
     """A Flink datetime pattern that Spark reads the same way, else a refusal naming the letter."""
     text = _string_literal(node)
     if text is None:
         raise _refuse(sql, node, f"{function}: the pattern must be a string literal such as 'yyyy-MM-dd HH:mm:ss', "
                                  "so that it can be checked before the job runs")
-    for match in re.finditer(r"'[^']*'|([A-Za-z])\1*", text):
-        if match.group(1) is None:
+    for match in re.finditer(r"''|'(?:[^']|'')*'?|([A-Za-z])\1*|.", text, re.DOTALL):
+        token = match.group(0)
+        if token.startswith("'"):
+            # '' is a quote; '...' is quoted text, '' inside it a quote; it must be closed
+            if token != "''" and (len(token) == 1 or not token.endswith("'")
+                                  or re.fullmatch(r"'(?:[^']|'')*'", token) is None):
+                raise _refuse(sql, node, f"{function}: the pattern '{text}' has a quote (') that is not closed; "
+                                         "quote literal text as 'T' and write a quote itself as ''")
             continue
+        if match.group(1) is None:
+            if token in _PATTERN_OTHERS:
+                continue
+            raise _refuse(sql, node, f"{function}: the character '{token}' in the pattern '{text}' is not supported "
+                                     "(Spark reads it differently or not at all); outside the pattern letters use "
+                                     "only digits, spaces and - : . , / _, or quote literal text: 'T'")
         letter, count = match.group(1), len(match.group(0))
         if letter in _PATTERN_LETTERS and count <= _PATTERN_LETTERS[letter]:
             continue
@@ -248,11 +269,48 @@ def _to_date(args: list[exp.Expression]) -> exp.Expression:
     return _call("to_date", *args)
 
 
-_CONVERT_TZ = template(r"""
+_CONVERT_TZ_TEXT = template(r"""
   date_format(convert_timezone({1}, {2},
     to_timestamp_ntz(regexp_extract({0}, '^\\d+-\\d+-\\d+ \\d+:\\d+:\\d+', 0), 'y-M-d H:m:s')),
     'yyyy-MM-dd HH:mm:ss')
 """)
+
+
+# Flink reads a zone with java.util.TimeZone, which takes an unknown name as GMT; Spark's
+# convert_timezone fails the row on it, and reads '+08:00' or 'UTC+8' as offsets where TimeZone
+# reads GMT. Only the names both read alike pass: a region of the tz database (Area/City), UTC,
+# GMT, GMT+h[h][:mm] (up to 18 hours, java.time's limit), and the three-letter names of Java's
+# ZoneId.SHORT_IDS, which Spark reads through that map and TimeZone as the same zones (PST is
+# America/Los_Angeles, EST -05:00).
+_GMT_OFFSET = re.compile(r"GMT[+-](?:(\d{1,2})(?::(\d{2}))?|(\d{2})(\d{2}))")   # h, hh, h:mm, hh:mm, hhmm
+_SHORT_IDS = frozenset("ACT AET AGT ART AST BET BST CAT CNT CST CTT EAT ECT IET IST JST MIT NET NST PLT PNT PRT PST "
+                       "SST VST EST MST HST".split())
+
+
+def _zone_ok(zone: str) -> bool:
+    if zone in ("UTC", "GMT") or zone in _SHORT_IDS:
+        return True
+    offset = _GMT_OFFSET.fullmatch(zone)
+    if offset:
+        hours, minutes = int(offset.group(1) or offset.group(3)), int(offset.group(2) or offset.group(4) or 0)
+        return minutes < 60 and hours * 60 + minutes <= 18 * 60
+    if "/" not in zone or zone.startswith(("posix/", "right/", "SystemV/")):
+        return False
+    import zoneinfo
+    return zone in zoneinfo.available_timezones()
+
+
+def _convert_tz(args: list[exp.Expression]) -> exp.Expression:
+    for node, which in ((args[1], "from"), (args[2], "to")):
+        zone = _string_literal(node)
+        if zone is None:
+            raise QueryError(f"refused: CONVERT_TZ(string, from_zone, to_zone): the {which} zone must be a string "
+                             "literal such as 'Asia/Jakarta', 'UTC' or 'GMT+07:00', so that it can be checked before "
+                             "the job runs; for a zone per row use a CASE over the zones it can be")
+        if not _zone_ok(zone):
+            raise QueryError(f"refused: CONVERT_TZ: '{zone}' is not a time zone both Flink and Spark read alike; "
+                             "write a region such as 'Asia/Jakarta', or 'UTC', or an offset as 'GMT+07:00'")
+    return _CONVERT_TZ_TEXT(args)
 
 
 # --- numbers -----------------------------------------------------------------------------------
@@ -276,6 +334,10 @@ def _truncate(args: list[exp.Expression]) -> exp.Expression:
     # toward zero at the decimal digits of the value as written (0.29 stays 0.29), as Flink's
     # BigDecimal; `x - x +` keeps a DOUBLE a DOUBLE
     digits = args[1] if len(args) == 2 else exp.Literal.number(0)
+    if _int_literal(digits) is None:
+        raise QueryError("refused: TRUNCATE(x, digits): the number of digits must be an integer literal such as 2 "
+                         "(Spark cannot truncate at a number of digits computed per row); for a few values use "
+                         "CASE WHEN d = 1 THEN TRUNCATE(x, 1) WHEN d = 2 THEN TRUNCATE(x, 2) ... END")
     return template("({0} - {0} + CASE WHEN {0} >= 0 THEN floor({0}, {1}) ELSE ceil({0}, {1}) END)")([args[0], digits])
 
 
@@ -365,7 +427,18 @@ def _refusal(message: str):
 def _str_to_map(args: list[exp.Expression]) -> exp.Expression:
     # Flink's default delimiters are ',' between pairs and '=' within one (Spark's: ',' and ':')
     defaults = [exp.Literal.string(","), exp.Literal.string("=")]
-    return _call("str_to_map", *args, *defaults[len(args) - 1:])
+    args = [*args, *defaults[len(args) - 1:]]
+    delimiters = []
+    for node in args[1:]:
+        text = _string_literal(node)
+        if text is None or text == "":
+            raise QueryError("refused: STR_TO_MAP(string, pair_delimiter, key_value_delimiter): the delimiters must be "
+                             "non-empty string literals such as ',' and '=' (Spark reads a delimiter as a regex)")
+        # Flink splits at the delimiter as text; Spark's str_to_map reads it as a regex
+        quoted = text if re.fullmatch(r"[A-Za-z0-9 ,=;:&_#@%\-]+", text) else \
+            "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
+        delimiters.append(exp.Literal.string(quoted))
+    return _call("str_to_map", args[0], *delimiters)
 
 
 def _array_slice(args: list[exp.Expression]) -> exp.Expression:
@@ -398,7 +471,7 @@ _fn("TO_DATE", ("string", "pattern"), _to_date, optional=1)
 _fn("DATE_FORMAT", ("timestamp", "pattern"), _date_format)
 _fn("FROM_UNIXTIME", ("seconds", "pattern"), _from_unixtime, optional=1)
 _fn("UNIX_TIMESTAMP", ("string", "pattern"), _unix_timestamp, optional=2)
-_fn("CONVERT_TZ", ("string", "from_zone", "to_zone"), _CONVERT_TZ)
+_fn("CONVERT_TZ", ("string", "from_zone", "to_zone"), _convert_tz)
 _fn("WEEK", ("date",), lambda a: _call("weekofyear", *a))
 _fn("LOG", ("base_or_x", "x"), _log, optional=1)
 _fn("LN", ("x",), _LN)
@@ -516,6 +589,14 @@ def _percentile(sql: str, node: exp.WithinGroup) -> exp.Expression | None:
     if isinstance(fn, exp.PercentileDisc):
         return exp.WithinGroup(this=_call("percentile_disc", fn.this), expression=order.copy())
     # exact, with linear interpolation (Spark's percentile), never an approximation
+    number = fn.this
+    try:
+        ok = isinstance(number, exp.Literal) and not number.is_string and 0 <= float(number.this) <= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        raise _refuse(sql, node, f"PERCENTILE_CONT({fn.this.sql()}): the fraction must be a number literal between "
+                                 "0 and 1, such as PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x)")
     fraction = fn.this.copy()
     if key.args.get("desc"):
         fraction = exp.Sub(this=exp.Literal.number(1), expression=exp.Paren(this=fraction))
@@ -629,13 +710,52 @@ def _bracket(sql: str, node: exp.Bracket) -> exp.Expression | None:
     index = node.expressions[0]
     if _string_literal(index) is not None:
         return None                                # map['key']: the same in both
-    number = _int_literal(index)
-    if number is not None and number < 1:
+    number = _constant_int(index)
+    if number is not None and number < 1 and _is_array(base):
+        # Flink refuses it when it validates the query
         raise _refuse(sql, node, f"{node.sql()}: Flink's array positions start at 1; "
                                  f"write {base.sql()}[1] for the first element")
-    # Flink counts array positions from 1 (Spark's [] from 0); element_at counts from 1 and reads
-    # a map by key as well; out of range gives NULL in both
-    return _call("try_element_at", base, index)
+    if number is not None and number >= 1:
+        # Flink counts array positions from 1 (Spark's [] from 0); element_at counts from 1 and
+        # reads a map by key as well; out of range gives NULL in both
+        return _call("try_element_at", base, index)
+    # An index computed per row (or a key below 1, which only a map can take): the translation
+    # reads the query, not the schemas, so the base may be an array or a map. On an array Flink
+    # gives NULL below 1 where Spark's element_at fails (0) or counts from the end (negative);
+    # typeof, folded when Spark plans the query, keeps a map's lookup by any key
+    return template("CASE WHEN {1} >= 1 OR typeof({0}) LIKE 'map<%' THEN try_element_at({0}, {1}) END")(
+        [base, index])
+
+
+def _constant_int(node: exp.Expression) -> int | None:
+    """An integer the query writes as a constant (2, -1, 1 - 1), as Flink folds it before checking."""
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = _constant_int(node.this), _constant_int(node.expression)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node, exp.Add) else left - right if isinstance(node, exp.Sub) \
+            else left * right
+    if isinstance(node, exp.Paren):
+        return _constant_int(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _constant_int(node.this)
+        return -inner if inner is not None else None
+    return _int_literal(node)
+
+
+_ARRAY_BUILDERS = {"array", "split", "sequence", "array_repeat", "slice", "collect_list", "array_distinct",
+                   "array_sort", "sort_array", "reverse", "array_remove", "array_union", "array_intersect",
+                   "array_except", "flatten", "arrays_zip", "map_keys", "map_values", "transform", "filter"}
+
+
+def _is_array(node: exp.Expression) -> bool:
+    """The query itself says this is an array (a constructor or an array function)."""
+    if isinstance(node, (exp.Array, exp.RegexpSplit, exp.Split)):
+        return True
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else (node.key if isinstance(node, exp.Func) else "")
+    return name in _ARRAY_BUILDERS or (isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous)
+                                       and type(node).__name__ in ("ArrayDistinct", "ArraySort", "SortArray",
+                                                                   "Flatten", "Transform", "ArrayFilter"))
 
 
 _JSON_KINDS = {"": None, "VALUE": None, "SCALAR": "NOT IN ('OBJECT', 'ARRAY')", "OBJECT": "= 'OBJECT'",
@@ -647,9 +767,12 @@ def _is_json(sql: str, node: exp.Is) -> exp.Expression | None:
     if not isinstance(kind_node, exp.JSON):
         return None
     kind = str(kind_node.this or "").upper() if kind_node.this not in (False, None) else ""
-    if kind not in _JSON_KINDS or kind_node.args.get("unique"):
-        raise _refuse(sql, node, f"IS JSON {kind} is not supported; use IS JSON, IS JSON SCALAR, IS JSON OBJECT "
-                                 "or IS JSON ARRAY")
+    # WITHOUT UNIQUE KEYS is the default; WITH UNIQUE KEYS (or UNIQUE KEYS) checks for duplicate keys
+    unique = bool(kind_node.args.get("unique")) and kind_node.args.get("with_") is not False
+    if kind not in _JSON_KINDS or unique:
+        written = " ".join(w for w in ("IS JSON", kind, "WITH UNIQUE KEYS" if unique else "") if w)
+        raise _refuse(sql, node, f"{written} is not supported; use IS JSON, IS JSON SCALAR, IS JSON OBJECT "
+                                 "or IS JSON ARRAY (duplicate keys are not checked)")
     test = _JSON_KINDS[kind]
     if test is None:
         return template("coalesce(try_parse_json({0}) IS NOT NULL, false)")([node.this])
@@ -663,6 +786,7 @@ _TYPED_REWRITES = (exp.Ceil, exp.Initcap)
 
 def normalise(sql: str, tree: exp.Expression) -> None:
     """Rewrite, in place, the Flink constructs sqlglot parses into typed nodes."""
+    refuse_reserved_names(sql, tree)
     budget = Budget(sql)
     for node in reversed(list(tree.walk())):
         new: exp.Expression | None = None

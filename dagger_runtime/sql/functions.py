@@ -45,7 +45,7 @@ def template(text: str) -> Builder:
     import re
 
     spark_text = re.sub(r"\{(\d+)\}", r"__arg\1__", text)
-    tree = sqlglot.parse_one(spark_text, read="spark")
+    tree = _reserve_lambda_variables(sqlglot.parse_one(spark_text, read="spark"))
 
     def build(args: list[exp.Expression]) -> exp.Expression:
         def substitute(node: exp.Expression) -> exp.Expression:
@@ -55,6 +55,36 @@ def template(text: str) -> Builder:
         return tree.copy().transform(substitute)
 
     return build
+
+
+# A template's lambda variables (x -> ...) are renamed into this prefix, which an analyst's query may
+# not use (refuse_reserved_names): an argument substituted into the lambda's body can then never be
+# captured by it (INITCAP(__i) over a column named __i read the template's position instead).
+RESERVED_PREFIX = "__dagger_"
+
+
+def _reserve_lambda_variables(tree: exp.Expression) -> exp.Expression:
+    for lam in list(tree.find_all(exp.Lambda)):
+        names = {v.name for v in lam.expressions}
+        renamed = {n: RESERVED_PREFIX + n.lstrip("_") for n in names}
+        for v in lam.expressions:
+            v.set("this", renamed[v.name])
+        for ident in lam.this.find_all(exp.Identifier):
+            # the variable itself or the head of its field access (__e.key); a column named
+            # as a placeholder (__arg0__) is never a lambda variable
+            if ident.name in renamed and (not isinstance(ident.parent, exp.Dot) or ident.parent.this is ident):
+                ident.set("this", renamed[ident.name])
+    return tree
+
+
+def refuse_reserved_names(sql: str, tree: exp.Expression) -> None:
+    """The analyst's query may not name anything with the prefix the templates' lambdas use."""
+    for ident in tree.find_all(exp.Identifier):
+        if str(ident.this).lower().startswith(RESERVED_PREFIX):
+            line, col = locate(sql, ident)
+            raise QueryError(f"refused: the name {ident.this} starts with {RESERVED_PREFIX}, which is reserved for "
+                             "the translation's own variables; rename it (an alias such as AS i)",
+                             line=line, col=col, sql=sql)
 
 
 _REGISTRY: dict[str, DaggerFunction] = {}
