@@ -149,7 +149,9 @@ def round_trip(env, topic: str) -> None:
     producer.close()
     consumer = KafkaConsumer(topic, bootstrap_servers=servers(env), auto_offset_reset="earliest", **login(env))
     got: set = set()
-    deadline = time.monotonic() + 30
+    # a hang guard, not a speed limit: after a broker leaves, a loaded 2-core CI machine took over 30 s
+    # before the consumer's metadata led it to the partitions' new leaders
+    deadline = time.monotonic() + 180
     while not sent <= got and time.monotonic() < deadline:     # done when all are read, not after idling
         for records in consumer.poll(timeout_ms=500).values():
             got.update(r.value for r in records)
