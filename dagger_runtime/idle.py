@@ -25,6 +25,7 @@ import time
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from .metrics import epoch_seconds
 from .streams import SOURCE_METRICS
 
 HEARTBEATS = "heartbeats"   # under the checkpoint: one directory per stream
@@ -74,9 +75,8 @@ class IdleStreams:
 
 
 def _millis(value) -> int | None:
-    if not value:
-        return None
-    return int(dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+    seconds = epoch_seconds(str(value)) if value else None
+    return None if seconds is None else round(seconds * 1000)
 
 
 class Heartbeats(StreamingQueryListener):

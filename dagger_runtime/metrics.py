@@ -6,7 +6,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 
-def _epoch_seconds(iso: str | None) -> float | None:
+def epoch_seconds(iso: str | None) -> float | None:
+    """Spark's ISO-8601 progress times ('...Z') as epoch seconds."""
     import datetime as dt
 
     if not iso:
@@ -54,7 +55,7 @@ class DaggerCollector(Collector):
         duration = last.get("batch_duration_ms")
         yield gauge("dagger_batch_duration_seconds", "Duration of the last batch",
                     duration / 1000 if duration is not None else 0.0)
-        watermark = _epoch_seconds(last.get("watermark"))
+        watermark = epoch_seconds(last.get("watermark"))
         yield gauge("dagger_watermark_timestamp_seconds", "Event-time watermark (epoch seconds)", watermark or 0.0)
         yield gauge("dagger_state_rows", "Rows held in state (open windows, join buffers)", last.get("state_rows", 0))
         lag = GaugeMetricFamily("dagger_consumer_lag_messages", "Records behind the latest offset",
