@@ -278,3 +278,64 @@ def test_an_outcome_keeps_lines_and_data_of_its_own_and_a_fence_is_a_dagger_erro
     assert (first.lines, first.data) == (["stopped"], {"version": 2})
     assert (second.lines, second.data) == ([], {})
     assert issubclass(DriverStillAnswers, DaggerError) and str(DriverStillAnswers("still answers")) == "still answers"
+
+
+def test_a_dagger_fits_a_cluster_when_its_driver_and_executor_can_both_be_placed():
+    from dagger_runtime.lifecycle.spark import fits
+
+    # one worker: a core and 768 MB for the driver plus parallelism cores and 1 GB for the executor
+    assert fits([(3, 1792)], 2) and not fits([(2, 8192)], 2) and not fits([(3, 1791)], 2)
+    # two workers: the driver on one, the executor on the other
+    assert fits([(1, 768), (2, 1024)], 2) and fits([(2, 1024), (1, 768)], 2)
+    assert not fits([(1, 768), (1, 1024)], 2) and not fits([(1, 767), (2, 1024)], 2)
+    assert not fits([], 1) and not fits([(0, 0)], 1)
+
+
+def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(tmp_path, monkeypatch):
+    """A standalone master leaves an application that no worker can hold WAITING, without a word: the
+    dagger would never start (seen when a drill deployed onto the busy demo lab). The master's
+    /json/ here is a loopback server answering the shape Spark 4.0's master gives."""
+    import http.server
+    import threading
+
+    from dagger_runtime.lifecycle import operations
+    from dagger_runtime.lifecycle import spark as spark_api
+
+    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 7, "memory": 8192, "memoryused": 3584,
+             "workers": [{"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608,
+                          "webuiaddress": "http://127.0.0.1:1"}],
+             "activedrivers": [], "completeddrivers": []}
+
+    class Master(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(state).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Master)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    submitted = []
+    monkeypatch.setattr(spark_api, "submit", lambda *a, **k: submitted.append(a) or "driver-x")
+    try:
+        write_cluster(tmp_path / "clusters", web_ui=f"http://127.0.0.1:{server.server_port}")
+        registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
+        with pytest.raises(DaggerError) as e:
+            operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
+        message = str(e.value)
+        assert "cluster blue has no room for" in message and "2 cores (its parallelism)" in message
+        assert "the workers have 1 cores and 4.5 GB free" in message
+        assert submitted == [] and registry.get(load_job(SURGE).name) is None
+        # with room (a second worker holding the executor), the same deploy reaches spark-submit
+        state["workers"].append({"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024,
+                                 "webuiaddress": "http://127.0.0.1:1"})
+        state["aliveworkers"] = 2
+        monkeypatch.setattr(operations, "_write_target", lambda *a, **k: None)
+        operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
+        assert len(submitted) == 1
+    finally:
+        server.shutdown()

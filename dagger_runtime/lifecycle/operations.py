@@ -136,7 +136,7 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
         raise DaggerError(f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
                           f"change it with `dagger edit {name} {spec_path}`, or stop it first")
     _check_team(plan, cluster, existing)
-    _check_alive(cluster)
+    _check_alive(cluster, plan)
     if existing:  # deployed before and stopped: resume it like an edit (its checkpoint if still valid)
         return _redeploy(registry, plan, text, existing, cluster, start=start, actor=actor, action="deploy",
                          clusters_dir=clusters_dir)
@@ -168,11 +168,21 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     return out
 
 
-def _check_alive(cluster: Cluster) -> None:
+def _check_alive(cluster: Cluster, plan=None) -> None:
+    """The cluster's master is alive with workers, and (given the dagger's plan) has room for it now."""
     state = spark_api.master_state(cluster)
     if state.status != "ALIVE" or state.workers_alive == 0:
         raise DaggerError(f"cluster {cluster.name} cannot take a dagger: master {state.status}, "
                           f"{state.workers_alive} workers alive")
+    if plan is not None and not spark_api.fits(list(state.workers_free), plan.job.parallelism):
+        p = plan.job.parallelism
+        free = ", ".join(f"{c} cores and {m / 1024:.1f} GB" for c, m in state.workers_free) or "nothing"
+        raise DaggerError(
+            f"cluster {cluster.name} has no room for {plan.job.name} now: it needs a core and "
+            f"{spark_api.DRIVER_MEMORY_MB} MB for its driver and {p} cores (its parallelism) and "
+            f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free. Stop a "
+            f"dagger there, use another cluster, or lower parallelism (Spark would leave it waiting for "
+            f"cores without a word)")
 
 
 def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_dir: str | None = None,
@@ -190,7 +200,7 @@ def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_
     cluster = get_cluster(cluster_name or current.cluster, clusters_dir)
     _check_team(plan, cluster, current)
     if cluster.name != current.cluster or not current.running:
-        _check_alive(cluster)
+        _check_alive(cluster, plan)   # (on its own running cluster, the old driver's room is freed first)
     return _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="edit",
                      clusters_dir=clusters_dir)
 
@@ -305,8 +315,8 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
     old, new = get_cluster(current.cluster, clusters_dir), get_cluster(to, clusters_dir)
     if old.name == new.name:
         raise DaggerError(f"{name} already runs on {to}")
-    _check_alive(new)
     plan, text = _running_plan(registry, name)
+    _check_alive(new, plan)
     _check_team(plan, new, current)
     try:
         lost = spark_api.master_state(old, timeout=3.0).status != "ALIVE"

@@ -41,6 +41,27 @@ def _on_cluster(cluster: Cluster, local: Path) -> str:
     return f"{cluster.jvm_dir.rstrip('/')}/{local.relative_to(jvm_dir()).as_posix()}"
 
 
+# What a dagger asks of a standalone cluster (cluster deploy mode): its driver takes a core and
+# DRIVER_MEMORY_MB on a worker, its one executor `parallelism` cores and EXECUTOR_MEMORY_MB on a worker.
+DRIVER_MEMORY_MB = 768
+EXECUTOR_MEMORY_MB = 1024
+
+
+def fits(workers_free: list[tuple[int, int]], parallelism: int) -> bool:
+    """Whether a dagger's driver and executor can both be placed now, given each alive worker's free
+    (cores, memory MB) (pure). A standalone master that cannot place the executor leaves the
+    application WAITING with no error: a deploy asks first."""
+    driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, EXECUTOR_MEMORY_MB)
+    for i, (cores_a, memory_a) in enumerate(workers_free):
+        for j, (cores_b, memory_b) in enumerate(workers_free):
+            if i == j:
+                if cores_a >= driver[0] + executor[0] and memory_a >= driver[1] + executor[1]:
+                    return True
+            elif cores_a >= driver[0] and memory_a >= driver[1] and cores_b >= executor[0] and memory_b >= executor[1]:
+                return True
+    return False
+
+
 def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
                 parallelism: int, starting: dict[str, dict[str, str]] | None = None,
                 emit_after_ms: int | None = None) -> list[str]:
@@ -51,8 +72,8 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
     conf = {
         "spark.pyspark.python": cluster.python,
         "spark.pyspark.driver.python": cluster.python,
-        "spark.driver.memory": "768m",
-        "spark.executor.memory": "1g",
+        "spark.driver.memory": f"{DRIVER_MEMORY_MB}m",
+        "spark.executor.memory": f"{EXECUTOR_MEMORY_MB}m",
         "spark.cores.max": str(parallelism),
         "spark.executor.cores": str(parallelism),
         "spark.driver.extraJavaOptions": log_conf,
@@ -161,6 +182,7 @@ class MasterState:
     memory_used_mb: int
     drivers: dict[str, dict]            # every driver the master knows, by id
     worker_ui: dict[str, str]           # worker id -> its web UI
+    workers_free: tuple[tuple[int, int], ...] = ()   # each alive worker's free (cores, memory MB)
 
 
 def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
@@ -171,8 +193,11 @@ def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
         raise DaggerError(f"cluster {cluster.name}: the master at {cluster.web_ui} does not answer ({e})") from None
     drivers = {d["id"]: d for d in data.get("completeddrivers", []) + data.get("activedrivers", [])}
     workers = {w["id"]: w.get("webuiaddress", "") for w in data.get("workers", [])}
+    free = tuple((w.get("coresfree", 0), w.get("memoryfree", 0)) for w in data.get("workers", [])
+                 if w.get("state") == "ALIVE")
     return MasterState(data.get("status", "UNKNOWN"), data.get("aliveworkers", 0), data.get("cores", 0),
-                       data.get("coresused", 0), data.get("memory", 0), data.get("memoryused", 0), drivers, workers)
+                       data.get("coresused", 0), data.get("memory", 0), data.get("memoryused", 0), drivers, workers,
+                       free)
 
 
 def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_bytes: int = 20000) -> str:
