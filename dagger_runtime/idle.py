@@ -89,6 +89,7 @@ class Heartbeats(StreamingQueryListener):
         self.query_id: str | None = None
         self.out = out
         self.written = 0
+        self.quiet: set[str] = set()   # idle tables already announced
         self.lock = threading.Lock()
 
     def prepare(self) -> None:
@@ -103,9 +104,12 @@ class Heartbeats(StreamingQueryListener):
         progress = json.loads(event.progress.json)
         if self.query_id and progress.get("id") != self.query_id:
             return
+        now = time.monotonic()
         with self.lock:
-            for table, at in self.idle.observe(progress, time.monotonic()):
+            for table, at in self.idle.observe(progress, now):
                 self.write(table, at)
+            # said once per idle spell, not once per heartbeat
+            self.quiet -= {t for t in self.quiet if self.idle.last_rows_at[t] == now}
 
     def onQueryIdle(self, event) -> None:
         pass
@@ -127,7 +131,8 @@ class Heartbeats(StreamingQueryListener):
         finally:
             stream.close()
         fs.rename(temp, self._path(f"{directory}/{name}"))
-        if self.out is not None:
+        if self.out is not None and table not in self.quiet:
+            self.quiet.add(table)
             when = dt.datetime.fromtimestamp(event_ms / 1000, dt.timezone.utc).isoformat().replace("+00:00", "Z")
             print(f"run: {table} idle for {self.idle.timeout_s:g} s: its watermark follows the other "
                   f"streams' ({when})", file=self.out, flush=True)

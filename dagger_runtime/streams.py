@@ -158,10 +158,12 @@ def source_watermark(table, stream: StreamPlan, delay: str, heartbeat=None):
 
 def heartbeat_rows(spark, table, stream: StreamPlan, directory: str):
     """Rows of the table's shape, all NULL but rowtime, from the JSON files the driver writes into
-    `directory` ({"rowtime_ms": ...}): Spark's file source keeps its place in the checkpoint."""
+    `directory` ({"rowtime_ms": ...}): Spark's file source keeps its place in the checkpoint and
+    deletes each file once a batch has read it (cleanSource), so an idle stream's heartbeats do not
+    pile up for the source to list again every batch."""
     from pyspark.sql import functions as F
 
-    source = spark.readStream.schema("rowtime_ms BIGINT").json(directory)
+    source = spark.readStream.schema("rowtime_ms BIGINT").option("cleanSource", "delete").json(directory)
     columns = [F.timestamp_millis(F.col("rowtime_ms")).alias(f.name) if f.name == stream.rowtime
                else F.lit(None).cast(f.dataType).alias(f.name) for f in table.schema.fields]
     return source.select(*columns, F.lit(True).alias(HEARTBEAT))
