@@ -328,7 +328,7 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
             operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
         message = str(e.value)
         assert "cluster blue has no room for" in message and "2 cores (its parallelism)" in message
-        assert "the workers have 1 cores and 4.5 GB free" in message
+        assert "the workers have 1 core and 4.5 GB free" in message
         assert submitted == [] and registry.get(load_job(SURGE).name) is None
         # with room (a second worker holding the executor), the same deploy reaches spark-submit
         state["workers"].append({"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024,
