@@ -205,10 +205,11 @@ def main(argv: list[str] | None = None) -> int:
                   "event time now")
 
     console.rule("3. the sample daggers (dagger deploy)")
-    from dagger_runtime.lifecycle.operations import deploy
+    from dagger_runtime.lifecycle.operations import deploy, status
     from dagger_runtime.lifecycle.registry import Registry
 
     registry = Registry(registry_url)
+    status(registry, None, actor="demo")     # the registry learns of daggers a lab restart ended
     specs = job_specs(lab_dir() / "demo")
     for name, path in specs.items():
         cluster = DAGGERS[name][1]

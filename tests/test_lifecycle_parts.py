@@ -291,20 +291,14 @@ def test_a_dagger_fits_a_cluster_when_its_driver_and_executor_can_both_be_placed
     assert not fits([], 1) and not fits([(0, 0)], 1)
 
 
-def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(tmp_path, monkeypatch):
-    """A standalone master leaves an application that no worker can hold WAITING, without a word: the
-    dagger would never start (seen when a drill deployed onto the busy demo lab). The master's
-    /json/ here is a loopback server answering the shape Spark 4.0's master gives."""
+@pytest.fixture
+def fake_master():
+    """A loopback server answering /json/ as Spark 4.0's standalone master does, with `state`."""
     import http.server
     import threading
 
-    from dagger_runtime.lifecycle import operations
-    from dagger_runtime.lifecycle import spark as spark_api
-
-    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 7, "memory": 8192, "memoryused": 3584,
-             "workers": [{"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608,
-                          "webuiaddress": "http://127.0.0.1:1"}],
-             "activedrivers": [], "completeddrivers": []}
+    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 0, "memory": 8192, "memoryused": 0,
+             "workers": [], "activedrivers": [], "completeddrivers": []}
 
     class Master(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -319,23 +313,78 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Master)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    submitted = []
-    monkeypatch.setattr(spark_api, "submit", lambda *a, **k: submitted.append(a) or "driver-x")
     try:
-        write_cluster(tmp_path / "clusters", web_ui=f"http://127.0.0.1:{server.server_port}")
-        registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
-        with pytest.raises(DaggerError) as e:
-            operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
-        message = str(e.value)
-        assert "cluster blue has no room for" in message and "2 cores (its parallelism)" in message
-        assert "the workers have 1 core and 4.5 GB free" in message
-        assert submitted == [] and registry.get(load_job(SURGE).name) is None
-        # with room (a second worker holding the executor), the same deploy reaches spark-submit
-        state["workers"].append({"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024,
-                                 "webuiaddress": "http://127.0.0.1:1"})
-        state["aliveworkers"] = 2
-        monkeypatch.setattr(operations, "_write_target", lambda *a, **k: None)
-        operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
-        assert len(submitted) == 1
+        yield state, f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
+
+
+def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(tmp_path, monkeypatch,
+                                                                                      fake_master):
+    """A standalone master leaves an application that no worker can hold WAITING, without a word: the
+    dagger would never start (seen when a drill deployed onto the busy demo lab)."""
+    from dagger_runtime.lifecycle import operations
+    from dagger_runtime.lifecycle import spark as spark_api
+
+    state, url = fake_master
+    state["workers"] = [{"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608,
+                         "webuiaddress": "http://127.0.0.1:1"}]
+    submitted = []
+    monkeypatch.setattr(spark_api, "submit", lambda *a, **k: submitted.append(a) or "driver-x")
+    write_cluster(tmp_path / "clusters", web_ui=url)
+    registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
+    with pytest.raises(DaggerError) as e:
+        operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
+    message = str(e.value)
+    assert "cluster blue has no room for" in message and "2 cores (its parallelism)" in message
+    assert "the workers have 1 core and 4.5 GB free" in message
+    assert submitted == [] and registry.get(load_job(SURGE).name) is None
+    # with room (a second worker holding the executor), the same deploy reaches spark-submit
+    state["workers"].append({"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024,
+                             "webuiaddress": "http://127.0.0.1:1"})
+    state["aliveworkers"] = 2
+    monkeypatch.setattr(operations, "_write_target", lambda *a, **k: None)
+    operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
+    assert len(submitted) == 1
+
+
+def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_lost(tmp_path, fake_master):
+    """A lab restarted (`make lab-down`, then up) has masters that know none of the old drivers: the
+    registry said RUNNING, so `make demo` skipped its daggers and waited for results that never came."""
+    import socket
+
+    from dagger_runtime.lifecycle import operations
+
+    state, url = fake_master
+    write_cluster(tmp_path / "clusters", web_ui=url)
+    with socket.socket() as s:              # a port nothing listens on: the dagger's silent /metrics
+        s.bind(("127.0.0.1", 0))
+        silent = s.getsockname()[1]
+    registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
+    record(registry, name="gone", cluster="blue", port=silent)
+    record(registry, name="known", cluster="blue", port=silent)
+    registry.record_status("gone", "RUNNING", actor="status")
+    registry.record_status("known", "RUNNING", actor="status")
+    # the master knows one of the two drivers: that one stays as the master says
+    state["activedrivers"] = [{"id": "driver-20261123000000-0000", "state": "RUNNING", "worker": "w"}]
+    registry.record_version(name="known", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
+                            spec_digest="d", state_key="k1", checkpoint="/ck/known/v2", start="from earliest",
+                            actor="ana", submission_id="driver-20261123000000-0000", metrics_port=silent,
+                            action="edit")
+    registry.record_version(name="gone", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
+                            spec_digest="d", state_key="k1", checkpoint="/ck/gone/v2", start="from earliest",
+                            actor="ana", submission_id="driver-20261123000000-0009", metrics_port=silent,
+                            action="edit")
+    out = operations.status(registry, None, actor="status", clusters_dir=str(tmp_path / "clusters"))
+    assert registry.get("gone").status == "LOST" and not registry.get("gone").running
+    assert "does not know driver driver-20261123000000-0009" in registry.history("gone")[-1].detail
+    assert registry.get("known").running
+    assert {r["dagger"]: r["status"] for r in out.data["daggers"]}["gone"] == "LOST"
+    # a master that is not ALIVE (restarting, standby) proves nothing: no change is recorded
+    registry.record_version(name="gone", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
+                            spec_digest="d", state_key="k1", checkpoint="/ck/gone/v3", start="from earliest",
+                            actor="ana", submission_id="driver-20261123000000-0010", metrics_port=silent,
+                            action="edit")
+    state["status"] = "RECOVERING"
+    operations.status(registry, "gone", actor="status", clusters_dir=str(tmp_path / "clusters"))
+    assert registry.get("gone").running

@@ -476,14 +476,23 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
     for dagger in daggers:
         master = masters.get(dagger.cluster)
         driver_state = None
+        cluster = clusters.get(dagger.cluster)
         if master is not None and dagger.submission_id:
             driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
             if driver_state and dagger.running and driver_state != dagger.status:
                 registry.record_status(dagger.name, driver_state, actor=actor, detail="seen on the master",
                                        submission_id=dagger.submission_id)
+            elif (driver_state is None and dagger.running and master.status == "ALIVE" and cluster
+                  and not (dagger.metrics_port and scrape(cluster.metrics_host, dagger.metrics_port))):
+                # a master restarted without recovery forgets its drivers, and theirs die with the
+                # workers: a driver it does not know, whose /metrics is silent, is gone
+                driver_state = "LOST"
+                registry.record_status(dagger.name, "LOST", actor=actor, submission_id=dagger.submission_id,
+                                       detail=f"the master of {dagger.cluster} does not know driver "
+                                              f"{dagger.submission_id} and its /metrics does not answer")
+                dagger = registry.get(dagger.name)
         elif dagger.running:
             driver_state = "UNREACHABLE"
-        cluster = clusters.get(dagger.cluster)
         metrics = (scrape(cluster.metrics_host, dagger.metrics_port)
                    if cluster and dagger.metrics_port and dagger.running else None)
         rows.append(health(dagger, driver_state, metrics, now))
