@@ -12,11 +12,13 @@ from .sql import allowlist
 
 
 def runtime_udfs() -> list[str]:
-    """Names of the UDFs the runtime registers in every session (vectorised and JVM)."""
-    from .sql import functions
+    """Names of the UDFs the runtime registers in every session (vectorised and JVM), and of its
+    functions built by type, which only the translation writes (dagger_runtime.sql.flink_types)."""
+    from .sql import flink_types, functions
     from .udfs.java_udfs import JAVA_UDFS
 
-    return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS))
+    return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS)
+                  | set(flink_types.NAMES))
 
 
 def _guard(spark):

@@ -45,6 +45,7 @@ def streaming_query(spark, plan: JobPlan):
     return dataframe
 
 
+_DISTINCT_COUNT = "COUNT(DISTINCT ...) cannot run on a stream; use DistinctCount(x), dagger's exact distinct count"
 # Spark's UnsupportedOperationChecker messages (Spark 4.0), what they mean to the analyst, and the
 # SQL node to point at
 _STREAMING = (
@@ -54,14 +55,34 @@ _STREAMING = (
     ("without watermark", "Group",
      "GROUP BY without a TUMBLE or HOP window on the rowtime never closes a group, so a stream would "
      "never write its result; add TUMBLE(rowtime, INTERVAL '1' MINUTE) to the GROUP BY"),
-    ("Distinct aggregations are not supported", "Distinct",
-     "COUNT(DISTINCT ...) cannot run on a stream; use DistinctCount(x), dagger's exact distinct count"),
     ("NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING", "Window",
      "OVER (...) windows cannot run on a stream; aggregate per TUMBLE or HOP window instead"),
     ("join between two streaming", "Join",
      "a join of two streams needs a time bound between their rowtimes, e.g. "
      "ON a.id = b.id AND b.rowtime BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime"),
 )
+
+
+def _distinct_aggregate(query, refuse) -> QueryError:
+    """Spark's refusal of an aggregate over DISTINCT values, naming the aggregate written."""
+    from sqlglot import exp
+
+    from .sql.positions import locate
+
+    node = next((d for d in query.tree.find_all(exp.Distinct) if isinstance(d.parent, exp.AggFunc)), None)
+    if node is None or isinstance(node.parent, exp.Count):
+        return refuse("Distinct", _DISTINCT_COUNT)
+    call = node.parent
+    name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).upper()
+    value = node.expressions[0].sql() if node.expressions else "x"
+    total = f"aggregate(collect_set({value}), CAST(0 AS DOUBLE), (s, v) -> s + v)"
+    alternative = {
+        "SUM": f"sum the window's set of values instead: {total}",
+        "AVG": f"average the window's set of values instead: {total} / size(collect_set({value}))",
+    }.get(name, f"aggregate the window's set of values instead, collect_set({value})")
+    line, col = locate(query.source, call)
+    return QueryError(f"{name}(DISTINCT ...) cannot run on a stream; {alternative}", line=line, col=col,
+                      sql=query.source)
 
 
 def check_streaming(spark, dataframe, query) -> None:
@@ -94,6 +115,8 @@ def check_streaming(spark, dataframe, query) -> None:
         if "without watermark" in text and next(query.tree.find_all(exp.Group), None) is None:
             raise refuse("Distinct", "SELECT DISTINCT on a stream keeps every value it has ever seen and "
                                      "never writes a result; GROUP BY a TUMBLE window instead") from None
+        if "Distinct aggregations are not supported" in text:
+            raise _distinct_aggregate(query, refuse) from None
         for needle, kind, message in _STREAMING:
             if needle in text:
                 raise refuse(kind, message) from None
@@ -177,6 +200,15 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
         node = next((c for c in tree.find_all(exp.Column) if c.sql().lower() == name.lower()), None)
         message = (f"{name} is neither in GROUP BY nor inside an aggregate" if name
                    else "the query aggregates without GROUP BY")
+    elif condition.startswith("INVALID_SUBQUERY_EXPRESSION.STREAMING_QUERY"):
+        node = next((n for n in tree.find_all(exp.In, exp.Exists, exp.Subquery)
+                     if isinstance(n, (exp.In, exp.Exists)) and n.find(exp.Select) is not None
+                     or isinstance(n, exp.Subquery) and not isinstance(n.parent, (exp.From, exp.Join))), None)
+        what = ("IN (SELECT ...)" if isinstance(node, exp.In) else "EXISTS (SELECT ...)" if isinstance(node, exp.Exists)
+                else "a subquery inside an expression")
+        message = (f"refused: {what} cannot run on a stream (Spark runs no subquery over a stream inside an "
+                   "expression); join the two streams instead, with an interval join on rowtime: "
+                   "JOIN p ON p.k = b.k AND p.rowtime BETWEEN b.rowtime - INTERVAL '1' MINUTE AND b.rowtime")
     if message is None:
         first = str(error).split("\n")[0]
         message = "does not fit the streams' schemas: " + first.split(" SQLSTATE")[0]

@@ -74,6 +74,25 @@ def test_every_case_has_a_recorded_state_with_its_words_or_reason():
             assert entry.get("reason"), f"{case_id}: a difference without its reason"
 
 
+def test_every_function_flink_lists_is_called_by_a_case_or_has_a_reason():
+    from tests.conformance import coverage
+    from tests.conformance.corpus import NOT_COMPARABLE
+
+    listed = coverage.listed()
+    assert len(listed) > 150 and "JSON_OBJECT" in listed and "upperCase" in listed, "flink_functions.txt is not Flink's list"
+    assert coverage.uncovered() == [], "give these a case in corpus.py or a reason in coverage.NOT_CALLED"
+    stale = [n for n in coverage.NOT_CALLED if n not in listed or coverage.called(n)]
+    assert stale == [], f"NOT_CALLED explains names Flink does not list or a case calls: {stale}"
+    ids = {c.id for c in CASES}
+    assert NOT_COMPARABLE <= ids, NOT_COMPARABLE - ids
+
+
+def test_the_docs_table_and_the_readmes_counts_are_those_of_the_recorded_states():
+    from tests.conformance import table
+
+    assert table.main(["--check"]) == 0, "run `make conformance-table` and commit what it writes"
+
+
 def test_the_runner_refuses_bad_input_with_one_json_line_and_exit_2(tmp_path):
     if not harness.flink_available():
         pytest.fail("the Flink runner is not built: `make flink`")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import yaml
@@ -291,6 +292,14 @@ def test_a_dagger_fits_a_cluster_when_its_driver_and_executor_can_both_be_placed
     assert not fits([], 1) and not fits([(0, 0)], 1)
 
 
+def unvalidated(monkeypatch):
+    """deploy without its Spark validation (tested on its own): these tests are about placement, and
+    a Spark session built here would change the shared test session's settings."""
+    from dagger_runtime.lifecycle import operations
+
+    monkeypatch.setattr(operations, "load_spec", lambda path: (plan_job(load_job(path)), Path(path).read_text()))
+
+
 @pytest.fixture
 def fake_master():
     """A loopback server answering /json/ as Spark 4.0's standalone master does, with `state`."""
@@ -326,6 +335,7 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
     from dagger_runtime.lifecycle import operations
     from dagger_runtime.lifecycle import spark as spark_api
 
+    unvalidated(monkeypatch)
     state, url = fake_master
     state["workers"] = [{"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608,
                          "webuiaddress": "http://127.0.0.1:1"}]
@@ -388,3 +398,53 @@ def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_los
     state["status"] = "RECOVERING"
     operations.status(registry, "gone", actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert registry.get("gone").running
+
+
+def test_daggers_deployed_at_once_to_one_cluster_get_different_metrics_ports(tmp_path, monkeypatch, fake_master):
+    """A drill fails its daggers over together: both once took the first free port, and one driver
+    died with "Address already in use", restarted by --supervise, again and again. A port that
+    something already listens on is skipped too."""
+    import socket
+    import threading
+    import time as clock
+
+    from dagger_runtime.lifecycle import operations
+    from dagger_runtime.lifecycle import spark as spark_api
+
+    unvalidated(monkeypatch)
+    state, url = fake_master
+    state["workers"] = [{"id": "w", "state": "ALIVE", "coresfree": 64, "memoryfree": 65536,
+                         "webuiaddress": "http://127.0.0.1:1"}]
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    first = busy.getsockname()[1]
+    write_cluster(tmp_path / "clusters", web_ui=url, metrics_host="127.0.0.1", metrics_ports=[first, first + 40])
+    monkeypatch.setattr(spark_api, "submit", lambda *a, **k: clock.sleep(1.0) or f"driver-{threading.get_ident()}")
+    monkeypatch.setattr(operations, "_write_target", lambda *a, **k: None)
+    registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
+    specs = []
+    for name in ("one", "two", "three"):
+        spec = yaml.safe_load(SURGE.read_text())
+        spec["name"] = name
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+        specs.append(tmp_path / f"{name}.yaml")
+    errors = []
+
+    def deploy(path):
+        try:
+            operations.deploy(registry, str(path), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=deploy, args=(p,)) for p in specs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        busy.close()
+    assert errors == []
+    ports = sorted(registry.get(n).metrics_port for n in ("one", "two", "three"))
+    assert len(set(ports)) == 3 and first not in ports, ports

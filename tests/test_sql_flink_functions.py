@@ -125,12 +125,59 @@ def value(spark, expression: str):
     ("ROUND(0.285E0, 2)", 0.29),
     ("ROUND(125, -1)", 130),
     ("MOD(-7, 3)", -1),
-    # integer division, when the query states both operands are integers
+    # integer division: Spark's analyser types the operands (dagger_runtime.sql.flink_types), so
+    # columns divide as Flink's integers too, truncated toward zero, typed as the wider operand
     ("7 / 2", 3),
     ("-7 / 2", -3),
     ("CAST(total_fare AS INT) / (CAST(i AS INT) - 3)", 10),
     ("CHAR_LENGTH(s) / 4", 1),
     ("total_fare / 2", 21.162),
+    ("i / 2", 3),
+    ("neg / 2", -64),                     # -64.5
+    ("neg / i", -18),                     # -18.43
+    ("(ms + 3) / i", 225780818589),       # 1580465730126 / 7 = 225780818589.43, BIGINT
+    ("i / (i - 7)", None),                # Flink fails the job; the runtime never stops on a value
+    ("total_fare / i", 6.046285714285714),
+    ("CAST(i AS DECIMAL(10, 2)) / 2", 3.5),
+    ("TYPEOF(i / 2)", "INT"),
+    ("TYPEOF(ms / i)", "BIGINT"),
+    ("TYPEOF(CAST(i AS SMALLINT) / CAST(2 AS TINYINT))", "SMALLINT"),
+    ("TYPEOF(total_fare / i)", "DOUBLE"),
+    # TYPEOF: Flink's type names, NOT NULL for what cannot be NULL
+    ("TYPEOF(i)", "INT"),
+    ("TYPEOF(total_fare)", "DOUBLE"),
+    ("TYPEOF(s)", "STRING"),
+    ("TYPEOF(rowtime)", "TIMESTAMP(3)"),
+    ("TYPEOF(arr)", "ARRAY<INT>"),
+    ("TYPEOF(7)", "INT NOT NULL"),
+    ("TYPEOF('abc')", "CHAR(3) NOT NULL"),
+    ("TYPEOF(1.5)", "DECIMAL(2, 1) NOT NULL"),
+    ("TYPEOF(TRUE)", "BOOLEAN NOT NULL"),
+    ("TYPEOF(TIMESTAMP '2020-01-01 00:00:00')", "TIMESTAMP(0) NOT NULL"),
+    ("TYPEOF(CAST(s AS TIMESTAMP))", "TIMESTAMP(6)"),
+    ("TYPEOF(ROW(i, s))", "ROW<`EXPR$0` INT, `EXPR$1` STRING> NOT NULL"),
+    # CAST to strings: a TIMESTAMP(3) with its 3 digits, booleans upper case, CHAR(n)/VARCHAR(n) cut
+    # to n and CHAR(n) padded to n (CHAR alone is CHAR(1), VARCHAR alone STRING)
+    ("CAST(rowtime AS STRING)", "2020-01-29 10:15:30.123"),
+    ("CAST(later AS STRING)", "2020-02-29 09:00:00.000"),
+    ("CAST(later AS VARCHAR(10))", "2020-02-29"),
+    ("CAST(TIMESTAMP '2020-01-01 00:00:00.5' AS STRING)", "2020-01-01 00:00:00.5"),
+    ("CAST(TIMESTAMP '2020-01-01 00:00:00' AS STRING)", "2020-01-01 00:00:00"),
+    ("CAST(CAST(rowtime AS TIMESTAMP(0)) AS STRING)", "2020-01-29 10:15:30"),
+    ("CAST(CAST('2020-01-01 10:00:00' AS TIMESTAMP) AS VARCHAR)", "2020-01-01 10:00:00.000000"),
+    ("CAST(i > 2 AS STRING)", "TRUE"),
+    ("CAST(i < 2 AS VARCHAR)", "FALSE"),
+    ("CAST(nothing = 'x' AS STRING)", None),
+    ("CAST(i AS STRING)", "7"),
+    ("CAST(word AS CHAR(5))", "hello"),
+    ("CAST(s AS CHAR(8))", "a,b,,c  "),
+    ("CAST(s AS VARCHAR(3))", "a,b"),
+    ("CAST(s AS VARCHAR(50))", "a,b,,c"),
+    ("CAST(s AS VARCHAR)", "a,b,,c"),
+    ("CAST(s AS CHAR)", "a"),
+    ("TRY_CAST(total_fare AS VARCHAR(4))", "42.3"),
+    ("CHAR_LENGTH(CAST(s AS CHAR(10)))", 10),
+    ("CAST(nothing AS CHAR(3))", None),
     # strings
     ("SPLIT_INDEX(s, ',', 2)", ""),
     ("SPLIT_INDEX(s, ',', 3)", "c"),
@@ -325,8 +372,8 @@ def test_translations_nest_inside_other_functions_and_subqueries(spark):
 @pytest.mark.parametrize("sql, names", [
     ("SELECT COLLECT(s) AS c FROM t", "COLLECT returns a MULTISET"),
     ("SELECT JSON_VALUE(j, '$.e[*]') AS v FROM t", "JSON_VALUE path '$.e[*]'"),
-    ("SELECT JSON_VALUE(j, '$.a' RETURNING INT) AS v FROM t", "JSON_VALUE's RETURNING"),
-    ("SELECT JSON_VALUE(j, '$.a' DEFAULT 'x' ON EMPTY) AS v FROM t", "JSON_VALUE's RETURNING"),
+    ("SELECT JSON_VALUE(j, '$.a' RETURNING BIGINT) AS v FROM t", "JSON_VALUE(... RETURNING BIGINT)"),
+    ("SELECT JSON_VALUE(j, '$.a' ERROR ON EMPTY) AS v FROM t", "JSON_VALUE(... ERROR ON EMPTY) fails the job"),
     ("SELECT TO_TIMESTAMP_LTZ(ms, 6) AS v FROM t", "TO_TIMESTAMP_LTZ(value, precision)"),
     ("SELECT DATE_FORMAT(rowtime, 'YYYY-ww') AS v FROM t", "pattern letter 'Y'"),
     ("SELECT DATE_FORMAT(rowtime, s) AS v FROM t", "DATE_FORMAT: the pattern must be a string literal"),
@@ -367,10 +414,10 @@ def test_translations_nest_inside_other_functions_and_subqueries(spark):
     ("SELECT PERCENTILE_CONT(i) WITHIN GROUP (ORDER BY total_fare) AS v FROM t",
      "PERCENTILE_CONT(i): the fraction must be a number literal between 0 and 1"),
     ("SELECT PERCENTILE_CONT(1.5) WITHIN GROUP (ORDER BY total_fare) AS v FROM t", "PERCENTILE_CONT(1.5)"),
-    ("SELECT JSON_QUERY(j, '$.c') AS v FROM t", "JSON_QUERY is not supported; use JsonQuery"),
-    ("SELECT JSON_OBJECT('k' VALUE 1) AS v FROM t", "JSON_OBJECT"),
-    ("SELECT window_start, COUNT(*) AS n FROM TABLE(\n  TUMBLE(TABLE t, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))\n"
-     "GROUP BY window_start, window_end", "TABLE(TUMBLE(...)) is not supported yet"),
+    ("SELECT JSON_QUERY(j, '$.c[*]') AS v FROM t", "JSON_QUERY path '$.c[*]'"),
+    ("SELECT JSON_OBJECT('k' VALUE 1 WITH UNIQUE KEYS) AS v FROM t", "JSON_OBJECT(... WITH UNIQUE KEYS)"),
+    ("SELECT window_start, COUNT(*) AS n FROM TABLE(\n  CUMULATE(TABLE t, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE,"
+     " INTERVAL '2' MINUTE))\nGROUP BY window_start, window_end", "TABLE(CUMULATE(...)) has no Spark equivalent"),
 ])
 def test_a_construct_without_flinks_meaning_is_refused_by_name(sql, names):
     with pytest.raises(QueryError) as info:
@@ -392,6 +439,41 @@ def test_truncate_is_never_a_cast_whatever_its_spelling(sql):
 def test_percentile_cont_never_becomes_an_approximation():
     out = translate("SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY total_fare) AS p FROM t", ["t"]).spark_sql
     assert "APPROX" not in out.upper()
+
+
+def test_avg_of_an_integer_is_flinks_integer_in_having_and_filter(spark):
+    # k = 1: y is NULL, 2, 3, NULL; k = 2: y is 5
+    (row,) = run(spark, """
+        SELECT k, AVG(y) AS a, AVG(y) FILTER (WHERE z IS NOT NULL) AS fa, AVG(y) FILTER (WHERE z = 'none') AS none,
+               AVG(y - 4) AS below, AVG(x) AS ax, TYPEOF(AVG(y)) AS t, TYPEOF(AVG(CAST(y AS SMALLINT))) AS ts
+        FROM t GROUP BY k HAVING AVG(y) <= 2""", EVENTS, EVENTS_SCHEMA)
+    # (2 + 3) / 2 = 2 (a DOUBLE 2.5 would fail the HAVING); FILTER keeps y = 3 (z 'b') and a NULL;
+    # no row: NULL; (-2 + -1) / 2 = -1.5, truncated toward zero; a DOUBLE's average stays a DOUBLE
+    assert (row.k, row.a, row.fa, row.none, row.below, row.ax, row.t, row.ts) == \
+        (1, 2, 3, None, -1, 2.5, "INT", "SMALLINT")
+
+
+def test_avg_and_divisions_in_a_tumbling_window(spark):
+    events = [(dt.datetime(2020, 1, 1, 10, 0, 1), 1), (dt.datetime(2020, 1, 1, 10, 0, 2), 2),
+              (dt.datetime(2020, 1, 1, 10, 0, 3), 4), (dt.datetime(2020, 1, 1, 10, 1, 1), 7)]
+    rows = run(spark, """
+        SELECT TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS w, AVG(one) AS a, SUM(one) / COUNT(*) AS q,
+               SUM(one / 2) AS h, CAST(TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS STRING) AS e
+        FROM t GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)""", events, "rowtime timestamp, one int")
+    # 7 / 3 = 2 for both; 1/2 + 2/2 + 4/2 = 0 + 1 + 2; then 7 alone: 7, 7, 3
+    assert sorted((r.w, r.a, r.q, r.h, r.e) for r in rows) == [
+        (dt.datetime(2020, 1, 1, 10, 1), 2, 2, 3, "2020-01-01 10:01:00.000"),
+        (dt.datetime(2020, 1, 1, 10, 2), 7, 7, 3, "2020-01-01 10:02:00.000")]
+
+
+def test_the_typed_functions_are_written_after_the_checks_for_the_analysts_nodes_only():
+    out = translate("SELECT a[i] AS x, TYPEOF(a) AS t, a / i AS d, AVG(i) AS m FROM t GROUP BY a, i", ["t"]).spark_sql
+    # the array index's own typeof keeps Spark's names; the analyst's TYPEOF, / and AVG are Flink's
+    assert "TYPEOF(a) LIKE 'map<%'" in out
+    assert "__DAGGER_TYPEOF(a) AS t" in out and "__DAGGER_DIVIDE(a, i)" in out and "__DAGGER_AVG(AVG(i))" in out
+    for name in ("__dagger_divide(a, i)", "__DAGGER_AVG(AVG(i))", "__dagger_typeof(a)", "__dagger_cast_string(a)"):
+        with pytest.raises(QueryError, match="reserved|runtime's own"):
+            translate(f"SELECT {name} AS v FROM t", ["t"])
 
 
 def test_integer_division_of_a_count_is_flinks(spark):

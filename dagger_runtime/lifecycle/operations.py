@@ -6,9 +6,13 @@ through Spark's interfaces (spark.py) and records what happened.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import hashlib
 import json
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -67,15 +71,45 @@ def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str
     return str(path)
 
 
+# Ports chosen but not yet recorded in the registry (a submit takes seconds): two deploys or
+# failovers running at once in one process (a drill moves its daggers together) must not both
+# take the first free port, or one driver dies with "Address already in use", over and over.
+_PORTS_LOCK = threading.Lock()
+_RESERVED: set[tuple[str, int]] = set()
+
+
 def _free_port(registry: Registry, cluster: Cluster, keep: int | None = None) -> int:
     used = registry.ports_in_use(cluster.name) - ({keep} if keep else set())
+    used |= {port for c, port in _RESERVED if c == cluster.name}
     if keep and cluster.metrics_ports[0] <= keep <= cluster.metrics_ports[1] and keep not in used:
         return keep
     for port in range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1):
-        if port not in used:
+        if port not in used and not _answers(cluster.metrics_host, port):
             return port
     raise DaggerError(f"cluster {cluster.name}: every metrics port in {cluster.metrics_ports} is taken; "
                       "stop a dagger or widen metrics_ports")
+
+
+def _answers(host: str, port: int) -> bool:
+    """Something listens there already (a driver the registry thinks stopped, another program)."""
+    try:
+        with socket.create_connection((host, port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def _reserved_port(registry: Registry, cluster: Cluster, keep: int | None = None):
+    """A free metrics port, held from its choice until the caller has recorded it in the registry."""
+    with _PORTS_LOCK:
+        port = _free_port(registry, cluster, keep)
+        _RESERVED.add((cluster.name, port))
+    try:
+        yield port
+    finally:
+        with _PORTS_LOCK:
+            _RESERVED.discard((cluster.name, port))
 
 
 def _write_target(cluster: Cluster, dagger: str, team: str | None, port: int | None) -> None:
@@ -149,14 +183,14 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     starting = starting_options(start, plan.job.streams)
     passed = spark_api.referenced_env(text, plan.job.team,
                                       "properties" if plan.job.origin == "dagger-properties" else "yaml")
-    port = _free_port(registry, cluster)
-    started = time.monotonic()
-    driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port,
-                             passed_env=passed)
-    registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
-                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
-                            checkpoint=checkpoint, start=str(start), actor=actor, submission_id=driver,
-                            metrics_port=port, action="deploy")
+    with _reserved_port(registry, cluster) as port:
+        started = time.monotonic()
+        driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
+                                 port=port, passed_env=passed)
+        registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
+                                spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
+                                checkpoint=checkpoint, start=str(start), actor=actor, submission_id=driver,
+                                metrics_port=port, action="deploy")
     _write_target(cluster, name, plan.job.team, port)
     out = Outcome()
     out.say(f"deployed {name} version {number} to {cluster.name} as {driver}")
@@ -234,42 +268,44 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     # everything that can be checked before the old version stops
     passed = spark_api.referenced_env(text, plan.job.team,
                                       "properties" if plan.job.origin == "dagger-properties" else "yaml")
-    port = _free_port(registry, cluster, current.metrics_port if cluster.name == current.cluster else None)
-    if not keep and start.kind == "committed":
-        starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
-    timings = {"check": time.monotonic() - checked_from}
-    # one writer per checkpoint: the old driver must be gone before the new one starts
-    stop_from = time.monotonic()
-    if current.running:
-        old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
-        if old_cluster_lost:
-            registry.record_status(name, "LOST", actor=actor, action=action,
-                                   detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
-        else:
-            _stop_driver(registry, old_cluster, current, actor, action=action,
-                         detail=f"replaced by version {number}")
-        if old_cluster is not cluster:
-            _write_target(old_cluster, name, current.team, None)
-    timings["stop"] = time.monotonic() - stop_from
-    started = time.monotonic()
-    try:
-        # the offsets read again now that the old version has committed its last batch
-        starting = (None if keep else
-                    starting_options(start, plan.job.streams,
-                                     committed_offsets(current.checkpoint) if start.kind == "committed" else None))
-        driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                                 port=port, passed_env=passed, emit_after_ms=None if keep else emit_after_ms)
-    except DaggerError as e:
-        if not current.running:
-            raise
-        raise DaggerError(f"{e}. Version {current.version} was stopped before, so {name} is not running now: "
-                          f"start it again with `dagger deploy SPEC --cluster {current.cluster}`") from None
-    registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
-                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
-                            checkpoint=checkpoint, actor=actor,
-                            start="from its checkpoint" if keep else str(start) + (
-                                "" if emit_after_ms is None else f", writing windows that end after {emit_after_ms}"),
-                            submission_id=driver, metrics_port=port, action=action)
+    with _reserved_port(registry, cluster,
+                        current.metrics_port if cluster.name == current.cluster else None) as port:
+        if not keep and start.kind == "committed":
+            starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
+        timings = {"check": time.monotonic() - checked_from}
+        # one writer per checkpoint: the old driver must be gone before the new one starts
+        stop_from = time.monotonic()
+        if current.running:
+            old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
+            if old_cluster_lost:
+                registry.record_status(name, "LOST", actor=actor, action=action,
+                                       detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
+            else:
+                _stop_driver(registry, old_cluster, current, actor, action=action,
+                             detail=f"replaced by version {number}")
+            if old_cluster is not cluster:
+                _write_target(old_cluster, name, current.team, None)
+        timings["stop"] = time.monotonic() - stop_from
+        started = time.monotonic()
+        try:
+            # the offsets read again now that the old version has committed its last batch
+            starting = (None if keep else
+                        starting_options(start, plan.job.streams,
+                                         committed_offsets(current.checkpoint) if start.kind == "committed" else None))
+            driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
+                                     port=port, passed_env=passed, emit_after_ms=None if keep else emit_after_ms)
+        except DaggerError as e:
+            if not current.running:
+                raise
+            raise DaggerError(f"{e}. Version {current.version} was stopped before, so {name} is not running now: "
+                              f"start it again with `dagger deploy SPEC --cluster {current.cluster}`") from None
+        registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
+                                spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
+                                checkpoint=checkpoint, actor=actor,
+                                start="from its checkpoint" if keep else str(start) + (
+                                    "" if emit_after_ms is None
+                                    else f", writing windows that end after {emit_after_ms}"),
+                                submission_id=driver, metrics_port=port, action=action)
     _write_target(cluster, name, plan.job.team, port)
     timings["submit"] = time.monotonic() - started
     verb = "edited" if action == "edit" else "redeployed"

@@ -106,8 +106,12 @@ REFUSED_SPARK_FUNCTIONS: dict[str, str] = {
     **dict.fromkeys(("input_file_name", "input_file_block_start", "input_file_block_length"), _FILES),
     **dict.fromkeys(("current_catalog", "current_database", "current_schema", "current_user", "user",
                      "session_user", "version"), _CLUSTER),
-    **dict.fromkeys(("current_timestamp", "now", "current_date", "curdate", "localtimestamp"),
-                    _PROCESSING_TIME),
+    # Flink's clock functions too (CURRENT_TIME, LOCALTIME, CURRENT_ROW_TIMESTAMP(), PROCTIME())
+    **dict.fromkeys(("current_timestamp", "now", "current_date", "curdate", "localtimestamp", "current_time",
+                     "localtime", "current_row_timestamp", "proctime"), _PROCESSING_TIME),
+    "current_watermark": ("depends on when the engine moves its watermark, which a replay does not repeat; "
+                          "Spark moves a query's watermark between batches, never within one. Compare rowtime "
+                          "with the window instead, or let the watermark drop late messages"),
     **dict.fromkeys(("rand", "randn", "random", "randstr", "uniform", "uuid", "shuffle"), _RANDOM),
     # AES-GCM and CBC draw a random initialisation vector
     "aes_encrypt": _RANDOM,

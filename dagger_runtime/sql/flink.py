@@ -386,7 +386,13 @@ def _sha2(args: list[exp.Expression]) -> exp.Expression:
     return template("CASE WHEN {1} IN (224, 256, 384, 512) THEN sha2({0}, {1}) END")(args)
 
 
-_JSON_PATH = re.compile(r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\['[^'\]]*'\]|\["[^"\]]*"\])*""")
+# Member and index steps only. An index fits Spark's int (variant_get parses it as one: a larger
+# one passes validation, then fails every message); digits are ASCII (Python's \d also takes '٣',
+# Java's does not); a quoted key has a character other than space, holds no '*' (get_json_object
+# finds nothing for '*', ' ' or '' where Flink does), and a double-quoted one no ' (rewritten to
+# the single-quoted form Spark reads).
+_JSON_PATH = re.compile(r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\]"""
+                        r"""|\['[^'\]*]*[^'\]*\s][^'\]*]*'\]|\["[^"'\]*]*[^"'\]*\s][^"'\]*]*"\])*""", re.ASCII)
 
 
 def _json_value(args: list[exp.Expression]) -> exp.Expression:
@@ -504,18 +510,8 @@ _fn("CARDINALITY", ("collection",), template("CASE WHEN {0} IS NULL THEN NULL EL
 _fn("ARRAY_SLICE", ("array", "start", "end"), lambda a: _array_slice(a), optional=1)
 # Flink: the sole element, NULL when empty (Flink fails the job on more than one; NULL here)
 _fn("ELEMENT", ("array",), template("CASE WHEN size({0}) = 1 THEN element_at({0}, 1) END"))
-for _name, _alternative in {
-    "JSON_QUERY": "use JsonQuery(json, path), dagger's, or get_json_object(json, path)",
-    "JSON_EXISTS": "use JSON_VALUE(json, path) IS NOT NULL for a scalar, get_json_object(json, path) IS NOT NULL "
-                   "for any value",
-    "JSON_STRING": "use to_json(named_struct('v', x)) and take the value, or CAST(x AS STRING) for a number",
-    "JSON_OBJECT": "use to_json(named_struct('k1', v1, 'k2', v2))",
-    "JSON_ARRAY": "use to_json(array(v1, v2))",
-    "JSON_OBJECTAGG": "use to_json(map_from_entries(collect_list(struct(k, v))))",
-    "JSON_ARRAYAGG": "use to_json(ARRAY_AGG(x))",
-}.items():
-    register(DaggerFunction(_name, ("...",), build=_refusal(f"{_name} is not supported; {_alternative}"),
-                            optional=1, variadic=True))
+# JSON_QUERY, JSON_EXISTS, JSON_STRING, JSON_OBJECT, JSON_ARRAY, JSON_OBJECTAGG, JSON_ARRAYAGG, MAP_UNION and
+# JSON_VALUE's clauses: dagger_runtime.sql.flink_json
 
 
 # --- typed nodes, before the sandbox's first check --------------------------------------------------
@@ -669,36 +665,6 @@ def _array_agg(sql: str, node: exp.ArrayAgg) -> exp.Expression:
     return template("transform(collect_list(named_struct('v', {0})), __x -> __x.v)")([value])
 
 
-# Integer division. Flink divides two integers as integers (7 / 2 = 3, -7 / 2 = -3); Spark's `/`
-# always gives a fraction. The translation reads the query, not the streams' schemas, so it can
-# only see that an operand is an integer when the query says so: an integer literal, COUNT, a CAST
-# to an integer type, CHAR_LENGTH, and +, -, *, % of those. Such a division becomes Spark's DIV
-# (truncated toward zero, as Java's); a division of columns whose type the query does not state
-# is Spark's (docs/reference/flink-functions.md).
-_INTEGER_TYPES = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
-                  exp.DataType.Type.TINYINT}
-
-
-def _integral(node: exp.Expression) -> bool:
-    if isinstance(node, exp.Literal):
-        return not node.is_string and re.fullmatch(r"\d+", node.this) is not None
-    if isinstance(node, (exp.Neg, exp.Paren)):
-        return _integral(node.this)
-    if isinstance(node, (exp.Cast, exp.TryCast)):
-        return node.to.this in _INTEGER_TYPES
-    if isinstance(node, (exp.Count, exp.Length)):
-        return True
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
-        return _integral(node.this) and _integral(node.expression)
-    return False
-
-
-def _division(node: exp.Div) -> exp.Expression | None:
-    if _integral(node.this) and _integral(node.expression):
-        return exp.Paren(this=exp.IntDiv(this=node.this.copy(), expression=node.expression.copy()))
-    return None
-
-
 def _bracket(sql: str, node: exp.Bracket) -> exp.Expression | None:
     base = node.this
     if isinstance(base, exp.Column) and not base.table and base.name.upper() == "MAP" \
@@ -806,19 +772,15 @@ def normalise(sql: str, tree: exp.Expression) -> None:
             new = exp.Paren(this=_INITCAP([node.this]))
         elif isinstance(node, exp.ArrayAgg):
             new = _array_agg(sql, node)
-        elif isinstance(node, exp.Div):
-            new = _division(node)
         elif isinstance(node, exp.Bracket):
             new = _bracket(sql, node)
         elif isinstance(node, exp.Is):
             new = _is_json(sql, node)
+        elif isinstance(node, flink_json.NODES):
+            new = flink_json.rewrite(sql, node, budget)
         if new is not None:
             budget.spend(new, node)
             node.replace(new)
-
-
-_JSON_VALUE_CLAUSES = re.compile(r"\bJSON_VALUE\s*\((?:[^()']|'(?:[^']|'')*'|\([^()]*\))*?"
-                                 r"\b(RETURNING|ON\s+EMPTY|ON\s+ERROR)\b", re.IGNORECASE)
 
 
 _WINDOW_TVF = re.compile(r"\bTABLE\s*\(\s*(TUMBLE|HOP|CUMULATE|SESSION)\s*\(", re.IGNORECASE)
@@ -828,12 +790,13 @@ def explain_unparsable(sql: str) -> tuple[str, int] | None:
     """Flink syntax sqlglot cannot read, named with its alternative: (message, offset)."""
     tvf = _WINDOW_TVF.search(sql)
     if tvf:
-        return (f"the window table-valued function TABLE({tvf.group(1).upper()}(...)) is not supported yet; write "
-                f"the group window: GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE) (or HOP, SESSION) and select "
-                f"TUMBLE_START/TUMBLE_END for window_start/window_end", tvf.start())
-    match = _JSON_VALUE_CLAUSES.search(sql)
-    if match:
-        return ("JSON_VALUE's RETURNING, ON EMPTY and ON ERROR clauses are not supported: write "
-                "CAST(JSON_VALUE(json, path) AS INT) for a type and COALESCE(JSON_VALUE(json, path), default) "
-                "for a default", match.start())
+        kind = tvf.group(1).upper()
+        if kind == "SESSION":
+            return ("the window table-valued function TABLE(SESSION(...)) is not supported; write the group "
+                    "window: GROUP BY SESSION(rowtime, INTERVAL '10' MINUTE), key", tvf.start())
+        return (f"TABLE({kind}(...)) is read with its arguments in order (named arguments are not supported): "
+                f"TABLE({kind}(TABLE stream, DESCRIPTOR(rowtime), INTERVAL ...))", tvf.start())
     return None
+
+
+from . import flink_json  # noqa: E402  (JSON functions; it imports from this module)

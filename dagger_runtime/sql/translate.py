@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 
 from ..errors import QueryError
-from . import flink, functions, guard, windows
+from . import flink, flink_types, functions, guard, window_tvf, windows
 from .dialect import FlinkSQL
 from .positions import locate, offset_to_line_col
 
@@ -82,7 +82,7 @@ def parse(sql: str) -> exp.Expression:
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         reason = first.get("description") or str(e).splitlines()[0]
-        if "<class" in reason:  # sqlglot's internals are no help to an analyst
+        if "<class" in reason or "<Token" in reason:  # sqlglot's internals are no help to an analyst
             reason = "unexpected syntax"
         near = first.get("highlight")
         _refuse_unparsable(text)
@@ -133,6 +133,8 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
     parsed = tree.copy()
     # Flink constructs sqlglot reads as typed nodes, in their Spark form before the check, so that
     # the check sees what will run
+    window_tvf.rewrite(text, tree)
+    flink_types.mark(tree)     # the analyst's own divisions, AVGs, TYPEOFs and casts
     flink.normalise(text, tree)
     refusals = guard.check(text, tree, tables)
     if refusals:
@@ -140,6 +142,8 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
         more = "".join(f"\n  also refused: {r}" for r in dict.fromkeys(refusals[1:]) if r != first)
         raise QueryError(f"refused: {first.what}{more}", line=first.line, col=first.col, sql=text)
     found = windows.rewrite(text, tree, rowtime)
+    # after the checks: the runtime's own __dagger_ functions, which Spark builds by type
+    flink_types.rewrite(tree)
     used_udfs = functions.rewrite(text, tree)
     by_name = {t.lower(): t for t in tables}
     read = sorted({by_name[t.name.lower()] for t in parsed.find_all(exp.Table) if t.name.lower() in by_name})

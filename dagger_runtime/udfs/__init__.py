@@ -7,3 +7,5 @@ def register_all(spark) -> None:
 
     vectorised.register(spark)
     java_udfs.register_java_udfs(spark)
+    # Flink's meaning by type (__dagger_divide, __dagger_avg...: dagger_runtime.sql.flink_types)
+    spark._jvm.dev.daggers.runtime.FlinkTypes.register(spark._jsparkSession)
