@@ -25,11 +25,10 @@ SURGE = EXAMPLES / "completed_bookings_by_s2.yaml"
 
 
 def record(reg: Registry, name="surge", cluster="blue", actor="ana", action="deploy", spec="a", key="k1",
-           checkpoint="/ck/surge/v1", port=9500) -> int:
+           checkpoint="/ck/surge/v1", port=9500, driver="driver-20261123000000-0000") -> int:
     return reg.record_version(name=name, team="allocations", cluster=cluster, spec=spec, spec_format=".yaml",
                               spec_digest="d", state_key=key, checkpoint=checkpoint, start="from earliest",
-                              actor=actor, submission_id="driver-20261123000000-0000", metrics_port=port,
-                              action=action)
+                              actor=actor, submission_id=driver, metrics_port=port, action=action)
 
 
 def exercise(reg: Registry) -> None:
@@ -377,24 +376,15 @@ def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_los
     registry.record_status("known", "RUNNING", actor="status")
     # the master knows one of the two drivers: that one stays as the master says
     state["activedrivers"] = [{"id": "driver-20261123000000-0000", "state": "RUNNING", "worker": "w"}]
-    registry.record_version(name="known", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
-                            spec_digest="d", state_key="k1", checkpoint="/ck/known/v2", start="from earliest",
-                            actor="ana", submission_id="driver-20261123000000-0000", metrics_port=silent,
-                            action="edit")
-    registry.record_version(name="gone", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
-                            spec_digest="d", state_key="k1", checkpoint="/ck/gone/v2", start="from earliest",
-                            actor="ana", submission_id="driver-20261123000000-0009", metrics_port=silent,
-                            action="edit")
+    record(registry, name="known", action="edit", checkpoint="/ck/known/v2", port=silent, driver="driver-20261123000000-0000")
+    record(registry, name="gone", action="edit", checkpoint="/ck/gone/v2", port=silent, driver="driver-20261123000000-0009")
     out = operations.status(registry, None, actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert registry.get("gone").status == "LOST" and not registry.get("gone").running
     assert "does not know driver driver-20261123000000-0009" in registry.history("gone")[-1].detail
     assert registry.get("known").running
     assert {r["dagger"]: r["status"] for r in out.data["daggers"]}["gone"] == "LOST"
     # a master that is not ALIVE (restarting, standby) proves nothing: no change is recorded
-    registry.record_version(name="gone", team="allocations", cluster="blue", spec="a", spec_format=".yaml",
-                            spec_digest="d", state_key="k1", checkpoint="/ck/gone/v3", start="from earliest",
-                            actor="ana", submission_id="driver-20261123000000-0010", metrics_port=silent,
-                            action="edit")
+    record(registry, name="gone", action="edit", checkpoint="/ck/gone/v3", port=silent, driver="driver-20261123000000-0010")
     state["status"] = "RECOVERING"
     operations.status(registry, "gone", actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert registry.get("gone").running
