@@ -149,6 +149,15 @@ def test_the_aggregates_give_flinks_text_per_group(spark):
     ("SELECT JSON_EXISTS(s, '$.a' ERROR ON ERROR) AS v FROM t", "JSON_EXISTS(... ERROR ON ERROR) fails the job"),
     ("SELECT JSON_VALUE(s, '$.a' RETURNING BIGINT) AS v FROM t", "JSON_VALUE(... RETURNING BIGINT) is not supported"),
     ("SELECT JSON_VALUE(s, '$.a' ERROR ON EMPTY) AS v FROM t", "JSON_VALUE(... ERROR ON EMPTY) fails the job"),
+    # what Calcite's grammar refuses is refused, not read leniently with the last clause winning
+    ("SELECT JSON_VALUE(s '$.a' RETURNING INT) AS v FROM t", "a comma must separate the JSON value and the path"),
+    ("SELECT JSON_QUERY(s '$.a') AS v FROM t", "a comma must separate the JSON value and the path"),
+    ("SELECT JSON_VALUE(s, '$.a' RETURNING INT RETURNING STRING) AS v FROM t", "JSON_VALUE: RETURNING is given twice"),
+    ("SELECT JSON_VALUE(s, '$.a' NULL ON EMPTY DEFAULT 1 ON EMPTY) AS v FROM t", "JSON_VALUE: ON EMPTY is given twice"),
+    ("SELECT JSON_EXISTS(s, '$.a' TRUE ON ERROR FALSE ON ERROR) AS v FROM t", "JSON_EXISTS: ON ERROR is given twice"),
+    ("SELECT JSON_QUERY(s, '$.a' WITH WRAPPER WITHOUT WRAPPER) AS v FROM t",
+     "JSON_QUERY: the WRAPPER clause is given twice"),
+    ("SELECT JSON_VALUE(s, '$.a' WITH WRAPPER) AS v FROM t", "JSON_VALUE: a WRAPPER clause belongs to JSON_QUERY"),
 ])
 def test_a_json_form_without_flinks_meaning_is_refused_by_name(sql, names):
     with pytest.raises(QueryError) as info:

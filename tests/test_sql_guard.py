@@ -3,6 +3,7 @@ import pytest
 
 from dagger_runtime.errors import QueryError
 from dagger_runtime.sql import translate
+from dagger_runtime.sql import guard
 
 TABLES = ["data_stream"]
 
@@ -86,3 +87,42 @@ def test_string_literals_follow_calcite_doubled_quotes_and_literal_backslashes()
     out = translate("SELECT 'it''s' AS a, Split(order_url, '\\s+') AS b FROM data_stream", TABLES).spark_sql
     assert "'it\\'s' AS a" in out          # one string, as Flink reads it
     assert "'\\\\s+'" in out                # the backslash survives into Spark's escaping
+
+
+def _balanced_or(lo: int, hi: int) -> str:
+    if hi - lo == 1:
+        return f"upper(b) = 'x{lo}'"
+    middle = (lo + hi) // 2
+    return f"({_balanced_or(lo, middle)} OR {_balanced_or(middle, hi)})"
+
+
+def test_checking_a_large_query_copies_each_node_a_bounded_number_of_times(monkeypatch):
+    """Naming a call once wrote (and so copied) its whole subtree, so a 190 KB tree of ORs took
+    40 s to check: the work per node must not grow with the size of what is under it."""
+    import sqlglot
+    from sqlglot import exp
+
+    sql = "SELECT a FROM s WHERE " + _balanced_or(0, 1024)
+    tree = sqlglot.parse_one(sql, dialect="spark")
+    nodes = sum(1 for _ in tree.walk())
+    copies = 0
+    original = exp.Expression.copy
+
+    def counting(self, *args, **kwargs):
+        nonlocal copies
+        copies += sum(1 for _ in self.walk())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(exp.Expression, "copy", counting)
+    assert guard.check(sql, tree, {"s"}) == []
+    # one copy per node and a few for each call's own head; the subtree copies made it ~10x nodes
+    assert copies <= 2 * nodes, (copies, nodes)
+
+
+def test_an_and_or_or_is_named_as_itself_not_as_its_first_operand():
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one("SELECT a FROM s WHERE regexp_extract(b, 'x', 0) = 'y' OR a = 1", dialect="spark")
+    assert guard.function_name(tree.find(exp.Or)) == "or"
+    assert guard.function_name(tree.find(exp.RegexpExtract)) == "regexp_extract"

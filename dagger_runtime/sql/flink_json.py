@@ -80,15 +80,25 @@ def _parser(name: str):
             args["expressions"] = values
             return self.expression(FlinkJson(**args))
         json_arg = self._parse_assignment()
-        self._match(TokenType.COMMA)
+        if not self._match(TokenType.COMMA):
+            self.raise_error(f"{name}(json, path ...): a comma must separate the JSON value and the path")
         path = self._parse_assignment()
         args["expressions"] = [a for a in (json_arg, path) if a is not None]
+        def once(key: str, clause: str) -> None:
+            # Calcite reads each clause at most once; a second would otherwise silently win
+            if key in args:
+                self.raise_error(f"{name}: {clause} is given twice")
+
         while self._curr and self._curr.text != ")":
             if self._match_text_seq("RETURNING"):
+                once("returning", "RETURNING")
                 args["returning"] = self._parse_types()
                 continue
             wrapper = next((kind for words, kind in _WRAPPERS if self._match_text_seq(*words)), None)
-            if wrapper is not None and name == "JSON_QUERY":
+            if wrapper is not None and name != "JSON_QUERY":
+                self.raise_error(f"{name}: a WRAPPER clause belongs to JSON_QUERY")
+            if wrapper is not None:
+                once("wrapper", "the WRAPPER clause")
                 args["wrapper"] = wrapper
                 continue
             found = False
@@ -97,6 +107,7 @@ def _parser(name: str):
                     continue
                 got = _behaviour(self, on, _BEHAVIOURS[name])
                 if got is not None:
+                    once(key, f"ON {on}")
                     args[key] = got[0]
                     if got[1] is not None:
                         args[key.replace("on_", "") + "_default"] = got[1]
