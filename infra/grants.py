@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from . import spec_file
 from .tiers import TIERS
 
 INFRA = Path(__file__).resolve().parent
@@ -113,6 +114,9 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
           kafka_clusters: Mapping[str, Iterable[str]] | None = None) -> Grant:
     """A grant from its text. team: the name the file must carry (its file name); kafka_clusters:
     the platform's clusters and the tiers that may read each (platform.yaml), to check against."""
+    shape = spec_file.shape_problem(text, source)     # size and depth, before YAML builds anything
+    if shape:
+        raise GrantError([shape])
     try:
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
@@ -233,9 +237,13 @@ def problems_of(spec, grant: Grant | None, where) -> list[str]:
         if asked > ceiling:
             out.append(f"{where(f'quota.{key}')}: {asked}{unit} is above the ceiling granted to {spec.name} "
                        f"({ceiling}{unit}); {ask}")
+    granted = ", ".join(grant.kafka_clusters) or "none"
     for i, read in enumerate(spec.kafka):
         if read.cluster not in grant.kafka_clusters:
-            granted = ", ".join(grant.kafka_clusters) or "none"
             out.append(f"{where(f'kafka[{i}].cluster')}: {read.cluster} is not among the Kafka clusters granted "
+                       f"to {spec.name} ({granted}); {ask}")
+    for i, topic in enumerate(getattr(spec, "own_topics", ())):
+        if topic.cluster not in grant.kafka_clusters:
+            out.append(f"{where(f'topics[{i}].cluster')}: {topic.cluster} is not among the Kafka clusters granted "
                        f"to {spec.name} ({granted}); {ask}")
     return out

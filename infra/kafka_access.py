@@ -5,7 +5,8 @@ Pure functions of a validated TeamSpec and the Platform (its topic catalogue, in
   acls_for(spec, platform)     the team's daggers, principal User:dagger-<team> (SCRAM-SHA-512):
                                READ and DESCRIBE on each catalogue entry the team's patterns reach
                                (all of them granted: validation refused the rest), PREFIXED for a
-                               prefix entry; READ on its own consumer groups, prefix dagger-<team>-.
+                               prefix entry; READ on its own consumer groups, prefix dagger-<team>-- (see
+                               GROUP_DELIMITER: no other team's prefix extends it).
   mirror_acls(spec, platform)  each mirror's MirrorMaker 2, principal User:mm2-<team>-<source>:
                                READ, DESCRIBE and DESCRIBE_CONFIGS on the entries it replicates, and
                                nothing else: no WRITE, no CREATE, no group, no cluster operation, so
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from . import topic_quota
 from .spec import Platform, TeamSpec
 from .topics import Topic
 
-READ, DESCRIBE, DESCRIBE_CONFIGS = "READ", "DESCRIBE", "DESCRIBE_CONFIGS"
+READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS = "READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS"
 
 
 @dataclass(frozen=True, order=True)
@@ -48,8 +50,24 @@ def mirror_principal(spec: TeamSpec, source: str) -> str:
     return f"User:mm2-{spec.name}-{source}"
 
 
-def consumer_group_prefix(spec: TeamSpec) -> str:
-    return f"dagger-{spec.name}-"
+# Between the team and the dagger's name in a consumer group: `dagger-<team>--<dagger>`. Team names
+# never contain '--' (the schema's `team` pattern, checked again here), so no team's prefix is a
+# prefix of another's: `dagger-growth--` does not cover `dagger-growth-lab--...` (with a single '-'
+# it did). A dagger's kafka.group_id must start with it; Spark appends `-<uuid>...` to it.
+GROUP_DELIMITER = topic_quota.DELIMITER      # the same delimiter as the team's own topics
+
+
+def consumer_group_prefix(team: str) -> str:
+    if GROUP_DELIMITER in team:
+        raise ValueError(f"team name {team!r} contains {GROUP_DELIMITER!r}: its consumer groups would overlap "
+                         "another team's")
+    return f"dagger-{team}{GROUP_DELIMITER}"
+
+
+def consumer_group(team: str, dagger: str) -> str:
+    """The kafka.group_id of a team's dagger, inside the prefix its ACL allows: what whoever writes
+    a dagger's spec (lab/demo.py, chaos/runner.py, a team) should call rather than spell it."""
+    return consumer_group_prefix(team) + dagger
 
 
 def _reached(spec: TeamSpec, platform: Platform, cluster: str, reaches: tuple[str, ...]) -> list[Topic]:
@@ -64,13 +82,16 @@ def _topic_acls(cluster: str, principal: str, entries: list[Topic], operations: 
 
 
 def acls_for(spec: TeamSpec, platform: Platform) -> list[Acl]:
-    """The team principal's ACLs on every shared cluster it reads (sorted, no duplicates)."""
+    """The team principal's ACLs on every shared cluster it reads (sorted, no duplicates), and on
+    its own topics (infra/topic_quota.py): READ, WRITE and DESCRIBE each, LITERAL; never CREATE or
+    ALTER, so the partitions and retention the spec was checked for are all it can have."""
     principal = team_principal(spec)
-    acls: set[Acl] = set()
+    acls: set[Acl] = {Acl(t.cluster, principal, "TOPIC", t.name, "LITERAL", op)
+                      for t in spec.own_topics for op in (READ, WRITE, DESCRIBE)}
     for read in spec.kafka:
         acls.update(_topic_acls(read.cluster, principal, _reached(spec, platform, read.cluster, read.reaches),
                                 (READ, DESCRIBE)))
-        acls.add(Acl(read.cluster, principal, "GROUP", consumer_group_prefix(spec), "PREFIXED", READ))
+        acls.add(Acl(read.cluster, principal, "GROUP", consumer_group_prefix(spec.name), "PREFIXED", READ))
     return sorted(acls)
 
 

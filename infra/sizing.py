@@ -131,10 +131,12 @@ def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_me
         return problems
     vcpus, machine_gb = MACHINE_TYPES[machine_type]
     if flavour == "vm":
-        if worker_cores > vcpus or worker_memory_gb > machine_gb:
-            problems.append(("spark.machine_type", f"{machine_type} has {vcpus} vCPUs / {machine_gb:g} GB, less than "
-                                                   f"a worker of {worker_cores} CPUs / {worker_memory_gb} GB: use "
-                                                   f"worker_cores <= {vcpus} and worker_memory_gb <= {machine_gb:g}, "
+        room = vm_worker_room_gb(machine_gb)
+        if worker_cores > vcpus or worker_memory_gb > room:
+            problems.append(("spark.machine_type", f"{machine_type} has {vcpus} vCPUs / {machine_gb:g} GB, of which the "
+                                                   f"OS and the worker daemon keep {machine_gb - room:g} GB: a worker of "
+                                                   f"{worker_cores} CPUs / {worker_memory_gb} GB does not fit: use "
+                                                   f"worker_cores <= {vcpus} and worker_memory_gb <= {room}, "
                                                    f"or machine_type {' or '.join(_vm_fits(worker_cores, worker_memory_gb))}"))
         return problems
 
@@ -210,6 +212,16 @@ def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_me
     return problems
 
 
+# What a VM keeps for the OS, the page cache and the Spark worker daemon itself: a tenth of its
+# memory, at least 2 GB (Spark's own worker.memory default leaves 1 GB; the kernel and agents more).
+VM_OS_SHARE, VM_OS_MIN_GB = 0.10, 2
+
+
+def vm_worker_room_gb(machine_gb: float) -> int:
+    """The most memory (whole GB) a Spark worker may offer executors on a VM of machine_gb."""
+    return int(machine_gb - max(VM_OS_MIN_GB, machine_gb * VM_OS_SHARE))
+
+
 def _vm_fits(cores: int, memory_gb: int) -> list[str]:
-    fits = [n for n, (v, g) in MACHINE_TYPES.items() if v >= cores and g >= memory_gb]
+    fits = [n for n, (v, g) in MACHINE_TYPES.items() if v >= cores and vm_worker_room_gb(g) >= memory_gb]
     return sorted(fits, key=lambda n: (MACHINE_TYPES[n], n))[:3] or ["(none fits)"]

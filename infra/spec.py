@@ -21,8 +21,8 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
-from . import sizing, topics
-from .policy.rules import reserved_name_problem
+from . import sizing, spec_file, topic_quota, topics
+from .policy.rules import gcp_name_limits, reserved_name_problem
 from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
                     MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
 from .yaml_lines import Document, Problems, field_name, line_of
@@ -33,8 +33,8 @@ TEAMS_DIR = INFRA / "teams"
 SCHEMA_PATH = INFRA / "schema" / "team.schema.json"
 PLATFORM_PATH = INFRA / "platform.yaml"
 
-# GCP limits that names derived from the team must meet
-SA_ID_MAX = 30          # service account ids: 6-30 chars
+# GCP limits that names derived from the team must meet: the policy pack's gcp_name_limits, run
+# on each name by derived_name_problems
 BUCKET_MAX = 63         # bucket names: 3-63 chars, lowercase
 LABEL_VALUE_MAX = 63
 # names a team may not take: the platform's own stack and Kubernetes' namespaces (refused here;
@@ -105,6 +105,8 @@ class TeamSpec:
     cidr: ipaddress.IPv4Network
     quota: Quota
     labels: dict[str, str] = field(default_factory=dict)
+    # the team's own topics (infra/topic_quota.py), created by the platform as listed
+    own_topics: tuple[topic_quota.OwnTopic, ...] = ()
     source: str = "<memory>"
     # the line of every field in the file: {("kafka", 0, "topics", 1): 14, ...}
     lines: Mapping[tuple, int] = field(default_factory=dict, compare=False, repr=False)
@@ -171,8 +173,12 @@ def _validator() -> Draft202012Validator:
 
 def load_platform(path: Path = PLATFORM_PATH) -> Platform:
     raw = yaml.safe_load(path.read_text())
+    restricted = topics.load_restricted_readers()
+    stray = sorted(f for f in restricted if f.split("/")[2] not in raw["kafka_clusters"])
+    if stray:
+        raise topics.CatalogueError(f"{stray[0]}: grants a topic on a cluster the platform does not have")
     clusters = {name: KafkaCluster(name, c["bootstrap_servers"], tuple(c["tiers"]),
-                                   topics.parse_catalogue(name, c.get("topics")),
+                                   topics.parse_catalogue(name, c.get("topics"), restricted),
                                    str(ipaddress.IPv4Network(c["network_range"], strict=True)))
                 for name, c in raw["kafka_clusters"].items()}
     return Platform(raw["project"], raw["region"], raw["network"], ipaddress.IPv4Network(raw["network_range"]),
@@ -209,6 +215,9 @@ def _schema_problems(problems: _Problems, raw) -> None:
 
 
 def parse(text: str, *, source: str = "<memory>", platform: Platform | None = None) -> TeamSpec:
+    shape = spec_file.shape_problem(text, source)     # size and depth, before YAML builds anything
+    if shape:
+        raise SpecError([shape])
     raw, lines = read_yaml(text, source)
     problems = _Problems(source, lines)
     if not isinstance(raw, dict):
@@ -228,6 +237,31 @@ def _team_name_problem(name: str) -> str | None:
     return f"{why}: choose another name" if why else None
 
 
+# The names a team's stack derives from the team's name, as the resources the pack judges them on
+# (type, inputs): validate runs the pack's own rule on them, so the two cannot disagree.
+def _derived_names(team: str, project: str) -> list[tuple[str, dict]]:
+    ident = f"dagger-{team}"
+    return [("gcp:storage/bucket:Bucket", {"name": f"{project}-{team}-checkpoints"}),
+            ("gcp:serviceaccount/account:Account", {"accountId": ident}),
+            ("kubernetes:core/v1:Namespace", {"metadata": {"name": ident}}),
+            ("gcp:compute/subnetwork:Subnetwork", {"name": ident})]
+
+
+def derived_name_problems(team: str, project: str) -> list[str]:
+    """The policy pack's name rule (gcp_name_limits) on every name derived from `team`."""
+    return [v.message for kind, props in _derived_names(team, project)
+            for v in gcp_name_limits(kind, props, f"urn:pulumi:{team}::daggers::{kind}::{team}", team)]
+
+
+def _default_worker_memory(spark_raw: dict, size: dict) -> int:
+    """The preset's worker memory; on a VM at most what the machine leaves after the OS's share
+    (the presets are sized for GKE pods, where the node's reservations are subtracted already)."""
+    machine = sizing.MACHINE_TYPES.get(spark_raw.get("machine_type", size["machine_type"]))
+    if spark_raw["flavour"] != "vm" or machine is None:
+        return size["worker_memory_gb"]
+    return min(size["worker_memory_gb"], sizing.vm_worker_room_gb(machine[1]))
+
+
 def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     label = problems.source
     tier = TIERS[raw["tier"]]
@@ -241,7 +275,7 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         flavour=spark_raw["flavour"], size=spark_raw["size"],
         workers=spark_raw.get("workers", size["workers"]),
         worker_cores=spark_raw.get("worker_cores", size["worker_cores"]),
-        worker_memory_gb=spark_raw.get("worker_memory_gb", size["worker_memory_gb"]),
+        worker_memory_gb=spark_raw.get("worker_memory_gb", _default_worker_memory(spark_raw, size)),
         machine_type=spark_raw.get("machine_type", size["machine_type"]))
     kafka_raw = raw.get("kafka", copy.deepcopy(tier["kafka"]))
     seen: dict[str, int] = {}
@@ -277,7 +311,8 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
                   if c in platform.kafka_clusters and raw["tier"] in platform.kafka_clusters[c].tiers}
     pattern_problems = topics.check_patterns(name, [(c, p) for c, _, p in reads], catalogues)
     for (i, j), message in sorted(pattern_problems.items()):
-        where = f"kafka[{i}].topics[{j}]" if "topics" in kafka_raw[i] else f"kafka[{i}]"
+        where = (f"kafka[{i}]" if "topics" not in kafka_raw[i] else
+                 f"kafka[{i}].topics" if j < 0 else f"kafka[{i}].topics[{j}]")
         problems.add(where, message)
     kafka = []
     for i, (c, mirrored, patterns) in enumerate(reads):
@@ -285,6 +320,15 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         reaches = tuple(t.label for t in topics.reached_entries(name, c, patterns, catalogues[c])) if clean else ()
         kafka.append(KafkaRead(c, mirrored, patterns, reaches))
     kafka = tuple(kafka)
+    own_topics = tuple(topic_quota.OwnTopic(t["cluster"], t["name"], t["partitions"], t.get("retention_hours"),
+                                            t.get("retention_gb")) for t in raw.get("topics", ()))
+    for_tier = sorted(c.name for c in platform.kafka_clusters.values() if raw["tier"] in c.tiers)
+    for i, t in enumerate(own_topics):
+        if t.cluster not in for_tier:
+            problems.add(f"topics[{i}].cluster", f"{t.cluster!r} is not a Kafka cluster of the platform for tier "
+                                                 f"{raw['tier']} ({', '.join(for_tier)})")
+    for i, where, message in topic_quota.problems(name, raw["tier"], own_topics):
+        problems.add("topics" if i is None else f"topics[{i}].{where}", message)
     quota = Quota(**{**tier["quota"], **raw.get("quota", {})})
     try:
         cidr = ipaddress.IPv4Network(raw["network"]["cidr"], strict=True)
@@ -297,11 +341,9 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     for reserved_label in ("team", "tier", "managed-by"):
         if reserved_label in labels:
             problems.add(f"labels.{reserved_label}", "set by the platform; remove it")
-    if len(f"dagger-{name}") > SA_ID_MAX:
-        problems.add("team", f"service account id dagger-{name} is longer than {SA_ID_MAX} characters")
-    bucket = f"{platform.project}-{name}-checkpoints"
-    if len(bucket) > BUCKET_MAX:
-        problems.add("team", f"bucket name {bucket} is longer than {BUCKET_MAX} characters")
+    # lengths, characters, 'goog': the pack's own rule on each derived name (one list of rules)
+    for message in derived_name_problems(name, platform.project):
+        problems.add("team", f"{message}: choose another team name")
     # the namespace holds the Spark workers and master, and each mirror's brokers and MM2
     mirrors = sum(1 for k in kafka if k.mirrored)
     brokers = MIRROR_BROKERS[raw["tier"]]
@@ -333,7 +375,7 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         region=region, spark=spark, kafka=kafka,
         checkpoint_retention_days=raw.get("checkpoints", {}).get(
             "retention_days", tier["checkpoints"]["retention_days"]),
-        cidr=cidr, quota=quota, labels=labels, source=label, lines=problems.lines)
+        cidr=cidr, quota=quota, labels=labels, own_topics=own_topics, source=label, lines=problems.lines)
 
 
 def load(path: str | Path, platform: Platform | None = None) -> TeamSpec:
@@ -341,7 +383,10 @@ def load(path: str | Path, platform: Platform | None = None) -> TeamSpec:
     label = _label(p)
     if not p.is_file():
         raise SpecError([f"{label}:1: (file): no such file"])
-    spec = parse(p.read_text(), source=label, platform=platform)
+    text, refused = spec_file.read_text(p, label)
+    if refused:
+        raise SpecError([refused])
+    spec = parse(text, source=label, platform=platform)
     if p.stem != spec.name:
         raise SpecError([f"{spec.where('team')}: the file must be named after the team ({spec.name}.yaml)"])
     return spec
@@ -370,11 +415,34 @@ def check_all(specs: list[TeamSpec]) -> list[str]:
     return problems
 
 
+def team_files(teams_dir: Path = TEAMS_DIR) -> tuple[list[Path], list[str]]:
+    """(every <team>.yaml of teams_dir, a problem for each other entry there). Every check reads
+    *.yaml only, so anything else (team.yml, a directory, a link) would sit there unchecked."""
+    files, problems = [], []
+    for path in sorted(teams_dir.iterdir()):
+        if path.suffix == ".yaml" and path.is_file() and not path.is_symlink():
+            files.append(path)
+        else:
+            problems.append(f"{_label(path)}:1: (file): not a team spec file (a regular file <team>.yaml): no check "
+                            "reads it; remove or rename it")
+    return files, problems
+
+
+def unloadable(path: Path, problems: list[str]) -> str:
+    """The problem every run reports while a committed spec cannot load: the checks between teams
+    would otherwise compare one team fewer (fail closed, naming the file)."""
+    return (f"{_label(path)}:1: (file): this team spec does not load ({len(problems)} problem(s), shown when it is validated "
+            "itself), so no team can be checked against it (ranges, names): the checks between teams fail for "
+            "every team until it is fixed")
+
+
 def load_all(teams_dir: Path = TEAMS_DIR, platform: Platform | None = None) -> list[TeamSpec]:
-    """Every team spec, validated one by one and together; all problems reported at once."""
+    """Every team spec, validated one by one and together; all problems reported at once. Any spec
+    that does not load, or any stray file, fails the whole registry: nothing is skipped."""
     platform = platform or load_platform()
-    specs, problems = [], []
-    for path in sorted(teams_dir.glob("*.yaml")):
+    paths, problems = team_files(teams_dir)
+    specs = []
+    for path in paths:
         try:
             specs.append(load(path, platform))
         except SpecError as e:

@@ -38,7 +38,7 @@ PROJECT_ROLES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_GROUPS_DOMAIN = grants.GROUPS_DOMAIN
 OUTPUT_NAMES = ("spark_master_url", "checkpoint_url", "mirror_bootstrap_servers", "inventory", "namespace",
-                "service_account_email", "kafka_acls")
+                "service_account_email", "kafka_acls", "kafka_topics")
 
 
 def owners_group(spec: TeamSpec, domain: str = DEFAULT_GROUPS_DOMAIN,
@@ -162,6 +162,10 @@ class TeamPlatform(pulumi.ComponentResource):
         # principal and each mirror's MirrorMaker): data, since no Kafka provider runs here
         self.kafka_acls = [acl.as_dict() for acl in (*kafka_access.acls_for(spec, platform),
                                                      *kafka_access.mirror_acls(spec, platform))]
+        # the team's own topics, which the same tooling creates as listed (the team has no CREATE):
+        # checked against its tier's caps by validate (infra/topic_quota.py)
+        self.kafka_topics = [{"cluster": t.cluster, "name": t.name, "partitions": t.partitions, "config": t.config}
+                             for t in spec.own_topics]
         self.inventory = None
         if not on_gke:
             team_vars = {"all": {"vars": {"daggers_team": spec.name, "daggers_tier": spec.tier}}}

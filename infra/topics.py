@@ -5,12 +5,17 @@ them, their sensitivity and criticality, whom to ask, and the teams granted to r
 002: topics classified by nature, criticality, sensitivity and volume). A team may read:
   - public topics: every team whose tier may use the cluster;
   - internal and restricted ones: their owner and the teams listed in `readers`.
-(restricted topics hold personal or payment data: the same rule, and a grant to them needs the
-data owner's review as well as the platform team's, see CODEOWNERS.)
+(restricted topics hold personal or payment data: the same rule, but their readers are listed in
+infra/topic-grants/<cluster>/<name|prefix>/<topic>.yaml, a file CODEOWNERS gives to the topic's
+data owner alone, so a grant to them needs the data owner's approval.)
 
-A team's `kafka[i].topics` are MirrorMaker 2 patterns, i.e. Java regexes. They are checked with
-Java itself (jvm/topic-patterns/TopicPatterns.java; Python's re is another dialect): each must
-compile, and must not be able to reach a catalogue entry the team is not granted. For a `name`
+A team's `kafka[i].topics` are MirrorMaker 2 patterns, i.e. Java regexes, which MirrorMaker 2 joins
+with '|' into one. Each must first keep to infra/topic_regex.py's allow-list (no inline flags, \\Q,
+comments or unbalanced brackets, nothing that backtracks catastrophically), which makes it
+self-contained. Then Java itself (jvm/topic-patterns/TopicPatterns.java; Python's re is another
+dialect) checks each pattern and each read's joined pattern: it must compile, run within a step
+budget on stress names, and not be able to reach a catalogue entry the team is not granted; the
+joined pattern must reach exactly what its parts reach. For a `name`
 entry that is a full match; for a `prefix` entry, Java's Matcher.hitEnd() says whether some longer
 name starting with the prefix could match (a safe over-approximation). Topics outside the
 catalogue belong to nobody: a pattern must reach at least one granted entry, and the Kafka ACLs
@@ -32,6 +37,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import topic_regex
 
 REPO = Path(__file__).resolve().parent.parent
 JAVA_SOURCE = REPO / "jvm" / "topic-patterns" / "TopicPatterns.java"
@@ -76,8 +83,45 @@ class Topic:
         return f"{literal}.*" if self.is_prefix else literal
 
 
-def parse_catalogue(cluster: str, raw) -> tuple[Topic, ...]:
-    """A cluster's `topics:` list from platform.yaml, checked (raises CatalogueError)."""
+# A restricted topic's readers are not in platform.yaml (the platform team's file) but in a file of
+# their own that CODEOWNERS gives to the topic's data owner (its contact): a grant to personal or
+# payment data needs the data owner's approval, which a line of a shared file could not ask for.
+RESTRICTED_GRANTS_DIR = REPO / "infra" / "topic-grants"
+
+
+def restricted_grant_path(cluster: str, value: str, is_prefix: bool) -> str:
+    """Where a restricted entry's readers live, relative to the repository (topic names hold only
+    [A-Za-z0-9._-], none of them special in a path or a CODEOWNERS pattern)."""
+    return f"infra/topic-grants/{cluster}/{'prefix' if is_prefix else 'name'}/{value}.yaml"
+
+
+def load_restricted_readers(grants_dir: Path = RESTRICTED_GRANTS_DIR) -> dict[str, tuple[str, ...]]:
+    """{path relative to the repository: readers} of every restricted-topic grant file (CatalogueError
+    on a malformed one). parse_catalogue refuses files that match no restricted entry."""
+    import yaml
+
+    out = {}
+    for path in sorted(grants_dir.rglob("*")) if grants_dir.is_dir() else ():
+        if path.is_dir():
+            continue
+        where = f"infra/topic-grants/{path.relative_to(grants_dir)}"
+        try:
+            raw = yaml.safe_load(path.read_text()) if path.suffix == ".yaml" and not path.is_symlink() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise CatalogueError(f"{where}: not valid YAML ({e})") from None
+        readers = raw.get("readers") if isinstance(raw, dict) and set(raw) == {"readers"} else None
+        if not isinstance(readers, list) or not all(isinstance(r, str) and TEAM_NAME.fullmatch(r) for r in readers):
+            raise CatalogueError(f"{where}: a restricted topic's grant is a YAML file holding `readers: [team, ...]`")
+        out[where] = tuple(readers)
+    return out
+
+
+def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence[str]] | None = None
+                    ) -> tuple[Topic, ...]:
+    """A cluster's `topics:` list from platform.yaml, checked (raises CatalogueError). A restricted
+    entry's readers come from `restricted_readers` ({restricted_grant_path: readers}), never from
+    platform.yaml; a grant file of this cluster that matches no restricted entry is refused."""
+    restricted_readers = restricted_readers or {}
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -95,6 +139,12 @@ def parse_catalogue(cluster: str, raw) -> tuple[Topic, ...]:
         if e.get("sensitivity") not in SENSITIVITIES or e.get("criticality") not in CRITICALITIES:
             raise CatalogueError(f"{where}: sensitivity one of {SENSITIVITIES}, criticality one of {CRITICALITIES}")
         readers = e.get("readers", [])
+        if e.get("sensitivity") == "restricted":
+            grant_file = restricted_grant_path(cluster, value, "prefix" in e)
+            if "readers" in e:
+                raise CatalogueError(f"{where}: a restricted topic's readers are granted in {grant_file}, which its "
+                                     "data owner owns (CODEOWNERS), not here")
+            readers = list(restricted_readers.get(grant_file, ()))
         if not isinstance(e.get("owner"), str) or not TEAM_NAME.fullmatch(e["owner"]) or not isinstance(
                 readers, list) or not all(isinstance(r, str) and TEAM_NAME.fullmatch(r) for r in readers):
             raise CatalogueError(f"{where}: owner and readers are team names")
@@ -105,6 +155,11 @@ def parse_catalogue(cluster: str, raw) -> tuple[Topic, ...]:
     labels = [t.label for t in out]
     if len(set(labels)) != len(labels):
         raise CatalogueError(f"kafka_clusters.{cluster}.topics: an entry is listed twice")
+    expected = {restricted_grant_path(cluster, t.value, t.is_prefix) for t in out if t.sensitivity == "restricted"}
+    stray = sorted(f for f in restricted_readers if f.startswith(f"infra/topic-grants/{cluster}/") and f not in expected)
+    if stray:
+        raise CatalogueError(f"{stray[0]}: grants a topic that is not a restricted entry of {cluster}'s catalogue "
+                             "(infra/platform.yaml): remove it, or fix its path")
     return tuple(out)
 
 
@@ -226,32 +281,55 @@ def _decode_error(answer: str) -> str:
 
 def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
                    catalogues: Mapping[str, Sequence[Topic]]) -> dict[tuple[int, int], str]:
-    """Problems of a team's topic patterns: {(read index, pattern index): message}.
+    """Problems of a team's topic patterns: {(read index, pattern index): message}; pattern index
+    -1 is the read's list as a whole (the patterns joined as MirrorMaker 2 compiles them).
 
     reads: (cluster, patterns) per kafka[i] entry; clusters not in `catalogues` are skipped (the
-    spec reports unknown clusters itself). All Java questions go in one batch.
+    spec reports unknown clusters itself). Each pattern: the allow-list of infra/topic_regex.py,
+    then Java (compiles; no runaway match on stress names; what it reaches). Then each read's
+    joined pattern, in Java again: it must reach exactly what its parts reach. All Java questions
+    of a stage go in one batch.
     """
     problems: dict[tuple[int, int], str] = {}
-    asks: list[tuple[tuple[int, int], str, Topic | None]] = []
+    asks: list[tuple[tuple[int, int], str, Topic | str | None]] = []
     for i, (cluster, patterns) in enumerate(reads):
         if cluster not in catalogues:
             continue
         for j, pattern in enumerate(patterns):
-            why = text_problem(pattern)
+            why = text_problem(pattern) or topic_regex.problem(pattern)
             if why:
                 problems[(i, j)] = why
                 continue
             asks.append(((i, j), pattern, None))
             asks.extend(((i, j), pattern, entry) for entry in catalogues[cluster])
-    if not asks:
+            asks.extend(((i, j), pattern, name) for name in topic_regex.stress_names(pattern))
+    reached = _ask_reach(asks, problems)
+    if reached is None:
         return problems
-    requests = [("C", p) if e is None else ("M", p, e.value) for _, p, e in asks]
+    for i, (cluster, patterns) in enumerate(reads):
+        for j, pattern in enumerate(patterns):
+            key = (i, j)
+            if key in problems or cluster not in catalogues:
+                continue
+            problem = _reach_problem(team, cluster, pattern, reached.get(key, []), catalogues[cluster])
+            if problem:
+                problems[key] = problem
+    _check_joined(team, reads, catalogues, reached, problems)
+    return problems
+
+
+def _ask_reach(asks, problems: dict) -> dict[tuple[int, int], list[Topic]] | None:
+    """Ask Java (compile, reach each entry, stress names); record refusals in `problems`; return
+    {key: the catalogue entries reached}, None when Java could not be asked (problems say so)."""
+    if not asks:
+        return {}
+    requests = [("C", p) if e is None else ("M", p, e.value if isinstance(e, Topic) else e) for _, p, e in asks]
     try:
         answers = _checker.ask(requests)
     except JavaUnavailable as e:
         for key, _, _ in asks:
             problems.setdefault(key, f"cannot be checked: {e}")
-        return problems
+        return None
     reached: dict[tuple[int, int], list[Topic]] = {}
     for (key, pattern, entry), answer in zip(asks, answers):
         if key in problems:
@@ -259,29 +337,61 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
         if answer.startswith("ERR"):
             problems[key] = f"{pattern!r} is not a Java regex (MirrorMaker 2's dialect): {_decode_error(answer)}"
         elif answer == "SLOW":
-            problems[key] = (f"{pattern!r} backtracks without end on a topic name such as {entry.value!r}; MirrorMaker "
-                             "would pay that on every topic: simplify it (no nested repetition like (a*)*)")
-        elif entry is not None and (answer == "FULL" or (answer == "PREFIX" and entry.is_prefix)):
+            name = entry.value if isinstance(entry, Topic) else entry
+            problems[key] = (f"{pattern!r} backtracks without end on a topic name such as {name[:40]!r}...; "
+                             "MirrorMaker would pay that on every topic: simplify it (no nested repetition like (a*)*)")
+        elif isinstance(entry, Topic) and (answer == "FULL" or (answer == "PREFIX" and entry.is_prefix)):
             reached.setdefault(key, []).append(entry)
+    return reached
+
+
+def _granted_labels(catalogue: Sequence[Topic], team: str) -> str:
+    return ", ".join(x.label for x in granted(catalogue, team)) or "nothing"
+
+
+def _reach_problem(team: str, cluster: str, pattern: str, entries: list[Topic], catalogue: Sequence[Topic]) -> str | None:
+    refused = [t for t in entries if not t.readable_by(team)]
+    if refused:
+        t = refused[0]
+        more = f" (and {len(refused) - 1} more: {', '.join(x.label for x in refused[1:])})" if refused[1:] else ""
+        return (f"{pattern!r} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
+                f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
+                f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
+                f" ({_granted_labels(catalogue, team)})")
+    if not entries:
+        return (f"{pattern!r} matches no topic the catalogue grants {team} on {cluster} (granted: "
+                f"{_granted_labels(catalogue, team)}); "
+                "topics outside infra/platform.yaml's catalogue are readable by no team")
+    return None
+
+
+def _check_joined(team: str, reads, catalogues, reached: dict, problems: dict) -> None:
+    """Each read's patterns as MirrorMaker 2 compiles them, one regex joined with '|' from the
+    setting mm2.properties carries: it must compile and reach exactly the union of what its parts
+    reach (the allow-list makes each part self-contained; this proves it on Java)."""
+    asks = []
     for i, (cluster, patterns) in enumerate(reads):
-        for j, pattern in enumerate(patterns):
-            key = (i, j)
-            if key in problems or cluster not in catalogues:
-                continue
-            entries = reached.get(key, [])
-            refused = [t for t in entries if not t.readable_by(team)]
-            if refused:
-                t = refused[0]
-                more = f" (and {len(refused) - 1} more: {', '.join(x.label for x in refused[1:])})" if refused[1:] else ""
-                problems[key] = (f"{pattern!r} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
-                                 f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
-                                 f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
-                                 f" ({', '.join(x.label for x in granted(catalogues[cluster], team)) or 'nothing'})")
-            elif not entries:
-                problems[key] = (f"{pattern!r} matches no topic the catalogue grants {team} on {cluster} (granted: "
-                                 f"{', '.join(x.label for x in granted(catalogues[cluster], team)) or 'nothing'}); "
-                                 "topics outside infra/platform.yaml's catalogue are readable by no team")
-    return problems
+        if cluster not in catalogues or not patterns or any(k[0] == i for k in problems):
+            continue
+        joined = topic_regex.as_mirrormaker_joins(", ".join(patterns))
+        asks.append(((i, -1), joined, None))
+        asks.extend(((i, -1), joined, entry) for entry in catalogues[cluster])
+    whole = _ask_reach(asks, problems)
+    if whole is None:
+        return
+    for (i, j), joined, entry in asks:
+        if entry is not None or (i, j) in problems:
+            continue
+        cluster, patterns = reads[i]
+        union = {t for k in range(len(patterns)) for t in reached.get((i, k), [])}
+        got = set(whole.get((i, -1), []))
+        problem = _reach_problem(team, cluster, joined, sorted(got, key=lambda t: t.label), catalogues[cluster])
+        if problem:
+            problems[(i, -1)] = f"joined as MirrorMaker 2 compiles them: {problem}"
+        elif got != union:
+            extra = ", ".join(sorted(t.label for t in got ^ union))
+            problems[(i, -1)] = (f"joined as MirrorMaker 2 compiles them ({joined!r}) the patterns reach {extra} "
+                                 "differently from each pattern alone: a pattern acts beyond its own text")
 
 
 def reached_entries(team: str, cluster: str, patterns: Sequence[str], catalogue: Sequence[Topic]) -> tuple[Topic, ...]:

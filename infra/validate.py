@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from . import grants, spec
+from . import grants, spec, topics
 
 
 def where(s: spec.TeamSpec, field: str) -> str:
@@ -57,14 +57,17 @@ def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
     """(the specs of `files` that are valid, every problem). No files: every spec in teams_dir.
 
     The committed specs not among `files` take part in the cross-team checks only; the problems
-    reported are those of `files` (a broken committed spec is reported when it is validated itself).
+    reported are those of `files`, and one line for each committed spec that does not load (its
+    details when it is validated itself) or stray file in teams_dir: the checks between teams never
+    run on fewer teams than there are (fail closed).
     A spec that asks for more than its grant (grants_dir/<team>.yaml), or has none, is refused.
     """
     platform = platform or spec.load_platform()
-    paths = [Path(f) for f in files] if files else sorted(teams_dir.glob("*.yaml"))
+    committed, problems = spec.team_files(teams_dir)
+    paths = [Path(f) for f in files] if files else committed
     chosen = {p.resolve() for p in paths}
     granted, broken = grants.load_all(grants_dir, grants.platform_clusters(platform))
-    specs, problems = [], []
+    specs = []
     for path in paths:
         try:
             s = spec.load(path, platform)
@@ -79,13 +82,14 @@ def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
         else:
             problems.extend(grants.problems_of(s, granted.get(s.name), lambda f, s=s: where(s, f)))
     others = []
-    for path in sorted(teams_dir.glob("*.yaml")):
+    for path in committed:
         if path.resolve() in chosen:
             continue
         try:
             others.append(spec.load(path, platform))
-        except spec.SpecError:
-            continue
+        except spec.SpecError as e:
+            # fail closed: a committed spec that does not load fails every run, never drops out
+            problems.append(spec.unloadable(path, e.problems))
     # check_all names the later of two clashing specs, so the files being validated go last
     problems.extend(spec.check_all(others + specs))
     return specs, problems
@@ -104,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path,
                         help="team specs to validate (default: every infra/teams/*.yaml)")
     args = parser.parse_args(argv)
-    specs, problems = validate(args.files or None)
+    try:
+        specs, problems = validate(args.files or None)
+    except topics.CatalogueError as e:      # platform.yaml or a restricted topic's grant file
+        print(f"the platform's topic catalogue is invalid, so no spec can be checked: {e}")
+        return 1
     for problem in problems:
         print(problem)
     if problems:

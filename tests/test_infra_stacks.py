@@ -704,7 +704,7 @@ def test_the_team_principals_acls_are_its_grants_and_its_groups(specs, platform)
         return {(cluster, f"User:dagger-{team}", "TOPIC", name, pattern, op, "ALLOW") for op in ("READ", "DESCRIBE")}
 
     def group(cluster, team):
-        return {(cluster, f"User:dagger-{team}", "GROUP", f"dagger-{team}-", "PREFIXED", "READ", "ALLOW")}
+        return {(cluster, f"User:dagger-{team}", "GROUP", f"dagger-{team}--", "PREFIXED", "READ", "ALLOW")}
 
     assert _acl_rows(acls_for(specs["fraud"], platform)) == (
         topic("esb-critical", "fraud", "GO_RIDE-booking-log") | topic("esb-critical", "fraud", "GO_CAR-booking-log")

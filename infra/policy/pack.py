@@ -39,18 +39,14 @@ def plain(value: Any) -> Any:
 
 
 def load_teams(teams_dir: Path | None = None, grants_dir: Path | None = None) -> rules.Teams:
-    """Every team whose spec loads, with the owners' group of its grant; a broken spec or grant is
-    `python -m infra.validate`'s business (a team without a grant has no owners' group here, so
-    no RoleBinding of its stack may name a group)."""
+    """Every team, with the owners' group of its grant. A spec that does not load raises
+    spec.SpecError naming it, so the pack does not start: a registry missing a team would let
+    another stack name that team's identities unseen (fail closed). A team without a grant has no
+    owners' group here, so no RoleBinding of its stack may name a group."""
     from infra import grants, spec
 
     platform = spec.load_platform()
-    loaded = []
-    for path in sorted((teams_dir or spec.TEAMS_DIR).glob("*.yaml")):
-        try:
-            loaded.append(spec.load(path, platform))
-        except spec.SpecError:
-            continue
+    loaded = spec.load_all(teams_dir or spec.TEAMS_DIR, platform)
     granted, _ = grants.load_all(grants_dir or grants.GRANTS_DIR)
     return rules.Teams.from_specs(loaded, platform.project, {t: g.rbac_group for t, g in granted.items()})
 

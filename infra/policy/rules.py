@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import topic_quota
+
 
 class _Unknown:
     """A value Pulumi cannot know during a preview (an output not yet computed)."""
@@ -100,6 +102,7 @@ class TeamIdentities:
     bucket: str                     # the checkpoint bucket
     workload_pool: str              # <project>.svc.id.goog: the team's Kubernetes service accounts
     owners_group: str | None = None  # the owners' Google group (infra/grants/<team>.yaml)
+    tier: str | None = field(default=None, compare=False)   # its caps on Kafka topics (topic_quota)
 
     @property
     def member(self) -> str:
@@ -188,7 +191,7 @@ class Teams:
                 name=s.name, cidr=s.cidr, namespace=s.namespace, service_account=email,
                 service_account_resource=f"projects/{project}/serviceAccounts/{email}",
                 bucket=s.bucket_name(project), workload_pool=f"{project}.svc.id.goog",
-                owners_group=groups.get(s.name))
+                owners_group=groups.get(s.name), tier=s.tier)
         return cls(out, project)
 
     @property
@@ -775,6 +778,60 @@ def namespace_guards(resources: Sequence[Resource], team: str = "",
     return out
 
 
+KAFKA_TOPIC_QUOTA = "kafka-topic-quota"
+KAFKA_TOPIC = "kafka:index/topic:Topic"      # the pulumi-kafka provider's topic
+
+
+def _declared_topic(props: Mapping) -> topic_quota.OwnTopic | None:
+    """A declared Kafka topic as the quota sees it; None while a value is unknown. An infinite
+    retention (-1) or one that is not a number counts as above every cap."""
+    name, partitions, config = _get(props, "name"), _get(props, "partitions"), _get(props, "config")
+    config = config if isinstance(config, Mapping) else {}
+    if UNKNOWN in (name, partitions) or UNKNOWN in config.values():
+        return None
+
+    def ceil_of(key: str, unit: int) -> int | None:
+        if key not in config:
+            return None
+        try:
+            value = int(str(config[key]))
+        except ValueError:
+            return 10 ** 9
+        return 10 ** 9 if value < 0 else -(-value // unit)
+
+    count = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else 10 ** 9
+    return topic_quota.OwnTopic("", name if isinstance(name, str) else repr(name), count,
+                                ceil_of("retention.ms", 3600 * 1000), ceil_of("retention.bytes", 1024 ** 3))
+
+
+def _team_tier(team: str, teams: Teams | None) -> str | None:
+    identities = teams.get(team) if teams is not None else None
+    return identities.tier if identities is not None else None     # unknown: the smallest caps
+
+
+def kafka_topic_quota(resource_type: str, props: Mapping, urn: str, team: str = "",
+                      teams: Teams | None = None) -> list[Violation]:
+    """A Kafka topic a team stack declares is the team's own (<team>--<name>) and within its tier's
+    caps a topic (partitions, retention): infra/topic_quota.py, the rules validate applies."""
+    if resource_type != KAFKA_TOPIC or not is_team_stack(team, teams):
+        return []
+    topic = _declared_topic(props)
+    if topic is None:
+        return []
+    return [Violation(KAFKA_TOPIC_QUOTA, urn, message)
+            for i, _, message in topic_quota.problems(team, _team_tier(team, teams), [topic]) if i is not None]
+
+
+def kafka_topic_totals(resources: Sequence[Resource], team: str = "", teams: Teams | None = None) -> list[Violation]:
+    """All the Kafka topics of a team stack together within its tier's cap a team (partitions)."""
+    declared = [(r, _declared_topic(r.props)) for r in resources if r.type == KAFKA_TOPIC]
+    topics = [t for _, t in declared if t is not None]
+    if not topics or not is_team_stack(team, teams):
+        return []
+    return [Violation(KAFKA_TOPIC_QUOTA, declared[-1][0].urn, message)
+            for i, _, message in topic_quota.problems(team, _team_tier(team, teams), topics) if i is None]
+
+
 # -- the catalog ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -798,6 +855,8 @@ RESOURCE_RULES: tuple[Rule, ...] = (
     Rule(NO_EXTERNAL_IPS, "No external IP addresses on instances.", no_external_ips),
     Rule(NO_CLUSTER_ROLE_BINDINGS, "No ClusterRoleBinding: RBAC stays in the team's namespace.",
          no_cluster_role_bindings),
+    Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics are its own (<team>--<name>) and within its tier's caps a "
+                            "topic: partitions, retention.", kafka_topic_quota),
     Rule(OWN_MEMBERS, "Grants go to the team's own identities only (its service account and Kubernetes "
                       "service accounts, its owners' group), never to users, groups, domains, principals, "
                       "other accounts or everyone, and only on the team's own bucket, account or project.",
@@ -808,6 +867,8 @@ STACK_RULES: tuple[Rule, ...] = (
          namespace_guards),
     Rule(REGISTERED_TEAM, "A team stack is a team of the platform's registry, under a name that is not "
                           "reserved (platform, default, kube-*, gke-*, istio-*, ...).", registered_team),
+    Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics together within its tier's cap a team (partitions).",
+         kafka_topic_totals),
 )
 
 
