@@ -112,12 +112,11 @@ def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> di
     job["dead_letter_topic"] = f"{team}-{name}-dlq"
     for stream in job["streams"]:
         stream.setdefault("kafka", {}).update(bootstrap_servers=bootstrap, auto_offset_reset="latest",
-                                              group_id=f"dagger-{team}-{name}", client=access.team_client(team))
+                                              group_id=access.consumer_group(team, name), client=access.team_client(team))
     sink = job.get("sink", {}).get("type")
-    if sink == "influx":
-        job["sink"] = {"type": "influx", "influx": {"url": f"http://{lab.sink_address('influxdb')}",
-                                                    "db_name": "daggers",
-                                                    "measurement_name": name.replace("-", "_")}}
+    if sink == "influx":      # the team's own database, as the team's own InfluxDB user
+        job["sink"] = {"type": "influx", "influx": access.team_influx_sink(
+            team, f"http://{lab.sink_address('influxdb')}", name.replace("-", "_"))}
     elif sink == "kafka":
         job["sink"]["kafka"].update(brokers=bootstrap, topic=f"{team}-{name}", client=access.team_client(team))
     elif sink != "log":
@@ -183,6 +182,13 @@ class DrillRun:
         from dagger_runtime.lifecycle.registry import Registry
 
         return Registry(self.lab.registry_url)
+
+    def _influx_login(self, influx: dict) -> tuple[str, str] | None:
+        """The dagger's team's InfluxDB login, to read back what it wrote (the lab refuses anonymous reads)."""
+        from lab import access
+
+        user = influx.get("username")
+        return (user, access.influx_password(user, lab=self.lab.dir)) if user else None
 
     def _ensure_topic(self, bootstrap: str, topic: str) -> None:
         """A topic on the drill's cluster (the lab's defaults: 2 partitions, 3 replicas)."""
@@ -366,6 +372,8 @@ class DrillRun:
         path.parent.mkdir(exist_ok=True)
         path.write_text(yaml.safe_dump(job, sort_keys=False))
         os.environ.update(access.team_env(job["team"], lab=self.lab.dir))
+        if job["sink"]["type"] == "influx":
+            os.environ.update(access.team_sink_env(job["team"], lab=self.lab.dir, postgres=False))
         registry = self.registry()
         try:
             out = operations.deploy(registry, str(path), d.cluster, actor=f"drill {self.run_id}",
@@ -703,7 +711,8 @@ class DrillRun:
             self.event("note", f"verifying {v.dagger}: {len(want)} window(s) expected")
             while True:
                 got = read_influx(influx["url"], influx["db_name"], influx["measurement_name"], v,
-                                  since_ms=since - int(v.window * 1000), until_ms=closed_by)
+                                  since_ms=since - int(v.window * 1000), until_ms=closed_by,
+                                  auth=self._influx_login(influx))
                 result = compare(want, got, v, since_ms=since - int(v.window * 1000), until_ms=closed_by)
                 if (result.windows_missing == 0 and result.windows_wrong == 0) or time.time() > deadline:
                     break

@@ -173,15 +173,22 @@ def _ident(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, until_ms: int, timeout_s: float = 10.0):
+def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, until_ms: int, timeout_s: float = 10.0,
+                auth: tuple[str, str] | None = None):
     """The measurement's points with times in [since_ms, until_ms], as the columns of `expected`
-    (the point's time is the window's time)."""
+    (the point's time is the window's time). `auth`: (user, password) for a server that
+    authenticates, sent as HTTP basic auth (never in the URL)."""
+    import base64
+
     import pandas as pd
 
     exp = Expectation.of(verify)
     q = (f"SELECT * FROM {_ident(measurement)} WHERE time >= {int(since_ms)}ms AND time <= {int(until_ms)}ms")
     query = urllib.parse.urlencode({"db": db, "q": q, "epoch": "ms"})
-    with urllib.request.urlopen(f"{url.rstrip('/')}/query?{query}", timeout=timeout_s) as response:
+    request = urllib.request.Request(f"{url.rstrip('/')}/query?{query}")
+    if auth:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
         data = json.load(response)
     result = data.get("results", [{}])[0]
     if "error" in result:

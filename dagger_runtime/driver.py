@@ -7,8 +7,25 @@ import os
 import sys
 
 
+def _authenticate() -> None:
+    """On a cluster with spark.authenticate, the worker hands the driver the cluster's secret in
+    _SPARK_AUTH_SECRET, which Spark's executors read, but a standalone driver's SparkContext insists
+    on finding it in its conf (SecurityManager.initializeAuth), and the worker strips it from the
+    driver's command line: put it in the driver JVM's own system properties, where no `ps` sees it."""
+    secret = os.environ.get("_SPARK_AUTH_SECRET")
+    if not secret or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()
+    system = SparkContext._jvm.java.lang.System
+    if system.getProperty("spark.authenticate", "false") == "true":
+        system.setProperty("spark.authenticate.secret", secret)
+
+
 def main() -> int:
     os.environ["DAGGER_JVM_DIR"] = sys.argv[1]
+    _authenticate()
     from dagger_runtime.cli import main as cli
 
     return cli(sys.argv[2:])

@@ -57,6 +57,13 @@ def team_principal(team: str) -> str:
     return f"dagger-{team}"
 
 
+def consumer_group(team: str, dagger: str) -> str:
+    """A team's dagger's consumer group, inside the prefix its ACL allows (infra's one rule:
+    dagger-<team>--<dagger>, which no other team's prefix covers)."""
+    from infra.kafka_access import consumer_group as named
+    return named(team, dagger)
+
+
 def team_secret_env(team: str) -> str:
     """The variable a team's dagger specs name for their Kafka password."""
     from dagger_runtime.lifecycle.spark import secret_prefix
@@ -74,3 +81,89 @@ def team_client(team: str) -> dict:
 def team_env(team: str, cluster: str = "primary", lab: Path | None = None) -> dict[str, str]:
     """The environment `dagger deploy` needs for the team's Kafka password."""
     return {team_secret_env(team): password(team_principal(team), cluster, lab)}
+
+
+# -- the sinks' own identities ------------------------------------------------------------------
+# A team's sink logs in as dagger-<team> (the name of its Kafka principal) to the database named
+# after the team, on PostgreSQL and on InfluxDB alike (the lab's group_vars postgresql.yml and
+# influxdb.yml declare them so). The roles generate each password once, 0600, under
+# <lab>/secrets/postgresql/<role>.password and <lab>/secrets/influxdb/<user>.password; a team's
+# reaches its driver only as DAGGER_SECRET_<TEAM>__PG_PASSWORD / __INFLUX_PASSWORD.
+INFLUX_ADMIN = "admin"
+REGISTRY_ROLE = "daggers"
+_TEAM = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def _team(team: str) -> str:
+    if not _TEAM.fullmatch(team or "") or "--" in team:
+        raise ValueError(f"not a team name: {team!r} (lowercase letters, digits and single '-')")
+    return team
+
+
+def _sink_secret(server: str, name: str, lab: Path | None) -> str:
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"not a {server} user name: {name!r}")
+    path = (lab or lab_dir()) / "secrets" / server / f"{name}.password"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise NoCredential(f"no {server} password for {name} ({path}): is it declared in the lab's "
+                           f"group_vars/{server}.yml, and is the lab up (`make lab-up`)?") from None
+
+
+def sink_user(team: str) -> str:
+    """The team's login on the sinks' servers (PostgreSQL role, InfluxDB user)."""
+    return f"dagger-{_team(team)}"
+
+
+def sink_database(team: str) -> str:
+    """The team's own database on PostgreSQL and on InfluxDB."""
+    return _team(team)
+
+
+def postgres_password(role: str, lab: Path | None = None) -> str:
+    """A PostgreSQL login role's password (a team's sink role, or the registry's `daggers`)."""
+    return _sink_secret("postgresql", role, lab)
+
+
+def influx_password(user: str, lab: Path | None = None) -> str:
+    """An InfluxDB user's password (a team's sink user, or the platform's `admin`)."""
+    return _sink_secret("influxdb", user, lab)
+
+
+def pg_secret_env(team: str) -> str:
+    """The variable a team's dagger specs name for their PostgreSQL password."""
+    from dagger_runtime.lifecycle.spark import secret_prefix
+
+    return secret_prefix(_team(team)) + "PG_PASSWORD"
+
+
+def influx_secret_env(team: str) -> str:
+    """The variable a team's dagger specs name for their InfluxDB password."""
+    from dagger_runtime.lifecycle.spark import secret_prefix
+
+    return secret_prefix(_team(team)) + "INFLUX_PASSWORD"
+
+
+def team_postgres_sink(team: str, host: str, port: int, table: str) -> dict:
+    """A dagger spec's `postgres` sink settings for the team: its role, its database, its password
+    as a ${VAR} reference."""
+    return {"url": f"postgresql://{host}:{int(port)}/{sink_database(team)}", "table": table,
+            "user": sink_user(team), "password": "${" + pg_secret_env(team) + "}"}
+
+
+def team_influx_sink(team: str, url: str, measurement: str) -> dict:
+    """A dagger spec's `influx` sink settings for the team: its user, its database, its password as
+    a ${VAR} reference."""
+    return {"url": url, "db_name": sink_database(team), "measurement_name": measurement,
+            "username": sink_user(team), "password": "${" + influx_secret_env(team) + "}"}
+
+
+def team_sink_env(team: str, lab: Path | None = None, *, postgres: bool = True, influx: bool = True) -> dict[str, str]:
+    """The environment `dagger deploy` needs for the team's sink passwords."""
+    env = {}
+    if postgres:
+        env[pg_secret_env(team)] = postgres_password(sink_user(team), lab)
+    if influx:
+        env[influx_secret_env(team)] = influx_password(sink_user(team), lab)
+    return env

@@ -42,9 +42,10 @@ DEMAND_QUERY = ('SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHE
                 'GROUP BY time(1m), "tag_s2id" fill(none)')
 SUPPLY_QUERY = ('SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m '
                 'GROUP BY time(1m), "s2id" fill(none)')
-# the api-health dagger is team api-health's: its secrets are DAGGER_SECRET_API_HEALTH__*
-PG_PASSWORD_ENV = "DAGGER_SECRET_API_HEALTH__PG_PASSWORD"
 TEAMS = ("allocations", "api-health")
+# the surge daggers are team allocations': their aggregates are in its own InfluxDB database,
+# read back with its own credential (its user may read and write that database only)
+SURGE_TEAM = "allocations"
 
 
 def ports() -> dict[str, int]:
@@ -70,14 +71,14 @@ def job_specs(folder: Path) -> dict[str, Path]:
         job["dead_letter_topic"] = f"{team}-{name}-dlq"
         for stream in job["streams"]:
             stream["kafka"].update(bootstrap_servers=servers, auto_offset_reset="latest",
-                                   group_id=f"dagger-{team}-{name}", client=access.team_client(team))
+                                   group_id=access.consumer_group(team, name), client=access.team_client(team))
+        # each sink logs in as the team's own user to the team's own database (never the registry's)
         if sink == "influx":
-            job["sink"] = {"type": "influx", "influx": {"url": f"http://127.0.0.1:{p['influx']}", "db_name": "daggers",
-                                                        "measurement_name": name.replace("-", "_")}}
+            job["sink"] = {"type": "influx", "influx": access.team_influx_sink(
+                team, f"http://127.0.0.1:{p['influx']}", name.replace("-", "_"))}
         elif sink == "postgres":
-            job["sink"] = {"type": "postgres", "postgres": {
-                "url": f"postgresql://127.0.0.1:{p['postgres']}/daggers", "table": "api_health", "user": "daggers",
-                "password": "${" + PG_PASSWORD_ENV + "}"}}
+            job["sink"] = {"type": "postgres", "postgres": access.team_postgres_sink(
+                team, "127.0.0.1", p["postgres"], "api_health")}
         else:
             job["sink"]["kafka"].update(brokers=servers, topic=f"{team}-{job['sink']['kafka']['topic']}",
                                         client=access.team_client(team))
@@ -141,8 +142,15 @@ class Traffic(threading.Thread):
 
 
 def influxql(query: str) -> list[dict]:
-    url = f"http://127.0.0.1:{ports()['influx']}/query?" + urllib.parse.urlencode({"db": "daggers", "q": query})
-    with urllib.request.urlopen(url, timeout=10) as response:
+    import base64
+
+    user = access.sink_user(SURGE_TEAM)
+    login = base64.b64encode(f"{user}:{access.influx_password(user)}".encode()).decode()
+    request = urllib.request.Request(   # InfluxDB 1.x reads u/p from the URL only: basic auth keeps it out
+        f"http://127.0.0.1:{ports()['influx']}/query",
+        data=urllib.parse.urlencode({"db": access.sink_database(SURGE_TEAM), "q": query}).encode(),
+        headers={"Authorization": f"Basic {login}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
         data = json.load(response)
     rows = []
     for series in data["results"][0].get("series", []):
@@ -196,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     create_topics()
     console.print(f"topics on primary ({bootstrap()}): {', '.join(TOPICS)}")
     registry_url = (lab_dir() / "secrets" / "registry.url").read_text().strip()
-    os.environ[PG_PASSWORD_ENV] = urllib.parse.unquote(urllib.parse.urlsplit(registry_url).password or "")
-    for team in TEAMS:                          # each team's Kafka password, for its daggers' drivers
+    for team in TEAMS:      # each team's Kafka and sink passwords; a deploy hands a driver its team's only
         os.environ.update(access.team_env(team))
+        os.environ.update(access.team_sink_env(team))
     flow = Traffic(args.rate)
     flow.start()
     console.print(f"sample traffic: {args.rate} bookings, {args.rate} driver pings and {args.rate} API logs a second, "
@@ -223,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             console.print(line, markup=False)
 
     console.rule("4. the aggregates, read back from InfluxDB")
-    console.print("InfluxQL (database daggers):", markup=False)
+    console.print(f"InfluxQL (database {access.sink_database(SURGE_TEAM)}, as {access.sink_user(SURGE_TEAM)}):",
+                  markup=False)
     console.print(f"  {DEMAND_QUERY}\n  {SUPPLY_QUERY}", markup=False)
     deadline = time.monotonic() + args.timeout
     minutes = 0

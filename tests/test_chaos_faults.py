@@ -172,11 +172,18 @@ def kafka_answers_api(port: int, timeout_s: float = 3) -> bool:
         return False
 
 
+def lab_cluster(env, cluster: str):
+    from dagger_runtime.lifecycle.clusters import load_clusters
+
+    return load_clusters(str(Path(env["DAGGER_LAB_DIR"]) / "clusters"))[cluster]
+
+
 def master_json(env, cluster: str) -> dict | None:
-    ui = json.loads((Path(env["DAGGER_LAB_DIR"]) / "clusters" / f"{cluster}.json").read_text())["web_ui"]
+    """The master's /json/, with the platform's UI token (its UIs refuse anonymous requests)."""
+    from dagger_runtime.lifecycle.spark import master_json as fetch
+
     try:
-        with urllib.request.urlopen(f"{ui}/json/", timeout=5) as r:
-            return json.load(r)
+        return fetch(lab_cluster(env, cluster), timeout=5)
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
@@ -483,29 +490,35 @@ SLEEPER = textwrap.dedent("""
 
 def submit_sleeper(env, cluster: str, script: Path) -> str:
     """A supervised driver that only sleeps: the master places and restarts it as it does a dagger's."""
+    from dagger_runtime.lifecycle.spark import auth_conf, client_env
+
     spec = json.loads((Path(env["DAGGER_LAB_DIR"]) / "clusters" / f"{cluster}.json").read_text())
     home = spec["spark_home"]
     jar = next(Path(home, "jars").glob("spark-core_*.jar"))
+    # where the drivers' user reads what deploy gives it (the driver runs unprivileged, and pytest's
+    # folders are the test's own)
+    script = Path(spec["spec_dir"]) / script.name
     script.write_text(SLEEPER)
+    script.chmod(0o640)
+    # the platform's client: the cluster's secret in the environment, its settings as --conf
+    conf = [a for k, v in auth_conf(lab_cluster(env, cluster)).items() for a in ("--conf", f"{k}={v}")]
     done = subprocess.run(
         [f"{home}/bin/spark-submit", "--master", spec["master"], "--deploy-mode", "cluster", "--supervise",
          "--name", "chaos-sleeper", "--driver-memory", "256m", "--conf", f"spark.pyspark.python={spec['python']}",
-         "--conf", f"spark.pyspark.driver.python={spec['python']}", "--class", "org.apache.spark.deploy.PythonRunner",
-         str(jar), str(script), ""],
-        capture_output=True, text=True, timeout=180, env={**env, "SPARK_LOCAL_IP": "127.0.0.1"})
+         "--conf", f"spark.pyspark.driver.python={spec['python']}", *conf,
+         "--class", "org.apache.spark.deploy.PythonRunner", str(jar), str(script), ""],
+        capture_output=True, text=True, timeout=180,
+        env={**env, "SPARK_LOCAL_IP": "127.0.0.1", **client_env(lab_cluster(env, cluster))})
     found = [w for w in (done.stdout + done.stderr).split() if w.startswith("driver-")]
     assert done.returncode == 0 and found, done.stderr[-2000:]
     return found[0].rstrip(".,")
 
 
 def kill_driver(env, cluster: str, driver_id: str) -> None:
-    """Through the master's UI (spark.ui.killEnabled): no JVM to start."""
-    ui = json.loads((Path(env["DAGGER_LAB_DIR"]) / "clusters" / f"{cluster}.json").read_text())["web_ui"]
-    data = urllib.parse.urlencode({"id": driver_id, "terminate": "true"}).encode()
-    try:
-        urllib.request.urlopen(f"{ui}/driver/kill/", data=data, timeout=10).close()
-    except urllib.error.HTTPError:
-        pass    # it redirects to the UI's page
+    """As `dagger stop` does (Spark's Client kill, with the secret): the UIs' kill is off."""
+    from dagger_runtime.lifecycle.spark import kill
+
+    kill(lab_cluster(env, cluster), driver_id)
     poll(lambda: not processes_with(driver_id), 60, f"{driver_id} ended")
 
 

@@ -8,6 +8,7 @@ against the target, that the faults were undone, where the dagger ended up, and 
 report opens in Chromium with its timeline and verdict and no console error."""
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from tests.labrun import REPO
 
@@ -51,11 +53,20 @@ def by_hand(ledger: pd.DataFrame) -> dict[tuple[int, str, str], int]:
     return dict(counts)
 
 
-def influx_rows(lab_env: dict, measurement: str) -> dict[tuple[int, str, str], int]:
+def influx_rows(lab_env: dict, spec: Path) -> dict[tuple[int, str, str], int]:
+    """The dagger's rows, read from its team's database as its team's user (the lab's InfluxDB
+    refuses anonymous reads), the database and user as the run's spec names them."""
+    from lab import access
+
+    sink = yaml.safe_load(spec.read_text())["sink"]["influx"]
     port = int(lab_env["DAGGER_LAB_PORT_BASE"]) + 4086
-    query = f'SELECT "bookings", "tag_service_type", "tag_status" FROM "{measurement}"'
-    url = f"http://127.0.0.1:{port}/query?" + urllib.parse.urlencode({"db": "daggers", "q": query, "epoch": "ms"})
-    with urllib.request.urlopen(url, timeout=10) as response:
+    query = f'SELECT "bookings", "tag_service_type", "tag_status" FROM "{sink["measurement_name"]}"'
+    password = access.influx_password(sink["username"], Path(lab_env["DAGGER_LAB_DIR"]))
+    request = urllib.request.Request(      # basic auth: InfluxDB 1.x reads u/p from the URL only
+        f"http://127.0.0.1:{port}/query",
+        data=urllib.parse.urlencode({"db": sink["db_name"], "q": query, "epoch": "ms"}).encode(),
+        headers={"Authorization": "Basic " + base64.b64encode(f"{sink['username']}:{password}".encode()).decode()})
+    with urllib.request.urlopen(request, timeout=10) as response:
         data = json.load(response)
     rows = {}
     for series in data["results"][0].get("series", []):
@@ -100,7 +111,7 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) ->
     expected = by_hand(ledger)
     # the windows from the drill's start (the first is partial on both sides alike: the dagger
     # reads from the drill's start) to the last closed one
-    got = {k: n for k, n in influx_rows(lab_env, case["dagger"].replace("-", "_")).items()
+    got = {k: n for k, n in influx_rows(lab_env, run_dir / "specs" / f"{case['dagger']}.yaml").items()
            if k[0] <= max(expected)[0]}
     assert len(expected) >= 20
     assert got == expected

@@ -116,7 +116,7 @@ def test_a_team_writes_only_under_its_own_prefix_and_uses_only_its_own_groups(la
     finally:
         producer.close()
     with pytest.raises(GroupAuthorizationFailedError):        # api-health's consumer groups
-        consumer = KafkaConsumer(topics["allocations"], bootstrap_servers=SERVERS, group_id="dagger-api-health-x",
+        consumer = KafkaConsumer(topics["allocations"], bootstrap_servers=SERVERS, group_id="dagger-api-health--x",
                                  **me)
         try:
             for _ in range(10):

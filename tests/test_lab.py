@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -134,11 +135,17 @@ def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_th
 
 
 APP = """
-import sys
+import json, os, sys
 from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master(sys.argv[1]).appName(sys.argv[2]).config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "1g")
-         .config("spark.ui.enabled", "false").getOrCreate())
+builder = (SparkSession.builder.master(sys.argv[1]).appName(sys.argv[2]).config("spark.driver.host", "127.0.0.1")
+           .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "1g")
+           .config("spark.ui.enabled", "false"))
+# the cluster authenticates its clients: the platform's settings, the secret from the environment
+for key, value in json.loads(sys.argv[3]).items():
+    builder = builder.config(key, value)
+if "_SPARK_AUTH_SECRET" in os.environ:
+    builder = builder.config("spark.authenticate.secret", os.environ["_SPARK_AUTH_SECRET"])
+spark = builder.getOrCreate()
 print(spark.range(1000).selectExpr("sum(id)").collect()[0][0])
 spark.stop()
 """
@@ -146,45 +153,59 @@ spark.stop()
 
 @pytest.mark.parametrize("cluster, offset", [("blue", 2000), ("green", 3000)])
 def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, offset):
-    import urllib.request
+    from dagger_runtime.lifecycle import spark as spark_api
+    from dagger_runtime.lifecycle.clusters import load_clusters
 
+    base = int(lab_env["DAGGER_LAB_PORT_BASE"])
+    spec = load_clusters(str(Path(lab_env["DAGGER_LAB_DIR"]) / "clusters"))[cluster]
     name = f"lab-check-{cluster}-{uuid.uuid4().hex[:6]}"
-    app = subprocess.run([sys.executable, "-c", APP, f"spark://127.0.0.1:{PORT_BASE + offset + 77}", name],
-                         env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1"}, capture_output=True, text=True, timeout=300)
+    app = subprocess.run([sys.executable, "-c", APP, f"spark://127.0.0.1:{base + offset + 77}", name,
+                          json.dumps(spark_api.auth_conf(spec))],
+                         env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1", **spark_api.client_env(spec)},
+                         capture_output=True, text=True, timeout=300)
     assert app.returncode == 0, app.stderr[-3000:]
     assert app.stdout.strip().splitlines()[-1] == str(sum(range(1000)))
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT_BASE + offset + 80}/json/", timeout=10) as r:
-        master = json.load(r)
+    assert spec.web_ui == f"http://127.0.0.1:{base + offset + 80}"
+    master = spark_api.master_json(spec, timeout=10)
     assert master["status"] == "ALIVE" and master["aliveworkers"] == 1
     assert (name, "FINISHED") in {(a["name"], a["state"]) for a in master["completedapps"]}
 
 
-def test_influxdb_answers_and_has_the_daggers_database(lab_env):
-    influx = f"http://127.0.0.1:{PORT_BASE + 4086}"
+def test_influxdb_answers_refuses_anonymous_queries_and_has_each_teams_database(lab_env):
+    import base64
+
+    influx = f"http://127.0.0.1:{int(lab_env['DAGGER_LAB_PORT_BASE']) + 4086}"
     with urllib.request.urlopen(f"{influx}/ping", timeout=10) as r:
         assert r.status == 204
     query = urllib.parse.urlencode({"q": "SHOW DATABASES"}).encode()
-    with urllib.request.urlopen(f"{influx}/query", data=query, timeout=10) as r:
+    with pytest.raises(urllib.error.HTTPError) as anonymous:          # authentication is on
+        urllib.request.urlopen(f"{influx}/query", data=query, timeout=10)
+    assert anonymous.value.code == 401
+    admin = access.influx_password("admin", Path(lab_env["DAGGER_LAB_DIR"]))
+    request = urllib.request.Request(f"{influx}/query", data=query, headers={
+        "Authorization": "Basic " + base64.b64encode(f"admin:{admin}".encode()).decode()})
+    with urllib.request.urlopen(request, timeout=10) as r:
         series = json.load(r)["results"][0]["series"]
-    assert ["daggers"] in series[0]["values"]
+    assert {("allocations",), ("api-health",)} <= {tuple(v) for v in series[0]["values"]}
 
 
 def test_postgresql_logs_in_with_the_registry_url_and_refuses_a_wrong_password(lab_env):
     import psycopg
 
+    port = int(lab_env["DAGGER_LAB_PORT_BASE"]) + 4432
     secrets = Path(lab_env["DAGGER_LAB_DIR"]) / "secrets"
     url_file = secrets / "registry.url"
     assert stat.S_IMODE(url_file.stat().st_mode) == 0o600
-    assert stat.S_IMODE((secrets / "postgresql-daggers.password").stat().st_mode) == 0o600
+    assert stat.S_IMODE((secrets / "postgresql" / "daggers.password").stat().st_mode) == 0o600
     url = url_file.read_text().strip()
     prefix = "postgresql+psycopg://daggers:"
-    assert url.startswith(prefix) and url.endswith(f"@127.0.0.1:{PORT_BASE + 4432}/daggers")
+    assert url.startswith(prefix) and url.endswith(f"@127.0.0.1:{port}/daggers")
     password = urllib.parse.unquote(url[len(prefix):].rpartition("@")[0])
-    assert password == (secrets / "postgresql-daggers.password").read_text().strip()
+    assert password == (secrets / "postgresql" / "daggers.password").read_text().strip()
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), connect_timeout=10) as conn:
         assert conn.execute("SELECT current_user, current_database()").fetchone() == ("daggers", "daggers")
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
-        psycopg.connect(host="127.0.0.1", port=PORT_BASE + 4432, user="daggers", dbname="daggers",
+        psycopg.connect(host="127.0.0.1", port=port, user="daggers", dbname="daggers",
                         password=password + "x", connect_timeout=10)
 
 

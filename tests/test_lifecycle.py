@@ -92,7 +92,7 @@ def spec(setup, version: int, *, window_s: int = 60, parallelism: int = 2) -> Pa
     job["description"] = f"version {version}"
     job["streams"][0]["topics"] = setup["topics"]
     job["streams"][0]["kafka"].update(bootstrap_servers=setup["servers"], auto_offset_reset="earliest",
-                                      group_id=f"dagger-allocations-{setup['name']}",
+                                      group_id=f"dagger-allocations--{setup['name']}",
                                       client=access.team_client("allocations"))
     job["dead_letter_topic"] = f"allocations-{setup['name']}-dlq"
     job["sql"] = job["sql"].replace("INTERVAL '60' SECOND", f"INTERVAL '{window_s}' SECOND")

@@ -6,27 +6,27 @@ lists the old one DEAD), a killed driver RUNNING again in a new process.
 """
 from __future__ import annotations
 
-import json
 import signal
 import time
 import urllib.error
-import urllib.request
 
 from . import procs
 from .base import Fault, kill_programs, start_programs, stop_programs
 from .errors import FaultError
-from .targets import Component, Lab, choose, spark_nodes, spark_web_ui
+from .targets import Component, Lab, choose, spark_cluster, spark_nodes, spark_web_ui
 
 DRIVER_MAIN = "org.apache.spark.deploy.worker.DriverWrapper"
 
 
 def master_status(lab: Lab, cluster: str, timeout_s: float = 5.0) -> dict | None:
     """The master's /json/, or None when it does not answer (or answers without JSON: a UI still
-    starting)."""
+    starting). The UI takes the platform's token (the cluster's UI key), as `dagger status` sends."""
+    from dagger_runtime.errors import DaggerError
+    from dagger_runtime.lifecycle.spark import master_json
+
     try:
-        with urllib.request.urlopen(f"{spark_web_ui(lab, cluster)}/json/", timeout=timeout_s) as response:
-            return json.load(response)
-    except (urllib.error.URLError, OSError, ValueError):
+        return master_json(spark_cluster(lab, cluster), timeout_s)
+    except (urllib.error.URLError, OSError, ValueError, DaggerError):
         return None
 
 

@@ -158,8 +158,8 @@ def spark_nodes(lab: Lab, cluster: str) -> tuple[Component, list[Component]]:
     return masters[0], [c for c in nodes if spark_role(c) == "worker"]
 
 
-def spark_web_ui(lab: Lab, cluster: str) -> str:
-    """The master's web UI (its /json/ status), from the cluster file `dagger deploy` reads too."""
+def spark_cluster(lab: Lab, cluster: str):
+    """The cluster's definition, the file `dagger deploy` reads too (its UI and UI key)."""
     from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.clusters import load_clusters
 
@@ -169,7 +169,12 @@ def spark_web_ui(lab: Lab, cluster: str) -> str:
         raise FaultError(str(e)) from None
     if cluster not in clusters:
         raise FaultError(f"no Spark cluster {cluster!r} in {lab.dir / 'clusters'}")
-    return clusters[cluster].web_ui
+    return clusters[cluster]
+
+
+def spark_web_ui(lab: Lab, cluster: str) -> str:
+    """The master's web UI (its /json/ status)."""
+    return spark_cluster(lab, cluster).web_ui
 
 
 # --- sinks -------------------------------------------------------------------------------------

@@ -40,8 +40,13 @@ class Cluster(BaseModel):
     prometheus_targets: str | None = None
     # the Spark installation spark-submit runs from here (default: pyspark's own)
     spark_home: str | None = None
+    # the cluster's Spark secret (spark.authenticate) and its UIs' JWS key, each a file only the
+    # deploy tooling can read (none: a cluster without authentication, e.g. a test's own)
+    auth_secret_file: str | None = None
+    ui_key_file: str | None = None
 
-    @field_validator("python", "jvm_dir", "checkpoint_root", "spec_dir", "prometheus_targets", "spark_home")
+    @field_validator("python", "jvm_dir", "checkpoint_root", "spec_dir", "prometheus_targets", "spark_home",
+                     "auth_secret_file", "ui_key_file")
     @classmethod
     def _absolute(cls, value):
         if value is not None and not (value.startswith("/") or value.startswith("gs://")):

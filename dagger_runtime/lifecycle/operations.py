@@ -59,14 +59,22 @@ def load_spec(path: str):
 
 def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str) -> str:
     """Where the driver reads the spec: <spec_dir>/<name>/v<N>/<name><suffix> (a spec without a
-    name takes it from its file name), owner-only."""
+    name takes it from its file name), readable by the owner and spec_dir's group: the drivers run
+    as the workers' unprivileged user, whose group the spark role gives spec_dir (no one else's)."""
     if "://" in cluster.spec_dir:
         raise DaggerError(f"cluster {cluster.name}: spec_dir must be a folder the workers share, not {cluster.spec_dir}")
-    folder = Path(cluster.spec_dir) / name / f"v{number}"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root = Path(cluster.spec_dir)
+    group = root.stat().st_gid if root.is_dir() else -1
+    folder = root / name / f"v{number}"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o750)
+    for part in (root / name, folder):
+        os.chown(part, -1, group)
+        part.chmod(0o750)
     path = folder / f"{name}{suffix}"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
     with os.fdopen(fd, "w") as f:
+        os.fchown(f.fileno(), -1, group)
+        os.fchmod(f.fileno(), 0o640)
         f.write(text)
     return str(path)
 
@@ -157,7 +165,7 @@ def _submit(cluster: Cluster, plan, text: str, *, number: int, checkpoint: str, 
     argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
                                  metrics_port=port, parallelism=plan.job.parallelism, starting=starting,
                                  emit_after_ms=emit_after_ms)
-    return spark_api.submit(argv, passed_env), suffix
+    return spark_api.submit(argv, passed_env, cluster), suffix
 
 
 def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str, clusters_dir: str | None = None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import (DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine, select)
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..errors import DaggerError
@@ -151,8 +151,16 @@ class Registry:
         self.engine = create_engine(parsed)
         try:
             _Base.metadata.create_all(self.engine)
-        except OperationalError as e:
-            raise DaggerError(f"cannot reach the registry at {self.where}: {str(e.orig).strip().splitlines()[0]}") from None
+        except (OperationalError, ProgrammingError) as e:
+            from ..sinks.postgres import login_refusal
+
+            text = str(e.orig).strip()
+            reason = login_refusal(e.orig) or ("permission denied" in text and text.splitlines()[0])
+            if reason:
+                # only the registry's own role may log in to its database and write its tables
+                raise DaggerError(f"the registry at {self.where} refused role {parsed.username!r}: {reason}; log in "
+                                  "with the registry's own URL (the lab's secrets/registry.url)") from None
+            raise DaggerError(f"cannot reach the registry at {self.where}: {text.splitlines()[0]}") from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -3,16 +3,25 @@ mode with `--supervise` (the master starts the driver on a worker and restarts i
 `org.apache.spark.deploy.Client kill` (Spark's documented way to stop such a driver), the master's
 JSON status (`/json/`) and the workers' log endpoint (`/log`).
 
+A cluster with `auth_secret_file` runs with `spark.authenticate`: spark-submit and Client kill get
+the secret in their environment (`_SPARK_AUTH_SECRET`, which Spark reads before its conf), never on
+a command line `ps` shows. With `ui_key_file`, its UIs sit behind Spark's JWSFilter: each request
+carries a short-lived HS256 token signed with that key.
+
 A Python driver cannot be submitted in cluster mode directly (Spark refuses .py files there), so
 the submitted main class is Spark's own PythonRunner, which starts the runtime's driver script
 with the cluster's Python exactly as spark-submit would in client mode.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import re
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -70,6 +79,7 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
     decoder = jars[-1]
     log_conf = f"-Dlog4j.configurationFile=file:{RUNTIME_DIR / 'log4j2.properties'} -Duser.timezone=UTC"
     conf = {
+        **auth_conf(cluster),
         "spark.pyspark.python": cluster.python,
         "spark.pyspark.driver.python": cluster.python,
         "spark.driver.memory": f"{DRIVER_MEMORY_MB}m",
@@ -97,14 +107,47 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
 
 # what spark-submit itself needs from the environment
 _BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "SPARK_LOCAL_IP", "SPARK_CONF_DIR", "TMPDIR")
+# where Spark's SecurityManager looks for the secret before its conf (the worker hands it to the
+# drivers and executors it launches the same way)
+AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"
 
 
-def _spark_env(passed: tuple[str, ...] = ()) -> dict[str, str]:
+def auth_conf(cluster: Cluster) -> dict[str, str]:
+    """The client side of the cluster's authentication: on, with encrypted RPC and no unencrypted
+    fallback (the driver's and executors' own servers too: spark-submit hands these on)."""
+    if not cluster.auth_secret_file:
+        return {}
+    return {"spark.authenticate": "true", "spark.network.crypto.enabled": "true",
+            "spark.network.crypto.saslFallback": "false"}
+
+
+def _read_secret(path: str, what: str) -> str:
+    try:
+        value = Path(path).read_text().strip()
+    except OSError as e:
+        raise DaggerError(f"cannot read the {what} at {path} ({e.strerror}): the deploy tooling holds it "
+                          "(is the lab up, and is this its operator?)") from None
+    if not value:
+        raise DaggerError(f"the {what} at {path} is empty")
+    return value
+
+
+def client_env(cluster: Cluster) -> dict[str, str]:
+    """The environment a Spark client of the cluster needs beside its own (the secret, if any)."""
+    if not cluster.auth_secret_file:
+        return {}
+    return {AUTH_SECRET_ENV: _read_secret(cluster.auth_secret_file, f"Spark secret of cluster {cluster.name}")}
+
+
+def _spark_env(passed: tuple[str, ...] = (), cluster: Cluster | None = None) -> dict[str, str]:
     """spark-submit's environment: in standalone cluster mode Spark hands the submitter's whole
     environment to the driver, so only what it needs goes, plus the variables the spec refers to
-    (`${VAR}` secrets, resolved by the driver when it loads the spec)."""
+    (`${VAR}` secrets, resolved by the driver when it loads the spec), plus the cluster's secret
+    (which the driver gets from its worker anyway)."""
     env = {k: v for k, v in os.environ.items() if k in _BASE_ENV or k in passed}
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if cluster is not None:
+        env.update(client_env(cluster))
     return env
 
 
@@ -145,10 +188,11 @@ def referenced_env(spec_text: str, team: str | None, fmt: str = "yaml") -> tuple
     return names
 
 
-def submit(argv: list[str], passed_env: tuple[str, ...] = ()) -> str:
-    """Run spark-submit; the driver's submission id."""
+def submit(argv: list[str], passed_env: tuple[str, ...] = (), cluster: Cluster | None = None) -> str:
+    """Run spark-submit (with `cluster`'s secret); the driver's submission id."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env), timeout=180)
+        done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env, cluster),
+                              timeout=180)
     except subprocess.TimeoutExpired:
         raise DaggerError("spark-submit did not answer within 180 s; a driver may have started: look at the "
                           "master's drivers before deploying again") from None
@@ -161,8 +205,12 @@ def submit(argv: list[str], passed_env: tuple[str, ...] = ()) -> str:
 def kill(cluster: Cluster, driver_id: str) -> None:
     if not DRIVER_ID.fullmatch(driver_id):
         raise DaggerError(f"{driver_id!r} is not a Spark driver id")
+    env = _spark_env(cluster=cluster)
+    if cluster.auth_secret_file:
+        # Client reads only system properties (spark-class gives it no *_OPTS variable of its own)
+        env["JAVA_TOOL_OPTIONS"] = " ".join(f"-D{k}={v}" for k, v in auth_conf(cluster).items())
     done = subprocess.run([f"{spark_home(cluster)}/bin/spark-class", "org.apache.spark.deploy.Client", "kill",
-                           cluster.master, driver_id], capture_output=True, text=True, env=_spark_env(), timeout=120)
+                           cluster.master, driver_id], capture_output=True, text=True, env=env, timeout=120)
     if done.returncode != 0:
         raise DaggerError(f"could not stop {driver_id} on {cluster.name}: {_last_error(done.stderr)}")
 
@@ -185,10 +233,46 @@ class MasterState:
     workers_free: tuple[tuple[int, int], ...] = ()   # each alive worker's free (cores, memory MB)
 
 
+def _b64url(data: bytes) -> bytes:
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+def ui_token(key_text: str, ttl_s: int = 60) -> str:
+    """A JWS for Spark's org.apache.spark.ui.JWSFilter: HS256 over the key as the filter reads it
+    (its text BASE64URL-decoded). Spark checks the signature and jjwt the expiry: a token copied
+    from somewhere is worthless a minute later."""
+    key = base64.urlsafe_b64decode(key_text + "=" * (-len(key_text) % 4))
+    if len(key) < 32:
+        raise DaggerError("the Spark UI key is shorter than 256 bits")
+    head = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+    body = _b64url(json.dumps({"sub": "dagger-platform", "exp": int(time.time()) + ttl_s},
+                              separators=(",", ":")).encode())
+    signed = head + b"." + body
+    return (signed + b"." + _b64url(hmac.new(key, signed, hashlib.sha256).digest())).decode()
+
+
+def ui_headers(cluster: Cluster) -> dict[str, str]:
+    """What a request to the cluster's master or worker UIs carries ({} for an open UI)."""
+    if not cluster.ui_key_file:
+        return {}
+    key = _read_secret(cluster.ui_key_file, f"Spark UI key of cluster {cluster.name}")
+    return {"Authorization": f"Bearer {ui_token(key)}"}
+
+
+def ui_open(cluster: Cluster, url: str, timeout: float):
+    """GET one of the cluster's UI pages (the master's /json/, a worker's /log) with its token."""
+    return urllib.request.urlopen(urllib.request.Request(url, headers=ui_headers(cluster)), timeout=timeout)
+
+
+def master_json(cluster: Cluster, timeout: float = 5.0) -> dict:
+    """The master's /json/ (raises URLError, OSError or ValueError as urlopen and json do)."""
+    with ui_open(cluster, f"{cluster.web_ui}/json/", timeout) as response:
+        return json.load(response)
+
+
 def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
     try:
-        with urllib.request.urlopen(f"{cluster.web_ui}/json/", timeout=timeout) as response:
-            data = json.load(response)
+        data = master_json(cluster, timeout)
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise DaggerError(f"cluster {cluster.name}: the master at {cluster.web_ui} does not answer ({e})") from None
     drivers = {d["id"]: d for d in data.get("completeddrivers", []) + data.get("activedrivers", [])}
@@ -212,7 +296,7 @@ def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_
         raise DaggerError(f"the master gives {worker_ui!r} as the worker's web UI; not reading a log from there")
     query = urllib.parse.urlencode({"driverId": driver_id, "logType": which, "byteLength": tail_bytes})
     try:
-        with urllib.request.urlopen(f"{worker_ui}/log?{query}", timeout=10) as response:
+        with ui_open(cluster, f"{worker_ui}/log?{query}", 10) as response:
             text = response.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError) as e:
         raise DaggerError(f"cannot read the log of {driver_id} from its worker: {e}") from None

@@ -146,9 +146,21 @@ class InfluxSink(Sink):
         response = self._http.request("POST", url, body=body, headers=headers)
         if response.status >= 300:
             text = response.data.decode("utf-8", "replace")[:300]
+            if response.status in (401, 403):
+                raise InfluxRefused(self._refused_login(response.status, text))
             if 400 <= response.status < 500 and response.status not in (408, 429):
                 raise InfluxRefused(f"InfluxDB refused the points (HTTP {response.status}): {text}")
             raise ConnectionError(f"InfluxDB answered HTTP {response.status}: {text}")
+
+    def _refused_login(self, status: int, text: str) -> str:
+        """401: no or a wrong login; 403: a login without WRITE on the database. Names the sink,
+        the user and the database (never the password)."""
+        who = f"user {self.spec.username!r}" if self.spec.username else "an anonymous client (no username)"
+        what = "refused the login of" if status == 401 else "does not let"
+        tail = "" if status == 401 else " write there"
+        return (f"sink influx: InfluxDB at {self.spec.url} {what} {who}{tail} (database {self.spec.db_name!r}, "
+                f"HTTP {status}: {text.strip()}); a dagger writes with its team's sink credential to its team's "
+                "database only")
 
     # -- the v2 write API (InfluxDB 2.x, 1.8+, VictoriaMetrics) through influxdb-client -------
     def _post_v2(self, chunk) -> None:
@@ -166,6 +178,8 @@ class InfluxSink(Sink):
             self._client.write_api(write_options=SYNCHRONOUS).write(
                 bucket=bucket, org=self.spec.org or "-", record=chunk, write_precision=WritePrecision.MS)
         except ApiException as e:
+            if e.status in (401, 403):
+                raise InfluxRefused(self._refused_login(e.status, (e.body or e.reason or "")[:300])) from None
             if e.status and 400 <= e.status < 500 and e.status not in (408, 429):
                 raise InfluxRefused(f"the v2 write API refused the points (HTTP {e.status}): "
                                     f"{(e.body or e.reason or '')[:300]}") from None

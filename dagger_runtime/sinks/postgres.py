@@ -60,7 +60,23 @@ def _table(table: str):
 
 
 class _Refused(Exception):
-    """PostgreSQL refused the data or the table: retrying would not help."""
+    """PostgreSQL refused the data, the table or the login: retrying would not help."""
+
+
+# what the server answers when the login itself is refused (wrong password, a role or database
+# pg_hba.conf does not let in, CONNECT not granted, no such role or database): never retried
+_LOGIN_REFUSED = re.compile(r"password authentication failed|no pg_hba\.conf entry|permission denied for database|"
+                            r"CONNECT privilege|role \S+ does not exist|database \S+ does not exist|"
+                            r"no password supplied|authentication failed", re.IGNORECASE)
+
+
+def login_refusal(error: Exception) -> str | None:
+    """The server's reason when `error` is a refused login, else None (the server may just be down)."""
+    text = str(error)
+    if not _LOGIN_REFUSED.search(text):
+        return None
+    fatal = [line.strip() for line in text.splitlines() if "FATAL" in line or "fe_sendauth" in line]
+    return (fatal[-1] if fatal else text.strip().splitlines()[-1])[:300]
 
 
 class PostgresSink(Sink):
@@ -97,13 +113,34 @@ class PostgresSink(Sink):
     def describe(self) -> str:
         return f"postgres {self.spec.url} table {self.spec.table} (upsert by {', '.join(self.keys)})"
 
+    def _url(self) -> str:
+        return self.spec.url[len("jdbc:"):] if self.spec.url.startswith("jdbc:") else self.spec.url
+
+    def where(self) -> str:
+        """Which server, database and login, for errors (the URL holds no password)."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            info = conninfo_to_dict(self._url())
+        except Exception:  # noqa: BLE001 - the URL was checked when the spec loaded; say what we have
+            info = {}
+        user = self.spec.user or info.get("user") or "(the OS user)"
+        return (f"sink postgres: PostgreSQL at {info.get('host', '?')}:{info.get('port', 5432)} database "
+                f"{info.get('dbname', '?')!r} as role {user!r}")
+
     def _connect(self):
         import psycopg
 
         if self._conn is None or self._conn.closed:
             password = self.spec.password.get_secret_value() if self.spec.password else None
-            url = self.spec.url[len("jdbc:"):] if self.spec.url.startswith("jdbc:") else self.spec.url
-            self._conn = psycopg.connect(url, user=self.spec.user, password=password, connect_timeout=10)
+            try:
+                self._conn = psycopg.connect(self._url(), user=self.spec.user, password=password, connect_timeout=10)
+            except psycopg.OperationalError as e:
+                reason = login_refusal(e)
+                if reason is None:
+                    raise
+                raise _Refused(f"{self.where()} refused the login: {reason}; a dagger logs in with its team's "
+                               "sink credential, to its team's database only") from None
             self._ready = False
         if not self._ready:
             self._prepare(self._conn)
@@ -154,7 +191,10 @@ class PostgresSink(Sink):
                     cur.executemany(statement, rows)
         except (psycopg.errors.DataError, psycopg.errors.IntegrityError, psycopg.errors.SyntaxError,
                 psycopg.errors.UndefinedColumn, psycopg.errors.InsufficientPrivilege) as e:
-            raise _Refused(f"PostgreSQL refused the rows: {e}") from None
+            reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            if isinstance(e, psycopg.errors.InsufficientPrivilege):
+                raise _Refused(f"{self.where()} may not write table {self.spec.table!r}: {reason}") from None
+            raise _Refused(f"{self.where()} refused the rows for table {self.spec.table!r}: {reason}") from None
         except psycopg.Error:
             if self._conn is not None:
                 self._conn.close()
