@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import ipaddress
+import random
+import string
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +39,8 @@ PROJECT = "daggers"          # the Pulumi project (Pulumi.yaml)
 ORGANIZATION = "organization"
 PLATFORM_STACK_NAME = f"{ORGANIZATION}/{PROJECT}/{platform_stack.STACK}"
 
+GENERATED_SECRET = "random:index/randomPassword:RandomPassword"
+_ALPHANUMERIC = string.ascii_letters + string.digits
 _RUN_LOCK = threading.Lock()
 _slot = threading.local()    # hands a resource's mocked args from the mocks to the monitor (same thread)
 
@@ -163,6 +167,12 @@ class PlatformMocks(pulumi.runtime.Mocks):
             state.update(name=cloud_name, endpoint="172.16.0.2", masterAuth=auth,
                          selfLink=f"https://container.googleapis.com/v1/{rid}")
             return rid, state
+        if typ == GENERATED_SECRET:
+            # the engine's provider draws it from the CSPRNG; here a stand-in of the same shape,
+            # stable per resource (a plan is a function of the spec) and different per team
+            seed = random.Random(hashlib.sha256(name.encode()).digest())
+            state["result"] = "".join(seed.choice(_ALPHANUMERIC) for _ in range(int(i["length"])))
+            return f"{name}-id", state
         if typ.startswith("kubernetes:") and "metadata" in state:
             meta = dict(state["metadata"])
             meta.setdefault("name", f"{name}-mock")     # Pulumi auto-names what the program does not

@@ -278,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .components import PlacementError
     from .mocks import declare
-    from .team import OUTPUT_NAMES
+    from .team import OUTPUT_NAMES, SECRET_OUTPUT_NAMES
 
     started = time.perf_counter()
     try:
@@ -289,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finished = time.perf_counter()
     team = next(d for d in declared if d.type == "daggers:infra:TeamPlatform")
     outputs = {name: team.outputs.get(name) for name in OUTPUT_NAMES}
+    # as `pulumi stack output` shows them without --show-secrets
+    outputs.update({name: REDACTED for name in SECRET_OUTPUT_NAMES if outputs.get(name) is not None})
     elapsed = {"declare": round(finished - started, 3), "total": round(finished - START, 3)}
     if args.json:
         json.dump(as_json(spec, declared, outputs, elapsed), sys.stdout, indent=2, sort_keys=False, default=str)

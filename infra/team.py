@@ -38,7 +38,11 @@ PROJECT_ROLES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_GROUPS_DOMAIN = grants.GROUPS_DOMAIN
 OUTPUT_NAMES = ("spark_master_url", "checkpoint_url", "mirror_bootstrap_servers", "inventory", "namespace",
-                "service_account_email", "kafka_acls", "kafka_topics")
+                "service_account_email", "kafka_acls", "kafka_topics", "spark_auth_secret", "spark_ui_key")
+# gke: the Spark cluster's RPC secret and UI key, for the operator's cluster file (auth_secret_file,
+# ui_key_file: `pulumi stack output --show-secrets spark_auth_secret > <file>`, 0600); secret in the
+# state and in every output; none on vm, where the Ansible role keeps them on the controller
+SECRET_OUTPUT_NAMES = ("spark_auth_secret", "spark_ui_key")
 
 
 def owners_group(spec: TeamSpec, domain: str = DEFAULT_GROUPS_DOMAIN,
@@ -153,6 +157,7 @@ class TeamPlatform(pulumi.ComponentResource):
                 opts=child)
 
         self.spark_master_url = spark.master_url
+        self.spark_auth_secret, self.spark_ui_key = spark.auth_secret, spark.ui_key
         self.checkpoint_url = bucket.checkpoint_url
         self.mirror_bootstrap_servers = pulumi.Output.all(
             **{alias: m.bootstrap_servers for alias, m in mirrors.items()}) if mirrors else pulumi.Output.from_input({})

@@ -851,3 +851,157 @@ def test_a_team_without_a_grant_binds_nobody(fraud_and_fraud_spark):
     types = [r.type for r in stacks["fraud-spark"]]
     assert "kubernetes:core/v1:Namespace" in types
     assert "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding" not in types
+
+
+# -- Spark's own authentication -------------------------------------------------------------------
+
+import base64  # noqa: E402
+
+import javaproperties  # noqa: E402
+
+SPARK_SECRET_VALUE = "S" * 48          # stand-ins, recognisable in a message if one leaked
+SPARK_UI_KEY_VALUE = "K" * 64
+SPARK_SETTINGS = {
+    "spark.authenticate": "true", "spark.authenticate.secret": SPARK_SECRET_VALUE,
+    "spark.network.crypto.enabled": "true", "spark.network.crypto.saslFallback": "false",
+    "spark.master.rest.enabled": "false", "spark.ui.killEnabled": "false",
+    "spark.ui.filters": "org.apache.spark.ui.JWSFilter",
+    "spark.org.apache.spark.ui.JWSFilter.param.secretKey": SPARK_UI_KEY_VALUE,
+}
+
+
+def spark_conf_secret(settings: dict, name: str = "spark-defaults", encoded: bool = False) -> Resource:
+    text = javaproperties.dumps(settings, timestamp=False)
+    data = {"data": {"spark-defaults.conf": base64.b64encode(text.encode()).decode()}} if encoded \
+        else {"stringData": {"spark-defaults.conf": text}}
+    return res("kubernetes:core/v1:Secret", f"fraud-{name}", {
+        "kind": "Secret", "metadata": {"namespace": "dagger-fraud", "name": name, "labels": K8S_LABELS}, **data})
+
+
+def spark_daemon(role: str = "worker", *, secret: str = "spark-defaults", read_only: bool = True,
+                 volume: dict | None = None, args_extra: tuple = ("--properties-file", "/etc/spark-auth/spark-defaults.conf"),
+                 run_as: dict | None = None) -> Resource:
+    cls = {"master": "org.apache.spark.deploy.master.Master", "worker": "org.apache.spark.deploy.worker.Worker"}[role]
+    return res("kubernetes:apps/v1:Deployment", f"fraud-spark-{role}", {
+        "kind": "Deployment", "metadata": {"namespace": "dagger-fraud", "name": f"spark-{role}", "labels": K8S_LABELS},
+        "spec": {"template": {"spec": {
+            "securityContext": run_as if run_as is not None else {"runAsNonRoot": True, "runAsUser": 185},
+            "volumes": [volume or {"name": "conf", "secret": {"secretName": secret, "defaultMode": 0o400}}],
+            "containers": [{"name": role, "image": "apache/spark:4.0.0",
+                            "command": ["/opt/spark/bin/spark-class", cls], "args": ["--port", "7077", *args_extra],
+                            "volumeMounts": [{"name": "conf", "mountPath": "/etc/spark-auth",
+                                              "readOnly": read_only}]}]}}}})
+
+
+def spark_stack(*extra: Resource) -> list[Resource]:
+    return [*fraud_stack(), spark_conf_secret(SPARK_SETTINGS), spark_daemon("master"), spark_daemon("worker"), *extra]
+
+
+def spark_violations(stack: list[Resource]) -> list[str]:
+    found = [str(v) for v in rules.check_stack(stack, "fraud", TEAMS)]
+    for text in found:      # the conf holds secrets: no message quotes one
+        assert SPARK_SECRET_VALUE not in text and SPARK_UI_KEY_VALUE not in text, text
+    return found
+
+
+def test_an_authenticated_spark_cluster_passes_as_a_secret_in_either_encoding():
+    assert spark_violations(spark_stack()) == []
+    encoded = [r if r.type != "kubernetes:core/v1:Secret" else spark_conf_secret(SPARK_SETTINGS, encoded=True)
+               for r in spark_stack()]
+    assert spark_violations(encoded) == []
+
+
+@pytest.mark.parametrize("key", sorted(SPARK_SETTINGS))
+@pytest.mark.parametrize("how", ["dropped", "changed"])
+def test_a_spark_conf_without_a_setting_is_refused_naming_it(key, how):
+    settings = dict(SPARK_SETTINGS)
+    if how == "dropped":
+        del settings[key]
+    else:
+        settings[key] = {"true": "false", "false": "true"}.get(settings[key], "short")
+    found = spark_violations([*fraud_stack(), spark_conf_secret(settings), spark_daemon("worker")])
+    mine = [v for v in found if key in v]
+    # the Secret itself, and the worker that reads it
+    assert {v.split(": ")[0] for v in mine} == {rules.SPARK_AUTHENTICATED, rules.SPARK_CONF_DECLARED}, found
+    assert any("fraud-spark-defaults" in v for v in mine) and any("fraud-spark-worker" in v for v in mine)
+
+
+def test_the_ui_filter_may_come_with_others_but_not_be_missing():
+    both = dict(SPARK_SETTINGS, **{"spark.ui.filters": "com.example.Audit, org.apache.spark.ui.JWSFilter"})
+    assert spark_violations([*fraud_stack(), spark_conf_secret(both), spark_daemon()]) == []
+    other = dict(SPARK_SETTINGS, **{"spark.ui.filters": "com.example.Audit"})
+    assert any("spark.ui.filters" in v for v in spark_violations([*fraud_stack(), spark_conf_secret(other)]))
+
+
+def test_a_spark_conf_line_cannot_hide_a_setting_from_the_rule():
+    """A value with a newline written by hand: Spark (java.util.Properties) reads one setting,
+    spark.authenticate=true\\nx, so authentication is not 'true'."""
+    text = javaproperties.dumps(SPARK_SETTINGS, timestamp=False).replace(
+        "spark.authenticate=true", "spark.authenticate=true\\\n  x")
+    secret = res("kubernetes:core/v1:Secret", "fraud-spark-defaults", {
+        "kind": "Secret", "metadata": {"namespace": "dagger-fraud", "name": "spark-defaults", "labels": K8S_LABELS},
+        "stringData": {"spark-defaults.conf": text}})
+    assert any("spark.authenticate must be true" in v for v in spark_violations([*fraud_stack(), secret]))
+
+
+@pytest.mark.parametrize("worker, why", [
+    (spark_daemon(args_extra=()), "has no --properties-file"),
+    (spark_daemon(read_only=False), "is not on a read-only mount of a Secret volume"),
+    (spark_daemon(volume={"name": "conf", "configMap": {"name": "spark-defaults"}}),
+     "is not on a read-only mount of a Secret volume"),
+    (spark_daemon(args_extra=("--properties-file", "/tmp/spark-defaults.conf")),
+     "is not on a read-only mount of a Secret volume"),
+    (spark_daemon(run_as={"runAsNonRoot": False}), "may run as root"),
+    (spark_daemon(run_as={"runAsNonRoot": True, "runAsUser": 0}), "may run as root"),
+    (spark_daemon(secret="someone-elses"), "which this stack does not declare"),
+], ids=["no-properties-file", "writable-mount", "config-map-volume", "not-mounted", "root-allowed", "uid-0",
+        "undeclared-secret"])
+def test_a_spark_daemon_without_its_authenticated_conf_is_refused(worker, why):
+    stack = [r for r in spark_stack() if r.name != "fraud-spark-worker"] + [worker]
+    found = spark_violations(stack)
+    assert any("fraud-spark-worker" in v and why in v for v in found), found
+
+
+def test_a_spark_conf_in_a_config_map_is_refused():
+    config_map = res("kubernetes:core/v1:ConfigMap", "fraud-spark-conf", {
+        "kind": "ConfigMap", "metadata": {"namespace": "dagger-fraud", "name": "spark-conf", "labels": K8S_LABELS},
+        "data": {"spark-defaults.conf": javaproperties.dumps(SPARK_SETTINGS, timestamp=False)}})
+    assert any("belongs in a Secret" in v for v in spark_violations([*fraud_stack(), config_map]))
+
+
+def test_a_spark_daemon_started_by_script_or_shell_is_recognised():
+    shell = spark_daemon()
+    container = shell.props["spec"]["template"]["spec"]["containers"][0]
+    container["command"], container["args"] = ["/bin/sh", "-c"], ["exec /opt/spark/sbin/start-worker.sh spark://m:7077"]
+    assert any("has no --properties-file" in v for v in spark_violations([*fraud_stack(), shell]))
+
+
+def test_the_declared_gke_spark_clusters_lose_their_conf_and_the_pack_says_so(declared):
+    """The rule on what the stacks really declare: without --properties-file, or with the UI
+    filter taken out of the Secret's conf, a gke team's stack fails."""
+    from infra.policy.pack import load_teams
+
+    teams = load_teams()
+    gke = [t for t, stack in declared.items() if any(r.type == "kubernetes:core/v1:Secret" for r in stack)]
+    assert gke
+    for team in gke:
+        stack = declared[team]
+
+        def without_properties_file(r: Resource) -> Resource:
+            if r.type != "kubernetes:apps/v1:Deployment" or not rules.spark_containers(r.type, r.props):
+                return r
+            return changed(r, lambda p: p["spec"]["template"]["spec"]["containers"][0].update(args=[
+                a for a in p["spec"]["template"]["spec"]["containers"][0]["args"]
+                if a != "--properties-file" and not a.endswith("spark-defaults.conf")]))
+
+        def without_filter(r: Resource) -> Resource:
+            if r.type != "kubernetes:core/v1:Secret":
+                return r
+            props = javaproperties.loads(r.props["stringData"]["spark-defaults.conf"])
+            del props["spark.ui.filters"]
+            return changed(r, lambda p: p["stringData"].update({"spark-defaults.conf": javaproperties.dumps(props)}))
+
+        for tamper, expect in ((without_properties_file, "has no --properties-file"),
+                               (without_filter, "spark.ui.filters must include")):
+            found = [str(v) for v in rules.check_stack([tamper(r) for r in stack], team, teams)]
+            assert sum(expect in v for v in found) >= (2 if tamper is without_properties_file else 3), (team, found)

@@ -3,6 +3,7 @@ promises. Parametrised over every spec in infra/teams/, so a new team's pull req
 the same rules; each failure names the policy and the resource's URN."""
 from __future__ import annotations
 
+import base64
 import dataclasses
 import ipaddress
 import json
@@ -737,3 +738,133 @@ def test_the_mirror_principal_only_reads_what_it_replicates(specs, platform):
     every = [a for s in specs.values() for a in mirror_acls(s, platform)]
     assert {a.operation for a in every} == {"READ", "DESCRIBE", "DESCRIBE_CONFIGS"}
     assert {a.resource_type for a in every} == {"TOPIC"}
+
+
+# -- Spark's own authentication -------------------------------------------------------------------
+
+SECRET = "kubernetes:core/v1:Secret"
+GENERATED = "random:index/randomPassword:RandomPassword"
+# the lab role's settings (playbooks/roles/spark/vars/main.yml), written out here, not imported
+EXPECTED_SPARK_SETTINGS = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.network.crypto.saslFallback": "false",
+    "spark.master.rest.enabled": "false",
+    "spark.ui.killEnabled": "false",
+    "spark.ui.filters": "org.apache.spark.ui.JWSFilter",
+}
+AUTH_SECRET_KEY = "spark.authenticate.secret"
+UI_KEY_KEY = "spark.org.apache.spark.ui.JWSFilter.param.secretKey"
+SPARK_USER = 185        # the apache/spark image's `spark` user
+
+
+def spark_conf(team: Team) -> tuple[Declared, dict[str, str]]:
+    """The team's one Secret holding a spark-defaults.conf, and the conf read back by javaproperties."""
+    (secret,) = [s for s in team.of(SECRET) if "spark-defaults.conf" in (s.inputs.get("stringData") or {})]
+    return secret, javaproperties.loads(secret.inputs["stringData"]["spark-defaults.conf"])
+
+
+def spark_workloads(team: Team) -> dict[str, Declared]:
+    return {w.get("metadata.name"): w for w in team.of(*WORKLOADS)
+            if str(w.get("metadata.name")).startswith("spark-")}
+
+
+def test_spark_on_gke_reads_authentication_encryption_and_the_ui_filter_from_a_secret_of_its_namespace(team):
+    if not team.on_gke:
+        assert not [s for s in team.of(SECRET) if "spark-defaults.conf" in (s.inputs.get("stringData") or {})]
+        return
+    secret, props = spark_conf(team)
+    assert secret.get("metadata.namespace") == team.spec.namespace, f"{secret.urn}: policy: in the team's namespace"
+    assert "stringData" in secret.secrets, f"{secret.urn}: policy: the conf is a secret in Pulumi's state"
+    assert {k: props.get(k) for k in EXPECTED_SPARK_SETTINGS} == EXPECTED_SPARK_SETTINGS
+    assert set(props) == set(EXPECTED_SPARK_SETTINGS) | {AUTH_SECRET_KEY, UI_KEY_KEY}
+    generated = {d.inputs["length"]: d.outputs["result"] for d in team.of(GENERATED)}
+    assert set(generated) == {48, 64}, f"team {team.spec.name}: generated {sorted(generated)}"
+    assert props[AUTH_SECRET_KEY] == generated[48] and props[UI_KEY_KEY] == generated[64], \
+        "policy: the conf carries the values the stack generated (and exports)"
+    for value in (props[AUTH_SECRET_KEY], props[UI_KEY_KEY]):
+        assert re.fullmatch(r"[A-Za-z0-9]+", value)
+    # JWSFilter decodes its key as BASE64URL into an HS256 key: 384 bits
+    key = props[UI_KEY_KEY]
+    assert len(base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))) * 8 == 384
+
+
+def test_spark_pods_mount_the_conf_read_only_and_run_as_the_images_user(team):
+    if not team.on_gke:
+        return
+    secret, _ = spark_conf(team)
+    workloads = spark_workloads(team)
+    assert set(workloads) == {"spark-master", "spark-worker"}
+    for name, w in workloads.items():
+        pod = w.get("spec.template.spec")
+        ctx = pod["securityContext"]
+        assert (ctx["runAsNonRoot"], ctx["runAsUser"], ctx["runAsGroup"]) == (True, SPARK_USER, SPARK_USER), \
+            f"{w.urn}: policy: non-root, as the image's user {SPARK_USER}"
+        (container,) = pod["containers"]
+        args = container["args"]
+        path = args[args.index("--properties-file") + 1]
+        (mount,) = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"].rstrip("/") + "/")]
+        assert mount["readOnly"] is True, f"{w.urn}: policy: the conf is mounted read-only"
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert volume["secret"]["secretName"] == secret.get("metadata.name")
+        assert volume["secret"]["defaultMode"] == 0o400, f"{w.urn}: policy: owner read only"
+        items = {i["path"]: i["key"] for i in volume["secret"]["items"]}
+        assert items[path[len(mount["mountPath"].rstrip("/")) + 1:]] == "spark-defaults.conf"
+        probe = container["readinessProbe"]
+        assert "tcpSocket" in probe and "httpGet" not in probe, \
+            f"{w.urn}: policy: TCP probes (the UIs answer 403 behind the JWSFilter)"
+
+
+def _secret_outputs(spec, platform) -> dict[str, tuple[bool, str | None]]:
+    """{output: (is secret, value)} of the team's stack outputs for the Spark secrets, under the mocks."""
+    from infra.team import SECRET_OUTPUT_NAMES, team_program
+    found: dict = {}
+
+    async def program():
+        team = team_program(spec, platform, platform_stack_name=PLATFORM_STACK_NAME)
+        for name in SECRET_OUTPUT_NAMES:
+            value = getattr(team, name)
+            if value is None:
+                found[name] = (False, None)
+                continue
+            found[name] = (await value.is_secret(), await value.future())
+
+    run(program, stack=spec.name, mocks=team_mocks(platform))
+    return found
+
+
+def test_the_spark_secrets_are_secret_outputs_and_differ_between_teams(specs, declarations, platform):
+    values = {}
+    for name, spec in specs.items():
+        outputs = _secret_outputs(spec, platform)
+        if spec.spark.flavour != "gke":
+            assert outputs == {"spark_auth_secret": (False, None), "spark_ui_key": (False, None)}
+            continue
+        assert all(secret for secret, _ in outputs.values()), f"team {name}: {sorted(outputs)} must be secret"
+        _, props = spark_conf(Team(spec, declarations[name], platform))
+        assert (outputs["spark_auth_secret"][1], outputs["spark_ui_key"][1]) == \
+            (props[AUTH_SECRET_KEY], props[UI_KEY_KEY]), f"team {name}: the outputs are what its cluster runs with"
+        values[name] = (props[AUTH_SECRET_KEY], props[UI_KEY_KEY])
+    assert len(values) >= 2, "two gke teams at least, to compare"
+    every = [v for pair in values.values() for v in pair]
+    assert len(set(every)) == len(every), "policy: no two clusters share a secret or a UI key"
+
+
+def test_the_vm_flavour_leaves_spark_auth_to_the_roles_defaults_which_match_the_gke_settings(team):
+    """On VMs the role writes the conf: spark_auth true by default, the same settings as on GKE,
+    and no variable of the stack's inventory can switch it off."""
+    role = INFRA.parent / "playbooks" / "roles" / "spark"
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert defaults["spark_auth"] is True
+    role_vars = yaml.safe_load((role / "vars" / "main.yml").read_text())
+    fixed = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in role_vars["spark_auth_defaults"].items()
+             if k not in (AUTH_SECRET_KEY, UI_KEY_KEY)}
+    fixed.update({k: v for k, v in (("spark.master.rest.enabled", "false"), ("spark.ui.killEnabled", "false"))
+                  if f"'{k}': false" in role_vars["spark_defaults"]})
+    assert fixed == EXPECTED_SPARK_SETTINGS, "the role's settings and the stacks' are the same"
+    if team.on_gke:
+        return
+    inventory = team.outputs()["inventory"]
+    names = {k for body in inventory.values() if isinstance(body, dict) for k in body.get("vars", {})}
+    names |= {k for hv in inventory["_meta"]["hostvars"].values() for k in hv}
+    assert not names & {"spark_auth", "spark_extra_defaults", "spark_user", "spark_secrets_dir"}, sorted(names)

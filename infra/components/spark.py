@@ -11,6 +11,14 @@ IP, the team's service account, the team's network tag and labels. Ansible insta
 software (playbooks/), reading `inventory`: Ansible's dynamic-inventory JSON with the groups
 spark_master and spark_workers, each host's `ansible_host` its internal IP.
 
+Both run Spark's own authentication (infra/spark_auth.py, as the lab's role does): on gke the
+cluster's RPC secret and UI key are generated once (pulumi_random's RandomPassword), written with the other
+settings into a spark-defaults.conf held by a Kubernetes Secret in the team's namespace, mounted
+read-only into the master and worker pods (which run as the image's unprivileged user, 185) and
+passed with --properties-file; outputs `auth_secret` and `ui_key` (secret) are what the deploy
+tooling's cluster file points at. On vm the Ansible role writes the same settings (spark_auth,
+true by default, which the cloud inventory cannot set) and generates the secrets on the controller.
+
 Output `master_url`: spark://host:7077.
 """
 from __future__ import annotations
@@ -23,7 +31,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
+from .. import spark_auth
 from .common import (SPARK_IMAGE, SPARK_MASTER_PORT, SPARK_MASTER_UI_PORT, SPARK_WORKER_PORT,
                      SPARK_WORKER_UI_PORT, TEAM_LABEL, child_opts, component_type, internal_ip, inventory_of,
                      k8s_labels, private_instance, team_node_selector, team_tolerations)
@@ -41,6 +51,12 @@ MAX_PODS_PER_NODE = 32
 POD_RANGE_PER_NODE = 2 ** math.ceil(math.log2(MAX_PODS_PER_NODE * 2))
 SPARE_NODES = 1          # a node for the master and the team's Kafka mirrors
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+# the apache/spark image's own user (and group): the pods run as it, never as root
+SPARK_UID = 185
+SPARK_CONF_DIR = "/etc/spark-auth"
+SPARK_CONF_PATH = f"{SPARK_CONF_DIR}/{spark_auth.CONF_FILE}"
+# owner read only; fsGroup gives the file to the Spark group (kubelet adds group read), so uid 185 reads it
+CONF_FILE_MODE = 0o400
 
 
 def gke_allocatable(cores: int, memory_gb: int) -> tuple[int, int]:
@@ -107,15 +123,18 @@ class SparkClusterArgs:
 class SparkCluster(pulumi.ComponentResource):
     master_url: pulumi.Output[str]
     inventory: pulumi.Output[dict] | None   # vm flavour only
+    auth_secret: pulumi.Output[str] | None  # gke flavour only (on vm the role generates them)
+    ui_key: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: SparkClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("SparkCluster"), name, None, opts)
-        self.inventory = None
+        self.inventory = self.auth_secret = self.ui_key = None
         if args.gke is not None:
             self.master_url = self._on_gke(name, args, args.gke)
         else:
             self.master_url, self.inventory = self._on_vms(name, args, args.vm)
-        self.register_outputs({"master_url": self.master_url, "inventory": self.inventory})
+        self.register_outputs({"master_url": self.master_url, "inventory": self.inventory,
+                               "auth_secret": self.auth_secret, "ui_key": self.ui_key})
 
     # -- gke -------------------------------------------------------------------------------------
     def _on_gke(self, name: str, args: SparkClusterArgs, gke: GkePlacement) -> pulumi.Output[str]:
@@ -158,6 +177,12 @@ class SparkCluster(pulumi.ComponentResource):
         def meta(object_name: str, labels: Mapping[str, str]) -> k8s.meta.v1.ObjectMetaArgs:
             return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=gke.namespace, labels=dict(labels))
 
+        conf = self._auth_conf(name, meta(f"{args.k8s_name}-defaults", k8s_labels(args.labels, args.team)))
+        conf_volume = k8s.core.v1.VolumeArgs(name="spark-defaults", secret=k8s.core.v1.SecretVolumeSourceArgs(
+            secret_name=conf.metadata.name, default_mode=CONF_FILE_MODE,
+            items=[k8s.core.v1.KeyToPathArgs(key=spark_auth.CONF_FILE, path=spark_auth.CONF_FILE)]))
+        conf_mount = k8s.core.v1.VolumeMountArgs(name="spark-defaults", mount_path=SPARK_CONF_DIR, read_only=True)
+
         def pod(labels: Mapping[str, str], container: k8s.core.v1.ContainerArgs,
                 affinity: k8s.core.v1.AffinityArgs | None = None) -> k8s.core.v1.PodTemplateSpecArgs:
             return k8s.core.v1.PodTemplateSpecArgs(
@@ -165,9 +190,10 @@ class SparkCluster(pulumi.ComponentResource):
                 spec=k8s.core.v1.PodSpecArgs(
                     service_account_name=gke.service_account_name, automount_service_account_token=False,
                     node_selector=team_node_selector(args.team), tolerations=team_tolerations(args.team),
-                    affinity=affinity, containers=[container],
+                    affinity=affinity, containers=[container], volumes=[conf_volume],
                     security_context=k8s.core.v1.PodSecurityContextArgs(
-                        run_as_non_root=True, seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"))))
+                        run_as_non_root=True, run_as_user=SPARK_UID, run_as_group=SPARK_UID, fs_group=SPARK_UID,
+                        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"))))
 
         def resources(cpu: str, memory: str) -> k8s.core.v1.ResourceRequirementsArgs:
             exact = {"cpu": cpu, "memory": memory}
@@ -184,9 +210,12 @@ class SparkCluster(pulumi.ComponentResource):
                 template=pod(master_labels, k8s.core.v1.ContainerArgs(
                     name="master", image=args.image, security_context=locked_down,
                     command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master"],
-                    args=["--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_UI_PORT)],
+                    args=["--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_UI_PORT),
+                          "--properties-file", SPARK_CONF_PATH],
+                    volume_mounts=[conf_mount],
                     ports=[k8s.core.v1.ContainerPortArgs(name="spark", container_port=SPARK_MASTER_PORT),
                            k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_MASTER_UI_PORT)],
+                    # TCP: an HTTP probe of the UI would get 403 behind the JWSFilter
                     readiness_probe=k8s.core.v1.ProbeArgs(
                         tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_MASTER_PORT), period_seconds=10),
                     resources=resources(f"{MASTER_CPU_M}m", f"{MASTER_MEMORY_MI}Mi")))),
@@ -219,12 +248,31 @@ class SparkCluster(pulumi.ComponentResource):
                     command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.worker.Worker"],
                     args=master_url.apply(lambda url: [
                         url, "--cores", str(args.worker_cores), "--memory", spark_memory,
-                        "--port", str(SPARK_WORKER_PORT), "--webui-port", str(SPARK_WORKER_UI_PORT)]),
+                        "--port", str(SPARK_WORKER_PORT), "--webui-port", str(SPARK_WORKER_UI_PORT),
+                        "--properties-file", SPARK_CONF_PATH]),
+                    volume_mounts=[conf_mount],
                     ports=[k8s.core.v1.ContainerPortArgs(name="worker", container_port=SPARK_WORKER_PORT),
                            k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_WORKER_UI_PORT)],
+                    readiness_probe=k8s.core.v1.ProbeArgs(
+                        tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_WORKER_PORT), period_seconds=10),
                     resources=resources(cpu, memory)), affinity=one_per_node)),
             opts=on_pool)
         return master_url
+
+    def _auth_conf(self, name: str,
+                   metadata: k8s.meta.v1.ObjectMetaArgs) -> k8s.core.v1.Secret:
+        """The cluster's secrets, made once, and its spark-defaults.conf in a Secret of the team's namespace."""
+        # letters and digits only: nothing a properties file or a shell would escape
+        secret = random.RandomPassword(f"{name}-auth-secret", length=spark_auth.SECRET_LENGTH, special=False,
+                                       opts=child_opts(self))
+        key = random.RandomPassword(f"{name}-ui-key", length=spark_auth.UI_KEY_LENGTH, special=False,
+                                    opts=child_opts(self))
+        # secret in the program too (the mocks do not apply the provider's additional_secret_outputs)
+        self.auth_secret, self.ui_key = pulumi.Output.secret(secret.result), pulumi.Output.secret(key.result)
+        conf = pulumi.Output.secret(pulumi.Output.all(self.auth_secret, self.ui_key).apply(
+            lambda v: spark_auth.spark_defaults_conf(v[0], v[1])))
+        return k8s.core.v1.Secret(f"{name}-defaults", metadata=metadata, type="Opaque",
+                                  string_data={spark_auth.CONF_FILE: conf}, opts=child_opts(self))
 
     # -- vm --------------------------------------------------------------------------------------
     def _on_vms(self, name: str, args: SparkClusterArgs, vm: VmPlacement):

@@ -25,7 +25,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import topic_quota
+import base64
+import binascii
+
+import javaproperties
+
+from .. import spark_auth, topic_quota
 
 
 class _Unknown:
@@ -728,6 +733,170 @@ def no_cluster_role_bindings(resource_type: str, props: Mapping, urn: str, team:
     return []
 
 
+SPARK_AUTHENTICATED = "spark-authenticated"
+SPARK_CONF_DECLARED = "spark-conf-declared"
+# what starts a standalone master or worker (spark-class with the daemon's class, or the sbin scripts)
+SPARK_DAEMONS = {"org.apache.spark.deploy.master.Master": "master", "org.apache.spark.deploy.worker.Worker": "worker",
+                 "start-master.sh": "master", "start-worker.sh": "worker", "start-slave.sh": "worker"}
+WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"})
+SECRET = "kubernetes:core/v1:Secret"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def _pod_spec(resource_type: str, props: Mapping) -> Any:
+    kind = _kind(resource_type)
+    if kind == "Pod":
+        return _get(props, "spec")
+    if kind == "CronJob":
+        return _get(props, "spec", "jobTemplate", "spec", "template", "spec")
+    return _get(props, "spec", "template", "spec")
+
+
+def spark_containers(resource_type: str, props: Mapping) -> list[tuple[int, Mapping, list[str], str]]:
+    """(index, container, argv, master|worker) for each container of a workload that runs a Spark
+    standalone daemon; argv is its command and args (a shell's `-c` text counts by its words)."""
+    if not (resource_type.startswith("kubernetes:") and _kind(resource_type) in WORKLOAD_KINDS):
+        return []
+    out = []
+    for i, c in enumerate(_items(_get(_pod_spec(resource_type, props), "containers"))):
+        argv = [a for a in _items(_get(c, "command")) + _items(_get(c, "args")) if isinstance(a, str)]
+        words = [w for a in argv for w in a.split()]
+        role = next((r for w in words for name, r in SPARK_DAEMONS.items() if w == name or w.endswith("/" + name)),
+                    None)
+        if role:
+            out.append((i, c, words, role))
+    return out
+
+
+def _properties_file(words: Sequence[str]) -> str | None:
+    """The path after --properties-file (or in --properties-file=path), the last one (Spark takes the last)."""
+    found = None
+    for i, w in enumerate(words):
+        if w == "--properties-file" and i + 1 < len(words):
+            found = words[i + 1]
+        elif w.startswith("--properties-file="):
+            found = w.split("=", 1)[1]
+    return found
+
+
+def _conf_mount(pod: Any, container: Mapping, path: str) -> tuple[Mapping | None, Mapping | None]:
+    """The volume mount under which `path` sits in the container, and the pod's volume it mounts."""
+    mounts = [m for m in _items(_get(container, "volumeMounts")) if isinstance(_get(m, "mountPath"), str)
+              and (path == m["mountPath"] or path.startswith(m["mountPath"].rstrip("/") + "/"))]
+    if not mounts:
+        return None, None
+    mount = max(mounts, key=lambda m: len(m["mountPath"]))       # the deepest mount wins, as in the kernel
+    volume = next((v for v in _items(_get(pod, "volumes")) if _get(v, "name") == _get(mount, "name")), None)
+    return mount, volume
+
+
+def spark_conf_texts(resource_type: str, props: Mapping) -> list[tuple[str, Any]]:
+    """(where, text) for each spark-defaults.conf a Secret or ConfigMap holds (Secret `data` decoded
+    from base64); text is UNKNOWN while the preview cannot know it, None when it does not decode."""
+    if resource_type not in (SECRET, CONFIG_MAP):
+        return []
+    out = []
+    for field_name in ("stringData", "data"):
+        values = _get(props, field_name)
+        if not isinstance(values, Mapping):
+            continue
+        for key, text in values.items():
+            if not str(key).endswith(spark_auth.CONF_FILE):
+                continue
+            if resource_type == SECRET and field_name == "data" and isinstance(text, str):
+                try:
+                    text = base64.b64decode(text, validate=True).decode("utf-8")
+                except (binascii.Error, UnicodeDecodeError):
+                    text = None
+            out.append((f"{field_name}.{key}", text))
+    return out
+
+
+def spark_conf_problems(text: Any) -> list[str]:
+    """What a spark-defaults.conf lacks (spark_auth.auth_problems), read as Spark reads it
+    (java.util.Properties rules); never quotes the file, which holds secrets."""
+    if text is UNKNOWN:
+        return []
+    try:
+        settings = javaproperties.loads(text) if isinstance(text, str) else None
+    except (ValueError, UnicodeError):
+        settings = None
+    if settings is None:
+        return ["is not a Java properties file"]
+    return spark_auth.auth_problems(settings)
+
+
+def spark_authenticated(resource_type: str, props: Mapping, urn: str, team: str = "",
+                        teams: Teams | None = None) -> list[Violation]:
+    """Spark standalone runs authenticated, encrypted and with its UIs filtered: every
+    spark-defaults.conf has spark.authenticate with a secret, encrypted RPC without SASL fallback,
+    the REST server and kill buttons off and the JWSFilter with a key, and sits in a Secret (never
+    a ConfigMap); every master and worker container reads its settings with --properties-file from
+    a read-only Secret volume and runs as a non-root user."""
+    out = []
+    for where, text in spark_conf_texts(resource_type, props):
+        if resource_type == CONFIG_MAP:
+            out.append(Violation(SPARK_AUTHENTICATED, urn, f"data.{where.split('.', 1)[1]}: a Spark config holds "
+                                                           "the cluster's secrets; it belongs in a Secret"))
+        out += [Violation(SPARK_AUTHENTICATED, urn, f"{where}: {p}") for p in spark_conf_problems(text)]
+    pod = _pod_spec(resource_type, props) if resource_type.startswith("kubernetes:") else None
+    for i, container, words, role in spark_containers(resource_type, props):
+        at = f"containers[{i}] (Spark {role})"
+        if UNKNOWN in words:
+            continue
+        path = _properties_file(words)
+        if path is None:
+            out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at} has no --properties-file: it would run without "
+                                                           "authentication, encryption and the UI filter"))
+        else:
+            mount, volume = _conf_mount(pod, container, path)
+            if mount is None or _get(mount, "readOnly") is not True or not isinstance(_get(volume, "secret"), Mapping):
+                out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at}: --properties-file {path} is not on a read-only "
+                                                               "mount of a Secret volume"))
+        non_root = _get(container, "securityContext", "runAsNonRoot")
+        non_root = _get(pod, "securityContext", "runAsNonRoot") if non_root is None else non_root
+        uid = _get(container, "securityContext", "runAsUser")
+        uid = _get(pod, "securityContext", "runAsUser") if uid is None else uid
+        if UNKNOWN not in (non_root, uid) and (non_root is not True or uid == 0):
+            out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at} may run as root: set runAsNonRoot and a "
+                                                           "non-zero runAsUser (the drivers it launches run as it)"))
+    return out
+
+
+def spark_conf_in_stack(resources: Sequence[Resource], team: str = "", teams: Teams | None = None) -> list[Violation]:
+    """Each Spark master's and worker's --properties-file is a Secret of the same stack and
+    namespace whose spark-defaults.conf passes spark_conf_problems: a conf the stack does not
+    declare cannot be checked, so it is refused."""
+    confs: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in resources:
+        if r.type == SECRET:
+            key = (_get(r.props, "metadata", "namespace"), _get(r.props, "metadata", "name"))
+            confs[key] = {where.split(".", 1)[1]: text for where, text in spark_conf_texts(r.type, r.props)}
+    out = []
+    for r in resources:
+        pod = _pod_spec(r.type, r.props) if r.type.startswith("kubernetes:") else None
+        for i, container, words, role in spark_containers(r.type, r.props):
+            path = _properties_file(words) if UNKNOWN not in words else None
+            mount, volume = _conf_mount(pod, container, path) if path else (None, None)
+            secret = _get(volume, "secret") if volume else None
+            if not isinstance(secret, Mapping) or UNKNOWN in (secret.get("secretName"), path):
+                continue                    # refused by spark_authenticated, or not known yet
+            relative = path[len(mount["mountPath"].rstrip("/")) + 1:]
+            items = {_get(it, "path"): _get(it, "key") for it in _items(secret.get("items"))}
+            key = items.get(relative, relative) if items else relative
+            ns = _get(r.props, "metadata", "namespace")
+            found = confs.get((ns, secret["secretName"]))
+            at = f"containers[{i}] (Spark {role})"
+            if found is None or key not in found:
+                out.append(Violation(SPARK_CONF_DECLARED, r.urn, f"{at}: --properties-file {path} is key {key!r} of "
+                                                                 f"Secret {secret['secretName']!r}, which this stack "
+                                                                 "does not declare with a spark-defaults.conf"))
+                continue
+            out += [Violation(SPARK_CONF_DECLARED, r.urn, f"{at}: its Secret {secret['secretName']!r}, {key}: {p}")
+                    for p in spark_conf_problems(found[key])]
+    return out
+
+
 # -- stack rules ----------------------------------------------------------------------------------
 
 NAMESPACE_GUARDS = "namespace-quota-and-default-deny"
@@ -857,6 +1026,11 @@ RESOURCE_RULES: tuple[Rule, ...] = (
          no_cluster_role_bindings),
     Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics are its own (<team>--<name>) and within its tier's caps a "
                             "topic: partitions, retention.", kafka_topic_quota),
+    Rule(SPARK_AUTHENTICATED, "Spark standalone authenticated, encrypted and with its UIs filtered: every "
+                              "spark-defaults.conf carries spark.authenticate and its secret, encrypted RPC "
+                              "without fallback, REST and kill off, the JWSFilter and its key, in a Secret; "
+                              "masters and workers read it read-only with --properties-file, as non-root.",
+         spark_authenticated),
     Rule(OWN_MEMBERS, "Grants go to the team's own identities only (its service account and Kubernetes "
                       "service accounts, its owners' group), never to users, groups, domains, principals, "
                       "other accounts or everyone, and only on the team's own bucket, account or project.",
@@ -869,6 +1043,8 @@ STACK_RULES: tuple[Rule, ...] = (
                           "reserved (platform, default, kube-*, gke-*, istio-*, ...).", registered_team),
     Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics together within its tier's cap a team (partitions).",
          kafka_topic_totals),
+    Rule(SPARK_CONF_DECLARED, "Each Spark master's and worker's --properties-file is a Secret of the stack whose "
+                              "spark-defaults.conf carries the authentication settings.", spark_conf_in_stack),
 )
 
 
