@@ -145,7 +145,9 @@ def main() -> None:
         try:
             users = {r["user"]: r["admin"] for r in rows(server.query("SHOW USERS", admin, admin_password))}
         except Refused as e:
-            if e.status != 401:
+            # 401: no such user yet; 403 "create admin user first": a fresh server with auth on,
+            # which answers nothing but the first admin's CREATE USER
+            if e.status != 401 and not (e.status == 403 and "create admin user first" in str(e)):
                 raise
             users = None
         # InfluxDB lets every request through while it has no admin user (so SHOW USERS above may
