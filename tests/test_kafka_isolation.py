@@ -23,7 +23,11 @@ from lab import access
 from tests.labrun import PORT_BASE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
-SERVERS = ",".join(f"127.0.0.1:{PORT_BASE + 100 * n + 92}" for n in (1, 2, 3))
+def servers(env) -> str:
+    """The lab's primary cluster on the lab's own ports (DAGGER_LAB_PORT_BASE, which a lab that is
+    already up names through DAGGER_TEST_LAB_PORT_BASE)."""
+    base = int(env.get("DAGGER_LAB_PORT_BASE", PORT_BASE))
+    return ",".join(f"127.0.0.1:{base + 100 * n + 92}" for n in (1, 2, 3))
 TOPIC_AUTHORIZATION_FAILED = 29
 MESSAGES = 40
 
@@ -33,7 +37,7 @@ def login(env, principal: str) -> dict:
 
 
 def read_all(env, principal: str, topic: str, partitions: int = 2, timeout_s: float = 30) -> list[bytes]:
-    consumer = KafkaConsumer(bootstrap_servers=SERVERS, enable_auto_commit=False, **login(env, principal))
+    consumer = KafkaConsumer(bootstrap_servers=servers(env), enable_auto_commit=False, **login(env, principal))
     try:
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         consumer.seek_to_beginning()
@@ -46,7 +50,7 @@ def read_all(env, principal: str, topic: str, partitions: int = 2, timeout_s: fl
 
 
 def describe_error(env, principal: str, topic: str) -> int:
-    admin = KafkaAdminClient(bootstrap_servers=SERVERS, **login(env, principal))
+    admin = KafkaAdminClient(bootstrap_servers=servers(env), **login(env, principal))
     try:
         return admin.describe_topics([topic])[0]["error_code"]
     finally:
@@ -65,10 +69,10 @@ def topics(lab_env):
     created and filled by the administrator."""
     run = uuid.uuid4().hex[:6]
     names = {"allocations": f"bookings-iso-{run}", "api-health": f"p-logstream-iso-{run}"}
-    admin = KafkaAdminClient(bootstrap_servers=SERVERS, **login(lab_env, "admin"))
+    admin = KafkaAdminClient(bootstrap_servers=servers(lab_env), **login(lab_env, "admin"))
     admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=3) for t in names.values()])
     admin.close()
-    producer = KafkaProducer(bootstrap_servers=SERVERS, acks="all", **login(lab_env, "admin"))
+    producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", **login(lab_env, "admin"))
     for team, topic in names.items():
         for i in range(MESSAGES):
             producer.send(topic, key=f"k{i}".encode(), value=f"{team} {i}".encode())
@@ -86,8 +90,9 @@ def test_a_team_reads_its_granted_topics_and_is_refused_on_the_other_teams(lab_e
     # Kafka's own consumer, logged in as this team, fetching the other team's topic (by partition, as
     # Spark does: a subscription would only see no such topic)
     props = access.client_properties(me, "primary", Path(lab_env["DAGGER_LAB_DIR"]))
-    refused = kafka_tool(lab_env, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", SERVERS,
-                         "--topic", topics[other], "--partition", "0", "--offset", "earliest", "--max-messages", "1",
+    refused = kafka_tool(lab_env, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+                         "--bootstrap-server", servers(lab_env), "--topic", topics[other], "--partition", "0",
+                         "--offset", "earliest", "--max-messages", "1",
                          "--timeout-ms", "20000", "--command-config", str(props))
     said = refused.stdout + refused.stderr     # the tool logs to stdout and exits 0 after the error
     assert f"TopicAuthorizationException: Not authorized to access topics: [{topics[other]}]" in said, said[-2000:]
@@ -96,28 +101,28 @@ def test_a_team_reads_its_granted_topics_and_is_refused_on_the_other_teams(lab_e
 
 def test_a_team_writes_only_under_its_own_prefix_and_uses_only_its_own_groups(lab_env, topics):
     me = login(lab_env, "dagger-allocations")
-    producer = KafkaProducer(bootstrap_servers=SERVERS, acks="all", max_block_ms=10000, **me)
+    producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", max_block_ms=10000, **me)
     try:
         with pytest.raises(TopicAuthorizationFailedError):     # granted for reading only
             producer.send(topics["allocations"], b"forged").get(timeout=20)
     finally:
         producer.close()        # a refused idempotent producer is done for: a new one below
     own = f"allocations-iso-{uuid.uuid4().hex[:6]}"
-    admin = KafkaAdminClient(bootstrap_servers=SERVERS, **me)
+    admin = KafkaAdminClient(bootstrap_servers=servers(lab_env), **me)
     try:
         admin.create_topics([NewTopic(own, num_partitions=1, replication_factor=3)])
         with pytest.raises(TopicAuthorizationFailedError):
             admin.create_topics([NewTopic(f"api-health-iso-{uuid.uuid4().hex[:6]}", 1, 3)])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=SERVERS, acks="all", max_block_ms=10000, **me)
+    producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", max_block_ms=10000, **me)
     try:
         assert producer.send(own, b"result").get(timeout=30).topic == own
     finally:
         producer.close()
     with pytest.raises(GroupAuthorizationFailedError):        # api-health's consumer groups
-        consumer = KafkaConsumer(topics["allocations"], bootstrap_servers=SERVERS, group_id="dagger-api-health--x",
-                                 **me)
+        consumer = KafkaConsumer(topics["allocations"], bootstrap_servers=servers(lab_env),
+                                 group_id="dagger-api-health--x", **me)
         try:
             for _ in range(10):
                 consumer.poll(1000)
@@ -130,13 +135,13 @@ def test_a_client_without_a_valid_login_is_refused(lab_env, topics, tmp_path):
     good_file = access.client_properties("dagger-allocations", "primary", Path(lab_env["DAGGER_LAB_DIR"]))
     good = javaproperties.loads(good_file.read_text())
     # the control: the same tool with the right login lists the team's topic
-    listed = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", SERVERS,
+    listed = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
                         "--command-config", str(good_file), "--list")
     assert listed.returncode == 0 and topics["allocations"] in listed.stdout.split(), listed.stdout[-2000:]
     password = access.password("dagger-allocations", "primary", Path(lab_env["DAGGER_LAB_DIR"]))
     bad.write_text(javaproperties.dumps(
         {**good, "sasl.jaas.config": good["sasl.jaas.config"].replace(password, password[::-1])}, timestamp=False))
-    wrong = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", SERVERS,
+    wrong = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
                        "--command-config", str(bad), "--list")
     said = wrong.stdout + wrong.stderr
     assert wrong.returncode != 0 and "invalid credentials with SASL mechanism SCRAM-SHA-512" in said, said[-2000:]
@@ -144,7 +149,7 @@ def test_a_client_without_a_valid_login_is_refused(lab_env, topics, tmp_path):
     plain = tmp_path / "plaintext.properties"
     plain.write_text(javaproperties.dumps({"security.protocol": "PLAINTEXT", "request.timeout.ms": "5000",
                                            "default.api.timeout.ms": "10000"}, timestamp=False))
-    anonymous = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", SERVERS,
+    anonymous = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
                            "--command-config", str(plain), "--list")
     said = anonymous.stdout + anonymous.stderr
     # a PLAINTEXT client gets no answer from a SASL listener: the broker drops it, the tool times out
@@ -156,21 +161,21 @@ def test_mirrormaker_reads_the_shared_cluster_but_cannot_write_or_create_there(l
     mm2 = login(lab_env, "mirrormaker")
     assert sorted(read_all(lab_env, "mirrormaker", topics["allocations"])) == \
         sorted(f"allocations {i}".encode() for i in range(MESSAGES))
-    producer = KafkaProducer(bootstrap_servers=SERVERS, acks="all", max_block_ms=10000, **mm2)
+    producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", max_block_ms=10000, **mm2)
     try:
         with pytest.raises((TopicAuthorizationFailedError, ClusterAuthorizationFailedError, KafkaError)) as refused:
             producer.send(topics["allocations"], b"reverse flow").get(timeout=20)
         assert "Authorization" in type(refused.value).__name__ or "Authorization" in str(refused.value)
     finally:
         producer.close()
-    admin = KafkaAdminClient(bootstrap_servers=SERVERS, **mm2)
+    admin = KafkaAdminClient(bootstrap_servers=servers(lab_env), **mm2)
     try:
         with pytest.raises(TopicAuthorizationFailedError):
             admin.create_topics([NewTopic("mm2-offset-syncs.mirror.internal", 1, 3)])
     finally:
         admin.close()
     # and nothing of MirrorMaker's is on the shared cluster (it has run since the lab came up)
-    admin = KafkaAdminClient(bootstrap_servers=SERVERS, **login(lab_env, "admin"))
+    admin = KafkaAdminClient(bootstrap_servers=servers(lab_env), **login(lab_env, "admin"))
     try:
         on_primary = set(admin.list_topics())
     finally:
@@ -181,7 +186,7 @@ def test_mirrormaker_reads_the_shared_cluster_but_cannot_write_or_create_there(l
 
 def test_on_the_mirror_each_team_reads_only_the_copies_of_its_granted_topics(lab_env, topics):
     """The mirror authenticates too, with the same grants under the copies' names (primary.<topic>)."""
-    mirror = f"127.0.0.1:{PORT_BASE + 1000 + 100 + 92}"
+    mirror = f"127.0.0.1:{int(lab_env['DAGGER_LAB_PORT_BASE']) + 1000 + 100 + 92}"
     lab = Path(lab_env["DAGGER_LAB_DIR"])
     copy = f"primary.{topics['api-health']}"
     admin = KafkaAdminClient(bootstrap_servers=mirror, **access.kafka_python("admin", "mirror", lab))
