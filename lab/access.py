@@ -64,11 +64,16 @@ def consumer_group(team: str, dagger: str) -> str:
     return named(team, dagger)
 
 
-def team_secret_env(team: str) -> str:
-    """The variable a team's dagger specs name for their Kafka password."""
+def _secret_env(team: str, name: str) -> str:
+    """DAGGER_SECRET_<TEAM>__<NAME>: the only kind of variable `dagger deploy` hands a driver."""
     from dagger_runtime.lifecycle.spark import secret_prefix
 
-    return secret_prefix(team) + "KAFKA_PASSWORD"
+    return secret_prefix(team) + name
+
+
+def team_secret_env(team: str) -> str:
+    """The variable a team's dagger specs name for their Kafka password."""
+    return _secret_env(team, "KAFKA_PASSWORD")
 
 
 def team_client(team: str) -> dict:
@@ -112,8 +117,8 @@ def _sink_secret(server: str, name: str, lab: Path | None) -> str:
 
 
 def sink_user(team: str) -> str:
-    """The team's login on the sinks' servers (PostgreSQL role, InfluxDB user)."""
-    return f"dagger-{_team(team)}"
+    """The team's login on the sinks' servers (PostgreSQL role, InfluxDB user): its Kafka principal's name."""
+    return team_principal(_team(team))
 
 
 def sink_database(team: str) -> str:
@@ -133,16 +138,12 @@ def influx_password(user: str, lab: Path | None = None) -> str:
 
 def pg_secret_env(team: str) -> str:
     """The variable a team's dagger specs name for their PostgreSQL password."""
-    from dagger_runtime.lifecycle.spark import secret_prefix
-
-    return secret_prefix(_team(team)) + "PG_PASSWORD"
+    return _secret_env(_team(team), "PG_PASSWORD")
 
 
 def influx_secret_env(team: str) -> str:
     """The variable a team's dagger specs name for their InfluxDB password."""
-    from dagger_runtime.lifecycle.spark import secret_prefix
-
-    return secret_prefix(_team(team)) + "INFLUX_PASSWORD"
+    return _secret_env(_team(team), "INFLUX_PASSWORD")
 
 
 def team_postgres_sink(team: str, host: str, port: int, table: str) -> dict:
