@@ -39,6 +39,7 @@ PLATFORM_PATHS = (
     "/dagger_runtime/__init__.py",
     "/dagger_runtime/errors.py",
     "/dagger_runtime/jvm.py",
+    "/dagger_runtime/names.py",
     "/dagger_runtime/session.py",
     "/tests/conftest.py",
     "/tests/test_infra_*",

@@ -25,6 +25,7 @@ import yaml
 
 from . import spec_file
 from .tiers import TIERS
+from .yaml_lines import field_name
 
 INFRA = Path(__file__).resolve().parent
 GRANTS_DIR = INFRA / "grants"
@@ -100,13 +101,13 @@ def _count(value) -> bool:
 def group_problem(group: str) -> str | None:
     """Why `group` cannot be an owners' group in the cluster's RBAC, or None."""
     if unicodedata.normalize("NFKC", group) != group or not group.isascii():
-        return f"{group!r} is not plain ASCII"
+        return f"{group!a} is not plain ASCII"
     local, at, domain = group.partition("@")
     if not at or domain != GROUPS_DOMAIN or not _GROUP_LOCAL.fullmatch(local):
-        return (f"{group!r} is not a group of {GROUPS_DOMAIN}: Google Groups for RBAC only resolves groups "
+        return (f"{group!a} is not a group of {GROUPS_DOMAIN}: Google Groups for RBAC only resolves groups "
                 f"nested in {SECURITY_GROUP}, so write <lowercase name>@{GROUPS_DOMAIN}")
     if group == SECURITY_GROUP:
-        return f"{group!r} is the cluster's security group itself (every RBAC group is in it), not a team's"
+        return f"{group!a} is the cluster's security group itself (every RBAC group is in it), not a team's"
     return None
 
 
@@ -121,7 +122,7 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
         node = yaml.compose(text)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise GrantError([f"{source}:1: not valid YAML: {e}"]) from None
+        raise GrantError([f"{source}:1: not valid YAML: {ascii(str(e))[1:-1]}"]) from None
     if not isinstance(raw, dict):
         raise GrantError([f"{source}:1: expected a mapping with {', '.join(FIELDS)}; got {type(raw).__name__}"])
     lines = _lines(node)
@@ -135,16 +136,18 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
     problems = []
     for name in raw:
         if name not in FIELDS:
-            problems.append(f"{at(str(name))}: unknown field (a grant has {', '.join(FIELDS)})")
+            # the name quoted when it is not plain (a newline or ESC in it would print as itself)
+            problems.append(f"{source}:{lines.get(name, 1)}: {field_name((str(name),))}: unknown field "
+                            f"(a grant has {', '.join(FIELDS)})")
     for name in FIELDS:
         if name not in raw:
             problems.append(f"{source}:1: {name}: missing (a grant has {', '.join(FIELDS)})")
     name = raw.get("team")
     if "team" in raw and (not isinstance(name, str) or (team is not None and name != team)):
-        problems.append(f"{at('team')}: {name!r} is not the team the file is named after ({team})")
+        problems.append(f"{at('team')}: {name!a} is not the team the file is named after ({team})")
     tier = raw.get("tier")
     if "tier" in raw and tier not in TIER_ORDER:
-        problems.append(f"{at('tier')}: {tier!r} is not a tier ({', '.join(TIER_ORDER)})")
+        problems.append(f"{at('tier')}: {tier!a} is not a tier ({', '.join(TIER_ORDER)})")
     quota = raw.get("quota")
     if "quota" in raw:
         if not isinstance(quota, dict):
@@ -152,31 +155,33 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
             quota = {}
         for key in quota:
             if key not in QUOTA_FIELDS:
-                problems.append(f"{at(f'quota.{key}')}: unknown field (a quota has {', '.join(QUOTA_FIELDS)})")
+                problems.append(f"{source}:{lines.get(f'quota.{key}', lines.get('quota', 1))}: "
+                                f"{field_name(('quota', str(key)))}: unknown field (a quota has "
+                                f"{', '.join(QUOTA_FIELDS)})")
         for key in QUOTA_FIELDS:
             if key not in quota:
                 problems.append(f"{at('quota')}.{key}: missing")
             elif not _count(quota[key]):
-                problems.append(f"{at(f'quota.{key}')}: {quota[key]!r} is not a whole number >= 0")
+                problems.append(f"{at(f'quota.{key}')}: {quota[key]!a} is not a whole number >= 0")
     clusters = raw.get("kafka_clusters")
     if "kafka_clusters" in raw:
         if not isinstance(clusters, list) or not all(isinstance(c, str) for c in clusters):
             problems.append(f"{at('kafka_clusters')}: expected a list of Kafka cluster names")
             clusters = []
         for c in sorted({c for c in clusters if clusters.count(c) > 1}):
-            problems.append(f"{at('kafka_clusters')}: {c} is listed twice")
+            problems.append(f"{at('kafka_clusters')}: {c!a} is listed twice")
         for c in clusters:
             if kafka_clusters is None:
                 continue
             if c not in kafka_clusters:
-                problems.append(f"{at('kafka_clusters')}: unknown Kafka cluster {c!r} "
+                problems.append(f"{at('kafka_clusters')}: unknown Kafka cluster {c!a} "
                                 f"(the platform has: {', '.join(sorted(kafka_clusters))})")
             elif tier in TIER_ORDER and tier not in kafka_clusters[c]:
                 problems.append(f"{at('kafka_clusters')}: {c} is for tiers {', '.join(kafka_clusters[c])}, "
                                 f"not {tier}")
     group = raw.get("rbac_group")
     if "rbac_group" in raw:
-        why = group_problem(group) if isinstance(group, str) else f"{group!r} is not a group address"
+        why = group_problem(group) if isinstance(group, str) else f"{group!a} is not a group address"
         if why:
             problems.append(f"{at('rbac_group')}: {why}")
     if problems:

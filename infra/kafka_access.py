@@ -51,7 +51,7 @@ def mirror_principal(spec: TeamSpec, source: str) -> str:
 
 
 # Between the team and the dagger's name in a consumer group: `dagger-<team>--<dagger>`. Team names
-# never contain '--' (the schema's `team` pattern, checked again here), so no team's prefix is a
+# never contain '--' (dagger_runtime/names.py, checked again here), so no team's prefix is a
 # prefix of another's: `dagger-growth--` does not cover `dagger-growth-lab--...` (with a single '-'
 # it did). A dagger's kafka.group_id must start with it; Spark appends `-<uuid>...` to it.
 GROUP_DELIMITER = topic_quota.DELIMITER      # the same delimiter as the team's own topics

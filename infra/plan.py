@@ -22,6 +22,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from .spec import SpecError, TeamSpec, load, load_platform  # noqa: E402
+from .yaml_lines import printable  # noqa: E402
 
 REDACTED = "[secret]"
 # components first in this order, then anything else by name
@@ -268,12 +269,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("spec", type=Path, help="a team spec, infra/teams/<team>.yaml")
     parser.add_argument("--json", action="store_true", help="print JSON (every input, secrets redacted)")
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):      # the table's own '·' and '×' on an ASCII stdout
+        sys.stdout.reconfigure(errors="backslashreplace")
 
+    # the spec's text in a problem is quoted already (yaml_lines.shown); each line printed goes out
+    # through printable() too: no line of its own, no terminal sequence (the plan is a PR comment)
     try:
         platform = load_platform()
         spec = load(args.spec, platform)
     except SpecError as e:
-        print(e, file=sys.stderr)
+        print("invalid team spec:", file=sys.stderr)
+        for problem in e.problems:
+            print(f"  - {printable(problem)}", file=sys.stderr)
         return 2
 
     from .components import PlacementError
@@ -284,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         declared = declare(spec, platform)
     except PlacementError as e:
-        print(f"invalid team spec:\n  - {spec.source}: {e}", file=sys.stderr)
+        print(f"invalid team spec:\n  - {printable(f'{spec.source}: {e}')}", file=sys.stderr)
         return 2
     finished = time.perf_counter()
     team = next(d for d in declared if d.type == "daggers:infra:TeamPlatform")
@@ -297,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(f"plan: {elapsed['total']:.2f} s", file=sys.stderr)
     else:
-        print(as_table(spec, platform.project, declared, outputs))
+        print("\n".join(printable(line, ascii_only=False)
+                        for line in as_table(spec, platform.project, declared, outputs).split("\n")))
         count = sum(1 for d in declared if not d.is_component)
         components = sum(1 for d in declared if d.is_component)
         print(f"\n{count} resources in {components} components · declared in {elapsed['declare']:.2f} s "

@@ -65,14 +65,14 @@ def region_problem(region: str) -> str | None:
     if region in REGIONS:
         return None
     close = did_you_mean(region, REGIONS)
-    return f"{region!r} is not a GCP region" + (close or f"; the regions: {', '.join(sorted(REGIONS))}")
+    return f"{region!a} is not a GCP region" + (close or f"; the regions: {', '.join(sorted(REGIONS))}")
 
 
 def machine_problem(machine_type: str) -> str | None:
     if machine_type in MACHINE_TYPES:
         return None
     families = sorted({name.rsplit("-", 1)[0] for name in MACHINE_TYPES})
-    return (f"{machine_type!r} is not a machine type the platform knows{did_you_mean(machine_type, MACHINE_TYPES)} "
+    return (f"{machine_type!a} is not a machine type the platform knows{did_you_mean(machine_type, MACHINE_TYPES)} "
             f"(families: {', '.join(families)}; shared-core types cannot hold a Spark worker)")
 
 

@@ -21,11 +21,13 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from dagger_runtime.names import team_problem
+
 from . import sizing, spec_file, topic_quota, topics
 from .policy.rules import gcp_name_limits, reserved_name_problem
 from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
                     MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
-from .yaml_lines import Document, Problems, field_name, line_of
+from .yaml_lines import Document, Problems, line_of, printable, shown
 from .yaml_lines import read_yaml as _read_yaml
 
 INFRA = Path(__file__).resolve().parent
@@ -44,7 +46,7 @@ LABEL_VALUE_MAX = 63
 class SpecError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("invalid team spec:\n" + "\n".join(f"  - {p}" for p in problems))
+        super().__init__("invalid team spec:\n" + "\n".join(f"  - {printable(p)}" for p in problems))
 
 
 @dataclass(frozen=True)
@@ -145,23 +147,27 @@ def read_yaml(text: str, source: str) -> tuple[object, dict[tuple, int]]:
     return _read_yaml(text, source, _TEAM_SPEC)
 
 
-def _control_characters(raw, path: tuple, problems: _Problems) -> None:
-    """Every string (names and values) is printable text on one line."""
+_INVISIBLE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def _control_characters(raw, path: tuple, problems: _Problems, key: bool = False) -> None:
+    """Every string (names and values) is printable text on one line. A field name is reported at
+    its own path (`path`), quoted."""
     if isinstance(raw, dict):
         for k, v in raw.items():
-            _control_characters(k, path, problems)
+            _control_characters(k, path + (k,), problems, key=True)
             _control_characters(v, path + (k,), problems)
     elif isinstance(raw, list):
         for i, v in enumerate(raw):
             _control_characters(v, path + (i,), problems)
-    elif isinstance(raw, str) and not (len(path) == 4 and path[0] == "kafka" and path[2] == "topics"):
+    elif isinstance(raw, str) and (key or not (len(path) == 4 and path[0] == "kafka" and path[2] == "topics")):
         # (topic patterns: infra/topics.py says more)
-        bad = next((ch for ch in raw if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")),
-                   None)
+        bad = next((ch for ch in raw if unicodedata.category(ch) in _INVISIBLE), None)
         if bad is not None:
-            shown = repr(bad)[1:-1] if bad.isprintable() else f"U+{ord(bad):04X}"
-            problems.add(field_name(path), f"{raw!r} has a control or invisible character ({shown} at index "
-                                           f"{raw.index(bad)}): write printable text on one line")
+            char = repr(bad)[1:-1] if bad.isprintable() else f"U+{ord(bad):04X}"
+            what = "the field name " if key else ""
+            problems.add(path, f"{what}{shown(raw)} has a control or invisible character ({char} at index "
+                               f"{raw.index(bad)}): write printable text on one line")
 
 
 # -- the schema -------------------------------------------------------------------------------------
@@ -186,32 +192,32 @@ def load_platform(path: Path = PLATFORM_PATH) -> Platform:
 
 
 def _schema_problems(problems: _Problems, raw) -> None:
+    # every message quotes the spec's text with shown() (ascii()): jsonschema's own messages quote it
+    # with repr(), which lets printable non-ASCII through, so they are made ASCII by printable()
     for error in sorted(_validator().iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
         path = tuple(error.absolute_path)
-        message = error.message
+        message = printable(error.message)
         if error.validator == "pattern":
             # the field's own description says what fits in words; the regex only when there is none
             described = error.schema.get("description")
-            message = (f"{error.instance!r} does not match what this field takes: {described[:1].lower()}"
+            message = (f"{shown(error.instance)} does not match what this field takes: {described[:1].lower()}"
                        f"{described[1:].rstrip('.')}" if described
-                       else f"{error.instance!r} does not match {error.validator_value!r}")
-            if path and path[-1] == "team":
-                message += " (a DNS label: lowercase letters, digits and single '-', 3 to 20 characters)"
-            elif path and path[0] == "owners":
+                       else f"{shown(error.instance)} does not match {error.validator_value!r}")
+            if path and path[0] == "owners":
                 message += (" (a GitHub user @name or team @org/team; Google identities such as user: or "
                             "an email are not owners)")
         elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
             known = sorted(error.schema.get("properties", {}))
             for key in sorted(set(error.instance) - set(known), key=str):
-                problems.add(field_name(path + (key,)),
-                             f"unknown field{sizing.did_you_mean(str(key), known)}; the fields here are "
-                             f"{', '.join(known)}")
+                # the field's name, quoted (yaml_lines.field_name) when it is not plain: a newline, ESC...
+                problems.add(path + (key,), f"unknown field{sizing.did_you_mean(str(key), known)}; the fields "
+                                            f"here are {', '.join(known)}")
             continue
         elif error.validator == "type" and isinstance(error.instance, float) and error.validator_value == "integer":
-            message = f"{error.instance!r} is not a whole number (type 'integer')"
+            message = f"{shown(error.instance)} is not a whole number (type 'integer')"
         elif error.validator in ("minimum", "maximum"):
-            message = f"{error.instance!r} is out of range: {error.validator} {error.validator_value}"
-        problems.add(field_name(path), message)
+            message = f"{shown(error.instance)} is out of range: {error.validator} {error.validator_value}"
+        problems.add(path, message)
 
 
 def parse(text: str, *, source: str = "<memory>", platform: Platform | None = None) -> TeamSpec:
@@ -223,10 +229,16 @@ def parse(text: str, *, source: str = "<memory>", platform: Platform | None = No
     if not isinstance(raw, dict):
         problems.add("(top level)", f"expected a mapping of fields, got {type(raw).__name__}")
         raise SpecError(problems)
+    # Text first: a spec with a control character, ESC, a line break or a surrogate anywhere (a
+    # field name too) stops here, so no later check ever formats it; then the schema, then the
+    # team's name (dagger_runtime.names: the runtime's and the lab's rule too), all before _build
     _control_characters(raw, (), problems)
-    before = len(problems)
     _schema_problems(problems, raw)
-    if len(problems) > before:
+    if isinstance(raw.get("team"), str):
+        why = team_problem(raw["team"])
+        if why:
+            problems.add("team", why)
+    if problems:
         raise SpecError(problems)
     return _build(raw, problems, platform or load_platform())
 
@@ -283,11 +295,12 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     for i, k in enumerate(kafka_raw):
         cluster = platform.kafka_clusters.get(k["cluster"])
         if k["cluster"] in seen:
-            problems.add(f"kafka[{i}].cluster", f"{k['cluster']} is listed already (kafka[{seen[k['cluster']]}]): "
-                                                 "one entry a cluster; merge their topics")
+            problems.add(f"kafka[{i}].cluster", f"{shown(k['cluster'])} is listed already "
+                                                 f"(kafka[{seen[k['cluster']]}]): one entry a cluster; merge "
+                                                 "their topics")
         seen.setdefault(k["cluster"], i)
         if cluster is None:
-            problems.add(f"kafka[{i}].cluster", f"unknown Kafka cluster {k['cluster']!r}"
+            problems.add(f"kafka[{i}].cluster", f"unknown Kafka cluster {shown(k['cluster'])}"
                                                  f"{sizing.did_you_mean(k['cluster'], platform.kafka_clusters)} "
                                                  f"(the platform has: {', '.join(sorted(platform.kafka_clusters))})")
         elif raw["tier"] not in cluster.tiers:
@@ -316,7 +329,8 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         problems.add(where, message)
     kafka = []
     for i, (c, mirrored, patterns) in enumerate(reads):
-        clean = c in catalogues and not any(key[0] == i for key in pattern_problems)
+        # reaches only of a spec whose patterns all passed (a refused one never gets there: no Java)
+        clean = c in catalogues and not pattern_problems
         reaches = tuple(t.label for t in topics.reached_entries(name, c, patterns, catalogues[c])) if clean else ()
         kafka.append(KafkaRead(c, mirrored, patterns, reaches))
     kafka = tuple(kafka)
@@ -325,15 +339,23 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     for_tier = sorted(c.name for c in platform.kafka_clusters.values() if raw["tier"] in c.tiers)
     for i, t in enumerate(own_topics):
         if t.cluster not in for_tier:
-            problems.add(f"topics[{i}].cluster", f"{t.cluster!r} is not a Kafka cluster of the platform for tier "
+            problems.add(f"topics[{i}].cluster", f"{shown(t.cluster)} is not a Kafka cluster of the platform for tier "
                                                  f"{raw['tier']} ({', '.join(for_tier)})")
     for i, where, message in topic_quota.problems(name, raw["tier"], own_topics):
         problems.add("topics" if i is None else f"topics[{i}].{where}", message)
+    # the team's name and its own topics against every catalogue entry, on every cluster
+    entries = [t for c in platform.kafka_clusters.values() for t in c.topics]
+    for message in topics.team_name_problems(name, entries):
+        problems.add("team", message)
+    for i, t in enumerate(own_topics):
+        message = topics.own_topic_problem(t.name, entries)
+        if message:
+            problems.add(f"topics[{i}].name", message)
     quota = Quota(**{**tier["quota"], **raw.get("quota", {})})
     try:
         cidr = ipaddress.IPv4Network(raw["network"]["cidr"], strict=True)
     except ValueError as e:
-        problems.add("network.cidr", f"{raw['network']['cidr']!r} is not a network address ({e})")
+        problems.add("network.cidr", f"{shown(raw['network']['cidr'])} is not a network address ({printable(e)})")
         cidr = None
     if cidr is not None and not cidr.subnet_of(platform.network_range):
         problems.add("network.cidr", f"{cidr} is outside the platform's range {platform.network_range}")

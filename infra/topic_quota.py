@@ -6,7 +6,7 @@ exactly those topics with the partitions and retention the spec asks for. So the
 checked by `infra.validate` on the spec and by the policy pack on any Kafka topic a stack declares,
 are the whole of what a team can hold: 1,000 partitions under its prefix is refused, not created.
 
-A team's topics are named `<team>--<name>`: team names never contain `--` (the spec's schema), so
+A team's topics are named `<team>--<name>`: team names never contain `--` (dagger_runtime/names.py), so
 no team's prefix extends another's (`growth--` is not a prefix of `growth-lab--...`).
 
 Pure: numbers in, (index, field, message) problems out; the spec and the pack share it.
@@ -60,7 +60,7 @@ class OwnTopic:
 
 def prefix(team: str) -> str:
     if DELIMITER in team:
-        raise ValueError(f"team name {team!r} contains {DELIMITER!r}: its topics would overlap another team's")
+        raise ValueError(f"team name {team!a} contains {DELIMITER!a}: its topics would overlap another team's")
     return f"{team}{DELIMITER}"
 
 
@@ -74,10 +74,11 @@ def problems(team: str, tier: str | None, topics: Sequence[OwnTopic]) -> list[tu
     own = prefix(team)
     for i, t in enumerate(topics):
         if not t.name.startswith(own) or len(t.name) == len(own) or not _TOPIC_NAME.fullmatch(t.name):
-            out.append((i, "name", f"{t.name!r} is not a topic of team {team}: a team's topics are named "
+            out.append((i, "name", f"{t.name!a} is not a topic of team {team}: a team's topics are named "
                                    f"{own}<name>, of Kafka's characters (letters, digits, '.', '_', '-'), at most 249"))
         if (t.cluster, t.name) in seen:
-            out.append((i, "name", f"{t.name} on {t.cluster} is listed already (topics[{seen[(t.cluster, t.name)]}])"))
+            out.append((i, "name", f"{t.name!a} on {t.cluster!a} is listed already "
+                                   f"(topics[{seen[(t.cluster, t.name)]}])"))
         seen.setdefault((t.cluster, t.name), i)
         if t.partitions > q.partitions_per_topic:
             out.append((i, "partitions", f"{t.partitions} partitions is above the {tier or SMALLEST} tier's cap of "

@@ -18,7 +18,12 @@ no repetition of something that itself holds a quantifier or alternatives (`(a*)
 `(a?){30}`, the catastrophic-backtracking shapes), and a bound on the ways a backtracking matcher
 may try (the pattern's cost: each `*`/`+` multiplies it by a name's length, each `?` adds a try,
 alternatives add up, a sequence multiplies), so `a?a?a?...` or `(a|b)(a|b)...` written out are
-refused too. Pure: the text in, the first problem out.
+refused too. The bound is what real patterns need and a little more: the committed specs' and the
+catalogue's patterns have one '*' (cost NAME_LENGTH), the bound allows two; three '*' in a row made
+Java's checker run out its step budget on each stress name (seconds a pattern). A spec's patterns
+together have a budget too (MAX_SPEC_PATTERNS, MAX_SPEC_COST: infra/topics.py checks it before
+Java sees any), so many patterns each just under the bound cannot add up to minutes either.
+Pure: the text in, the first problem (or the cost) out.
 """
 from __future__ import annotations
 
@@ -29,7 +34,14 @@ from string import ascii_letters, digits
 TOPIC_CHARS = frozenset(ascii_letters + digits + "_-")
 ESCAPES = {".": "a literal dot", "-": "a literal '-'", "_": "a literal '_'", "d": "a digit", "w": "a word character"}
 NAME_LENGTH = 250           # a topic name is at most 249 characters: what one '*' may try
-MAX_COST = NAME_LENGTH ** 3     # three '*' in a row, or fewer with '?' and alternatives
+# Two '*' in a row, or one with '?' and alternatives. Real patterns need NAME_LENGTH (one '*': every
+# committed spec, accepted fixture and catalogue default); NAME_LENGTH ** 3 (three '*') kept Java's
+# checker at its full step budget on every stress name of such a pattern
+MAX_COST = NAME_LENGTH ** 2
+# A spec's patterns together (every kafka[i].topics, or the catalogue's defaults): at most this many,
+# and at most this much cost summed (four patterns at MAX_COST, or a hundred with one '*' each)
+MAX_SPEC_PATTERNS = 100
+MAX_SPEC_COST = 4 * MAX_COST
 MAX_GROUP_DEPTH = 8
 MAX_COUNT = 249             # {n}: no topic name is longer
 ALLOWED = ("topic-name characters (letters, digits, '_', '-'), '\\.' for a dot, and . \\d \\w [...] [^...] ( ) (?: ) "
@@ -60,7 +72,8 @@ class _Parser:
     def refuse(self, why: str, at: int | None = None):
         raise PatternRefused(self.i if at is None else at, why)
 
-    def pattern(self) -> None:
+    def pattern(self) -> int:
+        """The pattern's cost, or PatternRefused."""
         if self.peek() == "^":
             self.i += 1
         part = self.alternation(0, None)
@@ -70,14 +83,15 @@ class _Parser:
             ch = self.text[self.i]
             if ch == ")":
                 self.refuse("')' closes a group that was never opened")
-            self.refuse(f"{ch!r} is allowed only at the {'start' if ch == '^' else 'end'} of a pattern"
-                        if ch in "^$" else f"{ch!r} is not allowed here")
+            self.refuse(f"{ch!a} is allowed only at the {'start' if ch == '^' else 'end'} of a pattern"
+                        if ch in "^$" else f"{ch!a} is not allowed here")
         if part.empty:
             self.refuse("the pattern matches only the empty name", 0)
         if part.cost > MAX_COST:
             self.refuse("too many ways to match a name for a backtracking matcher: each '*' or '+' multiplies the "
-                        "work by a name's length, each '?' or alternative adds to it (at most three '*' or '+', "
+                        "work by a name's length, each '?' or alternative adds to it (at most two '*' or '+', "
                         "fewer with '?' and '|'): split it into several patterns", 0)
+        return part.cost
 
     def alternation(self, depth: int, open_at: int | None) -> _Part:
         out = _Part()
@@ -126,7 +140,7 @@ class _Parser:
         if ch == "(":
             return self.group(depth)
         if ch in "*+?{":
-            self.refuse(f"{ch!r} repeats nothing (at the start of a pattern, a group or an alternative)")
+            self.refuse(f"{ch!a} repeats nothing (at the start of a pattern, a group or an alternative)")
         if ch == "^":
             self.refuse("'^' is allowed only at the start of a pattern")
         if ch == "]":
@@ -136,7 +150,7 @@ class _Parser:
                         "the joined pattern)")
         if ch == " ":
             self.refuse("a space is not a topic-name character")
-        self.refuse(f"{ch!r} is not a topic-name character nor allowed regex syntax", at)
+        self.refuse(f"{ch!a} is not a topic-name character nor allowed regex syntax", at)
 
     def escape(self) -> None:
         nxt = self.text[self.i + 1:self.i + 2]
@@ -179,7 +193,7 @@ class _Parser:
                 else:
                     self.i += 1
             else:
-                self.refuse(f"{ch!r} is not allowed in a character class (letters, digits, '_', '.', '-', ranges "
+                self.refuse(f"{ch!a} is not allowed in a character class (letters, digits, '_', '.', '-', ranges "
                             "and \\d \\w; no nested [...], && or other characters)")
             items += 1
 
@@ -252,8 +266,17 @@ def problem(pattern: str) -> str | None:
     try:
         _Parser(pattern).pattern()
     except PatternRefused as e:
-        return f"{pattern!r} is refused: {e.why} (index {e.index}); a topic pattern may use {ALLOWED}"
+        return f"{pattern!a} is refused: {e.why} (index {e.index}); a topic pattern may use {ALLOWED}"
     return None
+
+
+def cost(pattern: str) -> int | None:
+    """How many ways a backtracking matcher may try `pattern` on a name (see the docstring), at most
+    MAX_COST; None when the allow-list refuses it (problem() says why)."""
+    try:
+        return _Parser(pattern).pattern()
+    except PatternRefused:
+        return None
 
 
 def as_mirrormaker_joins(written: str) -> str:

@@ -38,7 +38,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import topic_regex
+from dagger_runtime.names import TEAM_NAME
+
+from . import topic_quota, topic_regex
 
 REPO = Path(__file__).resolve().parent.parent
 JAVA_SOURCE = REPO / "jvm" / "topic-patterns" / "TopicPatterns.java"
@@ -46,7 +48,7 @@ SENSITIVITIES = ("public", "internal", "restricted")
 CRITICALITIES = ("critical", "standard", "low")
 # Kafka's own rule for topic names (org.apache.kafka.common.internals.Topic): 1-249 of these
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
-TEAM_NAME = re.compile(r"[a-z][a-z0-9-]{1,18}[a-z0-9]")
+# owners and readers are team names: dagger_runtime.names.TEAM_NAME (imported above), the one rule
 CONTACT = re.compile(r"@[A-Za-z0-9-]+(/[A-Za-z0-9._-]+)?|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[a-z]{2,}")
 ENTRY_KEYS = {"name", "prefix", "owner", "sensitivity", "criticality", "contact", "readers", "description"}
 MAX_PATTERN = 1000
@@ -135,7 +137,7 @@ def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence
             raise CatalogueError(f"{where}: give exactly one of name or prefix")
         value = e.get("name", e.get("prefix"))
         if not isinstance(value, str) or not TOPIC_NAME.fullmatch(value):
-            raise CatalogueError(f"{where}: {value!r} is not a Kafka topic name")
+            raise CatalogueError(f"{where}: {value!a} is not a Kafka topic name")
         if e.get("sensitivity") not in SENSITIVITIES or e.get("criticality") not in CRITICALITIES:
             raise CatalogueError(f"{where}: sensitivity one of {SENSITIVITIES}, criticality one of {CRITICALITIES}")
         readers = e.get("readers", [])
@@ -163,6 +165,63 @@ def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence
     return tuple(out)
 
 
+# -- the catalogue and the teams' own names ------------------------------------------------------------
+# A team's own topics are `<team>--<name>` (infra/topic_quota.py), READ, WRITE and DESCRIBE to its
+# principal (infra/kafka_access.py). None may lie inside a catalogue entry: a team named `payment`
+# would otherwise write `payment--cards` inside payments' restricted prefix `payment-`, and every
+# reader granted that prefix would read it. Kafka treats '.' and '_' in topic names as colliding
+# (two topics differing only there cannot both exist), so names are compared with '.' read as '_'.
+
+def _kafka_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def entries_covering(name: str, entries: Iterable[Topic]) -> list[Topic]:
+    """The catalogue entries whose topics include the topic `name` (a literal equal to it, or a
+    prefix it starts with, '.' and '_' alike)."""
+    key = _kafka_key(name)
+    return [t for t in entries
+            if (key.startswith(_kafka_key(t.value)) if t.is_prefix else key == _kafka_key(t.value))]
+
+
+def _entry(t: Topic) -> str:
+    kind = "prefix" if t.is_prefix else "topic"
+    return (f"the catalogue's {kind} {t.label} on {t.cluster} ({t.sensitivity}, owned by team {t.owner}; "
+            "infra/platform.yaml)")
+
+
+def own_topic_problem(name: str, entries: Iterable[Topic]) -> str | None:
+    """Why the team's own topic `name` may not be created: it lies in a catalogue entry (any owner's)."""
+    hit = entries_covering(name, entries)
+    if not hit:
+        return None
+    return (f"{name!a} lies inside {_entry(hit[0])}: a team's own topics are outside every catalogue entry, or "
+            "the team would write into topics the catalogue gives to their owner and readers; choose another name")
+
+
+def team_name_problems(team: str, entries: Iterable[Topic]) -> list[str]:
+    """Why `team` cannot be a team's name next to the catalogue: an entry of another owner covers the
+    team's own topics (`<team>--...` inside prefix `payment-`), the team's topics would cover an entry
+    (a literal `<team>--x`, a prefix `<team>--x`), or the team is named like an entry (`sandbox` and
+    the prefix `sandbox-`, `audit-log` and the topic audit-log). An entry the team owns itself is its own."""
+    own = _kafka_key(topic_quota.prefix(team))
+    out = []
+    for t in entries:
+        if t.owner == team:
+            continue
+        value = _kafka_key(t.value)
+        if t.is_prefix and own.startswith(value):
+            why = f"{_entry(t)} covers every topic team {team} would own ({own}<name>)"
+        elif value.startswith(own):
+            why = f"team {team}'s own topics ({own}<name>) would cover {_entry(t)}"
+        elif value.rstrip("-_") == team:
+            why = f"{team!a} is named like {_entry(t)}"
+        else:
+            continue
+        out.append(f"{why}: a team's name keeps its own topics apart from the catalogue's; choose another name")
+    return out
+
+
 def granted(catalogue: Iterable[Topic], team: str) -> tuple[Topic, ...]:
     return tuple(t for t in catalogue if t.readable_by(team))
 
@@ -182,15 +241,15 @@ def text_problem(pattern: str) -> str | None:
     """Refusals that need no regex engine: control and invisible characters, ',' and length."""
     for i, ch in enumerate(pattern):
         if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-            return (f"{pattern!r} has a control or invisible character ({_shown(ch)} at index {i}); "
+            return (f"{pattern!a} has a control or invisible character ({_shown(ch)} at index {i}); "
                     "a topic pattern is printable text on one line")
     if "," in pattern:
-        return (f"{pattern!r} has a ','; MirrorMaker 2 splits its topics setting on commas, so one pattern "
+        return (f"{pattern!a} has a ','; MirrorMaker 2 splits its topics setting on commas, so one pattern "
                 "would become several: give each pattern as its own list item (use {m,n} bounds without a comma)")
     if len(pattern) > MAX_PATTERN:
         return f"a pattern of {len(pattern)} characters; at most {MAX_PATTERN}"
     if pattern != pattern.strip():
-        return f"{pattern!r} starts or ends with white space, which MirrorMaker 2 trims: remove it"
+        return f"{pattern!a} starts or ends with white space, which MirrorMaker 2 trims: remove it"
     return None
 
 
@@ -274,7 +333,8 @@ atexit.register(_checker.close)
 
 def _decode_error(answer: str) -> str:
     _, index, description = answer.split(" ", 2)
-    return f"{bytes.fromhex(description).decode()} near index {index}"
+    # Java's description may quote the pattern: shown as ASCII, one line
+    return f"{ascii(bytes.fromhex(description).decode(errors='replace'))[1:-1]} near index {index}"
 
 
 # -- the check -----------------------------------------------------------------------------------------
@@ -292,6 +352,8 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
     """
     problems: dict[tuple[int, int], str] = {}
     asks: list[tuple[tuple[int, int], str, Topic | str | None]] = []
+    count = total = 0
+    over: tuple[int, int] | None = None        # the pattern at which the spec's budget ran out
     for i, (cluster, patterns) in enumerate(reads):
         if cluster not in catalogues:
             continue
@@ -300,9 +362,17 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
             if why:
                 problems[(i, j)] = why
                 continue
+            count += 1
+            total += topic_regex.cost(pattern) or 0
+            if over is None and (count > topic_regex.MAX_SPEC_PATTERNS or total > topic_regex.MAX_SPEC_COST):
+                over = (i, j)
             asks.append(((i, j), pattern, None))
             asks.extend(((i, j), pattern, entry) for entry in catalogues[cluster])
             asks.extend(((i, j), pattern, name) for name in topic_regex.stress_names(pattern))
+    if over is not None:
+        # the whole spec is refused before Java runs any pattern on any name
+        problems[(over[0], -1)] = _budget_problem(count, total)
+        return problems
     reached = _ask_reach(asks, problems)
     if reached is None:
         return problems
@@ -316,6 +386,19 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
                 problems[key] = problem
     _check_joined(team, reads, catalogues, reached, problems)
     return problems
+
+
+def _budget_problem(count: int, total: int) -> str:
+    if count > topic_regex.MAX_SPEC_PATTERNS:
+        what = (f"{count} topic patterns in all (every kafka[i].topics of the spec together), more than the "
+                f"{topic_regex.MAX_SPEC_PATTERNS} a spec may list")
+    else:
+        what = (f"the spec's topic patterns together cost {total:,} (every kafka[i].topics: the sum of each "
+                f"pattern's cost, the ways a backtracking matcher may try it on one name, infra/topic_regex.py), "
+                f"more than the {topic_regex.MAX_SPEC_COST:,} a spec may use")
+    return (f"{what}: the spec is refused before Java runs any of its patterns (MirrorMaker runs them on "
+            "every topic of the cluster); list fewer patterns, or ones with fewer '*', '+' and '?' "
+            "(a prefix such as campaign-.* costs one '*')")
 
 
 def _ask_reach(asks, problems: dict) -> dict[tuple[int, int], list[Topic]] | None:
@@ -335,10 +418,10 @@ def _ask_reach(asks, problems: dict) -> dict[tuple[int, int], list[Topic]] | Non
         if key in problems:
             continue
         if answer.startswith("ERR"):
-            problems[key] = f"{pattern!r} is not a Java regex (MirrorMaker 2's dialect): {_decode_error(answer)}"
+            problems[key] = f"{pattern!a} is not a Java regex (MirrorMaker 2's dialect): {_decode_error(answer)}"
         elif answer == "SLOW":
             name = entry.value if isinstance(entry, Topic) else entry
-            problems[key] = (f"{pattern!r} backtracks without end on a topic name such as {name[:40]!r}...; "
+            problems[key] = (f"{pattern!a} backtracks without end on a topic name such as {name[:40]!a}...; "
                              "MirrorMaker would pay that on every topic: simplify it (no nested repetition like (a*)*)")
         elif isinstance(entry, Topic) and (answer == "FULL" or (answer == "PREFIX" and entry.is_prefix)):
             reached.setdefault(key, []).append(entry)
@@ -354,12 +437,12 @@ def _reach_problem(team: str, cluster: str, pattern: str, entries: list[Topic], 
     if refused:
         t = refused[0]
         more = f" (and {len(refused) - 1} more: {', '.join(x.label for x in refused[1:])})" if refused[1:] else ""
-        return (f"{pattern!r} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
+        return (f"{pattern!a} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
                 f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
                 f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
                 f" ({_granted_labels(catalogue, team)})")
     if not entries:
-        return (f"{pattern!r} matches no topic the catalogue grants {team} on {cluster} (granted: "
+        return (f"{pattern!a} matches no topic the catalogue grants {team} on {cluster} (granted: "
                 f"{_granted_labels(catalogue, team)}); "
                 "topics outside infra/platform.yaml's catalogue are readable by no team")
     return None
@@ -390,7 +473,7 @@ def _check_joined(team: str, reads, catalogues, reached: dict, problems: dict) -
             problems[(i, -1)] = f"joined as MirrorMaker 2 compiles them: {problem}"
         elif got != union:
             extra = ", ".join(sorted(t.label for t in got ^ union))
-            problems[(i, -1)] = (f"joined as MirrorMaker 2 compiles them ({joined!r}) the patterns reach {extra} "
+            problems[(i, -1)] = (f"joined as MirrorMaker 2 compiles them ({joined!a}) the patterns reach {extra} "
                                  "differently from each pattern alone: a pattern acts beyond its own text")
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from . import grants, spec, topics
+from .yaml_lines import printable
 
 
 def where(s: spec.TeamSpec, field: str) -> str:
@@ -108,18 +109,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path,
                         help="team specs to validate (default: every infra/teams/*.yaml)")
     args = parser.parse_args(argv)
+    # What is printed goes to CI's log and the pull request's comment: each problem quotes the spec's
+    # text itself (yaml_lines.shown), and every line goes out through printable() as well, so no
+    # spec, file name or message can print a line of its own (a forged "OK ..."), a terminal
+    # sequence, or a character stdout cannot encode.
     try:
         specs, problems = validate(args.files or None)
     except topics.CatalogueError as e:      # platform.yaml or a restricted topic's grant file
-        print(f"the platform's topic catalogue is invalid, so no spec can be checked: {e}")
+        print(printable(f"the platform's topic catalogue is invalid, so no spec can be checked: {e}"))
         return 1
     for problem in problems:
-        print(problem)
+        print(printable(problem))
     if problems:
         print(f"{len(problems)} problem(s) in the team specs", file=sys.stderr)
         return 1
     for s in specs:
-        print(summary(s))
+        print(printable(summary(s)))
     return 0
 
 

@@ -12,27 +12,78 @@ Pure: imports nothing of the project, so cheap to import.
 """
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import yaml
 
+# -- text from the file, in a message ------------------------------------------------------------
+# A message is one line of a CI log and of a pull request's comment: text taken from the file (a
+# field name, a value, a tag) goes in through shown(), which quotes it as ascii() does, so a
+# newline, ESC, a surrogate, a bidirectional override or a look-alike letter reads as its escape
+# (\n, \x1b, \ud800, \u202e, \u0430) and never prints as itself.
+
+SHOWN_MAX = 120
+
+
+def shown(value: object, limit: int = SHOWN_MAX) -> str:
+    """`value` quoted for a message, ASCII only: ascii(value), cut to `limit` characters."""
+    text = ascii(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def printable(line: object, ascii_only: bool = True) -> str:
+    """A line as it may be printed: every character that is not printable ASCII (control
+    characters, ESC, line breaks, surrogates, any other non-ASCII) as its backslash escape; with
+    ascii_only=False, printable non-ASCII (a '·' of the program's own) stays. The last guard of a
+    command that prints problems: a message that let text through unquoted still prints as one
+    line, without terminal sequences, on any stdout encoding."""
+    text = str(line)
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(ch if (" " <= ch <= "~" or (not ascii_only and ch.isprintable())) else ascii(ch)[1:-1]
+                   for ch in text)
+
+
 # -- where a field is -------------------------------------------------------------------------
 
-_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+# a field name shown as it is: what no message can be forged with ('.' and '[' would read as nesting),
+# and YAML's merge key
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+|<<")
+# a YAML tag shown as it is (`!!python/object/apply:os.system`); any other is quoted
+_PLAIN_TAG = re.compile(r"[A-Za-z0-9!/:._-]+")
+_PART = re.compile(r"""\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\]|([^.\[\]]+)""")
 
 
 def field_path(name: str) -> tuple:
-    """"kafka[0].topics[1]" -> ("kafka", 0, "topics", 1)."""
-    return tuple(int(i) if i else key for i, key in _PART.findall(name))
+    """"kafka[0].topics[1]" -> ("kafka", 0, "topics", 1); "labels['a.b']" -> ("labels", "a.b")."""
+    out = []
+    for index, quoted, key in _PART.findall(name):
+        if index:
+            out.append(int(index))
+        elif quoted:
+            try:
+                out.append(ast.literal_eval(quoted))
+            except (ValueError, SyntaxError):
+                out.append(quoted)
+        else:
+            out.append(key)
+    return tuple(out)
 
 
 def field_name(path) -> str:
-    """("kafka", 0, "topics", 1) -> "kafka[0].topics[1]"; () -> "(top level)"."""
+    """("kafka", 0, "topics", 1) -> "kafka[0].topics[1]"; () -> "(top level)". A name that is not
+    plain (letters, digits, '_', '-') is quoted: ("labels", "a.b\n") -> "labels['a.b\\n']"."""
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int) and not isinstance(part, bool):
+            out += f"[{part}]"
+        elif isinstance(part, str) and _PLAIN_KEY.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{ascii(part)}]"
     return out or "(top level)"
 
 
@@ -53,7 +104,10 @@ class Problems(list):
         super().__init__()
         self.source, self.lines = source, lines
 
-    def add(self, name: str, message: str, line: int | None = None) -> None:
+    def add(self, name: str | tuple, message: str, line: int | None = None) -> None:
+        """name: a field's name ("kafka[0].cluster") or its path (("kafka", 0, "cluster"))."""
+        if isinstance(name, tuple):
+            name = field_name(name)
         self.append(f"{self.source}:{line or line_of(self.lines, name)}: {name}: {message}")
 
 
@@ -97,7 +151,8 @@ def yaml_error(source: str, e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     line = mark.line + 1 if mark else 1
     what = " ".join(x for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
-    return f"{source}:{line}: (yaml): not valid YAML: {what}; {yaml_hint(what)}"
+    # PyYAML quotes what it found with repr(): printable non-ASCII would pass as itself
+    return f"{source}:{line}: (yaml): not valid YAML: {printable(what)}; {yaml_hint(what)}"
 
 
 def walk(node, path: tuple, lines: dict, problems: Problems, seen: set, doc: Document) -> None:
@@ -110,6 +165,7 @@ def walk(node, path: tuple, lines: dict, problems: Problems, seen: set, doc: Doc
     seen.add(id(node))
     if node.tag not in _YAML_TAGS:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        tag = tag if _PLAIN_TAG.fullmatch(tag) else shown(tag)      # a %-escape in a tag is decoded: %1B is ESC
         problems.add(field_name(path), f"the YAML tag {tag} is not allowed: {doc.holds} holds plain strings, "
                                        "numbers, booleans, lists and mappings (quote a value to keep it a string)")
         return

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dagger_runtime.names import check_team
+
 from .cli import lab_dir
 
 ADMIN = "admin"
@@ -96,13 +98,10 @@ def team_env(team: str, cluster: str = "primary", lab: Path | None = None) -> di
 # reaches its driver only as DAGGER_SECRET_<TEAM>__PG_PASSWORD / __INFLUX_PASSWORD.
 INFLUX_ADMIN = "admin"
 REGISTRY_ROLE = "daggers"
-_TEAM = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 
 
 def _team(team: str) -> str:
-    if not _TEAM.fullmatch(team or "") or "--" in team:
-        raise ValueError(f"not a team name: {team!r} (lowercase letters, digits and single '-')")
-    return team
+    return check_team(team)
 
 
 def _sink_secret(server: str, name: str, lab: Path | None) -> str:

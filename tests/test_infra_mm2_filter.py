@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(not os.environ.get("CI") and (not any(KAFKA_JARS
                                 reason="needs Java and Kafka's jars in .jvm/kafka (make jars)")
 
 # Teams whose patterns select part of what they are granted: the names they must replicate, by hand.
-NARROWED = {("campaign-stats", "mainstream"): {"campaign-clicks", "campaign-views", "campaign-impressions-x1",
-                                               "campaign-v2"}}
+NARROWED = {("promo-stats", "mainstream"): {"campaign-clicks", "campaign-views", "campaign-impressions-x1",
+                                            "campaign-v2"}}
 
 
 def candidates(platform: spec.Platform) -> list[str]:
@@ -101,7 +101,7 @@ def test_every_mirror_replicates_exactly_what_its_team_is_granted(tmp_path, plat
     names = candidates(platform)
     mirrors = [(s, read.cluster, write_mm2(tmp_path, s.name, read.cluster, read.topics))
                for s in every_team for read in s.kafka if read.mirrored]
-    assert {s.name for s, _, _ in mirrors} >= {"allocations", "fraud", "api-health", "campaign-stats"}
+    assert {s.name for s, _, _ in mirrors} >= {"allocations", "fraud", "api-health", "promo-stats"}
     kafka = replicated_by_kafka([path for _, _, path in mirrors], names)
     for s, cluster, path in mirrors:
         got, granted = kafka[str(path)], granted_names(s, platform, cluster, names)

@@ -106,9 +106,11 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused():
     ("a" * 24, "service account id dagger-<team> longer than 30"),
 ])
 def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
+    # the words of the one rule (dagger_runtime/names.py), which the runtime's job configs use too
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
-    assert problem.startswith(f"{SOURCE}:1: team: {name!r} does not match"), why
+    assert problem.startswith(f"{SOURCE}:1: team: a team name is a DNS label ("), why
     assert "lowercase letters, digits and single '-', 3 to 20 characters" in problem
+    assert problem.endswith(f", got {name!r}")
 
 
 @pytest.mark.parametrize("name", ["platform", "default", "kube-system", "kube-public", "gke-system", "dagger-ops"])

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dagger_runtime.names import check_team
+
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Kafka's own rule (kafka.common.internals.Topic): legal characters and 249 at most.
 TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -20,7 +22,6 @@ TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # (which may carry `$` for nested classes).
 PROTO_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)+")
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-TEAM_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 SCHEMA_VERSION_RE = re.compile(r"[0-9a-f]{8,64}")
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*\.?")
 CLIENT_KEY_RE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z0-9-]+)*")
@@ -228,12 +229,8 @@ def job_name(value: str) -> str:
 
 
 def team_name(value: str) -> str:
-    # no '--': a team's secrets are DAGGER_SECRET_<TEAM>__<NAME>, and '--' would make a '__' there
-    if not TEAM_RE.fullmatch(value) or "--" in value:
-        raise ValueError(
-            f"a team name is a DNS label (lowercase letters, digits and single '-', at most 63), got {show(value)}"
-        )
-    return value
+    # the one rule for team names, shared with the platform's specs (infra/) and the lab
+    return check_team(value)
 
 
 def schema_version(value: Any) -> Any:
