@@ -208,13 +208,13 @@ class Sampler:
         from dagger_runtime.lifecycle.operations import scrape
 
         now = time.time()
-        clusters = load_clusters(self.clusters_dir)
         daggers: dict[str, dict | None] = {}
         with self._lock:
             aliases = dict(self.aliases)
         for name, alias in aliases.items():
             d = registry.get(name)
             metrics = None
+            clusters = load_clusters(self.clusters_dir, team=d.team) if d is not None else {}
             if d is not None and d.running and d.metrics_port and d.cluster in clusters:
                 metrics = scrape(clusters[d.cluster].metrics_host, d.metrics_port, timeout=1.5)
             if metrics is None:

@@ -318,7 +318,7 @@ class DrillRun:
         current = registry.get(name)
         if not current or not current.metrics_port or (version is not None and current.version != version):
             return None
-        cluster = get_cluster(current.cluster, self.lab.clusters_dir)
+        cluster = get_cluster(current.cluster, self.lab.clusters_dir, team=current.team)
         return scrape(cluster.metrics_host, current.metrics_port, timeout=2.0)
 
     def wait_ready(self) -> None:
@@ -487,10 +487,10 @@ class DrillRun:
         if fo.kind == "kafka":
             kafka = self.lab.kafka()
             return next(n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster)
-        from dagger_runtime.lifecycle.clusters import load_clusters
+        from dagger_runtime.lifecycle.clusters import cluster_names
 
         trigger = self.book.failover_fault
-        return next(n for n in load_clusters(self.lab.clusters_dir) if n != trigger.cluster)
+        return next(n for n in cluster_names(self.lab.clusters_dir) if n != trigger.cluster)
 
     def affected(self) -> list[Deployed]:
         fo, trigger = self.book.failover, self.book.failover_fault

@@ -172,25 +172,29 @@ def kafka_answers_api(port: int, timeout_s: float = 3) -> bool:
         return False
 
 
-def lab_cluster(env, cluster: str):
+# the lab's teams, each with a Spark cluster of its own in blue and in green
+TEAMS = ("allocations", "api-health")
+
+
+def lab_cluster(env, cluster: str, team: str = TEAMS[0]):
     from dagger_runtime.lifecycle.clusters import load_clusters
 
-    return load_clusters(str(Path(env["DAGGER_LAB_DIR"]) / "clusters"))[cluster]
+    return load_clusters(str(Path(env["DAGGER_LAB_DIR"]) / "clusters"), team=team)[cluster]
 
 
-def master_json(env, cluster: str) -> dict | None:
+def master_json(env, cluster: str, team: str = TEAMS[0]) -> dict | None:
     """The master's /json/, with the platform's UI token (its UIs refuse anonymous requests)."""
     from dagger_runtime.lifecycle.spark import master_json as fetch
 
     try:
-        return fetch(lab_cluster(env, cluster), timeout=5)
+        return fetch(lab_cluster(env, cluster, team), timeout=5)
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
-def worker_state(env, cluster: str, worker: dict) -> str | None:
+def worker_state(env, cluster: str, worker: dict, team: str = TEAMS[0]) -> str | None:
     """The master's state for the worker serving at `worker`'s address: ALIVE if any entry is."""
-    data = master_json(env, cluster)
+    data = master_json(env, cluster, team)
     if data is None:
         return None
     states = [w["state"] for w in data["workers"] if w["webuiaddress"].endswith("//" + worker["address"])]
@@ -492,7 +496,7 @@ def submit_sleeper(env, cluster: str, script: Path) -> str:
     """A supervised driver that only sleeps: the master places and restarts it as it does a dagger's."""
     from dagger_runtime.lifecycle.spark import auth_conf, client_env
 
-    spec = json.loads((Path(env["DAGGER_LAB_DIR"]) / "clusters" / f"{cluster}.json").read_text())
+    spec = lab_cluster(env, cluster).model_dump()
     home = spec["spark_home"]
     jar = next(Path(home, "jars").glob("spark-core_*.jar"))
     # where the drivers' user reads what deploy gives it (the driver runs unprivileged, and pytest's
@@ -545,35 +549,49 @@ def test_driver_kill_and_the_supervised_restart(lab_env, faults, tmp_path):
 
 
 def test_spark_worker_kill_master_kill_and_cluster_down(lab_env, faults):
+    """blue and green each hold a cluster per team: a worker named by its program is the only one
+    hit; master-kill and spark-cluster-down on a name hit every team's cluster in it."""
     lab_, f = faults
     states = status(lab_env)
-    worker, master = states["spark-blue-worker"], states["spark-blue-master"]
-    assert worker_state(lab_env, "blue", worker) == "ALIVE"
+    workers = {t: states[f"spark-blue-{t}-worker"] for t in TEAMS}
+    masters = {t: states[f"spark-blue-{t}-master"] for t in TEAMS}
+    for t in TEAMS:
+        assert worker_state(lab_env, "blue", workers[t], t) == "ALIVE"
+    hit, spared = TEAMS
+    worker = workers[hit]
 
-    fault = f.inject(make_fault("worker-kill", lab_, target="blue"))
+    fault = f.inject(make_fault("worker-kill", lab_, target="blue", ids=[f"spark-blue-{hit}-worker"]))
     assert proc_state(worker["pid"]) is None and not answers(port_of(worker))
-    assert poll(lambda: worker_state(lab_env, "blue", worker) == "DEAD", 30, "the master lists the worker DEAD")
+    assert poll(lambda: worker_state(lab_env, "blue", worker, hit) == "DEAD", 30, "the master lists the worker DEAD")
     time.sleep(4)       # longer than supervisord's restart and startsecs: still down
-    assert status(lab_env)["spark-blue-worker"]["state"] == "STOPPED" and not answers(port_of(worker))
+    assert status(lab_env)[f"spark-blue-{hit}-worker"]["state"] == "STOPPED" and not answers(port_of(worker))
+    assert proc_state(workers[spared]["pid"]) is not None
+    assert worker_state(lab_env, "blue", workers[spared], spared) == "ALIVE"
     assert f.undo(fault) == []
-    assert worker_state(lab_env, "blue", worker) == "ALIVE"
+    assert worker_state(lab_env, "blue", worker, hit) == "ALIVE"
 
     fault = f.inject(make_fault("master-kill", lab_, target="blue"))
-    assert proc_state(master["pid"]) is None
-    assert not answers(port_of(master)) and master_json(lab_env, "blue") is None
+    assert sorted(fault.programs) == sorted(f"spark-blue-{t}-master" for t in TEAMS)
+    for t in TEAMS:
+        assert proc_state(masters[t]["pid"]) is None
+        assert not answers(port_of(masters[t])) and master_json(lab_env, "blue", t) is None
     assert f.undo(fault) == []
-    assert master_json(lab_env, "blue")["status"] == "ALIVE"
-    assert worker_state(lab_env, "blue", worker) == "ALIVE"
+    for t in TEAMS:
+        assert master_json(lab_env, "blue", t)["status"] == "ALIVE"
+        assert poll(lambda: worker_state(lab_env, "blue", states[f"spark-blue-{t}-worker"], t) == "ALIVE", 30,
+                    f"{t}'s blue worker registered again")
 
     states = status(lab_env)
-    green = [states["spark-green-master"], states["spark-green-worker"]]
+    green = {p: c for p, c in states.items() if p.startswith("spark-green-")}
+    assert len(green) == 2 * len(TEAMS)
     fault = f.inject(make_fault("spark-cluster-down", lab_, target="green"))
-    for c in green:
+    for c in green.values():
         assert proc_state(c["pid"]) is None and not answers(port_of(c))
-    assert master_json(lab_env, "green") is None
+    assert all(master_json(lab_env, "green", t) is None for t in TEAMS)
     assert f.undo(fault) == []
-    assert master_json(lab_env, "green")["status"] == "ALIVE"
-    assert worker_state(lab_env, "green", states["spark-green-worker"]) == "ALIVE"
+    for t in TEAMS:
+        assert master_json(lab_env, "green", t)["status"] == "ALIVE"
+        assert worker_state(lab_env, "green", states[f"spark-green-{t}-worker"], t) == "ALIVE"
 
 
 def test_sink_down_for_influxdb_and_postgresql(lab_env, faults):

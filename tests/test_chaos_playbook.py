@@ -86,7 +86,8 @@ def test_the_lab_is_read_from_its_inventory():
     lab = lab_inventory()
     assert dict(lab.kafka) == {"primary": (1, 2, 3), "mirror": (1,)}
     assert dict(lab.min_insync) == {"primary": 2, "mirror": 1}
-    assert dict(lab.spark) == {"blue": ("spark-blue-worker",), "green": ("spark-green-worker",)}
+    assert dict(lab.spark) == {c: (f"spark-{c}-allocations-worker", f"spark-{c}-api-health-worker")
+                               for c in ("blue", "green")}
     assert lab.sinks == ("influxdb", "postgresql")
     names, prefixes = lab.topics["primary"]
     assert "GO_RIDE-booking-log" in names and "p-logstream-" in prefixes

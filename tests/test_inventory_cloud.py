@@ -349,4 +349,4 @@ def test_the_lab_inventory_still_parses_with_the_plugin_enabled():
                             env={k: v for k, v in ansible_env(None).items() if k != "ANSIBLE_CONFIG"},
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "spark-blue-master" in json.loads(result.stdout)["_meta"]["hostvars"]
+    assert "spark-blue-allocations-master" in json.loads(result.stdout)["_meta"]["hostvars"]

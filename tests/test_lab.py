@@ -151,14 +151,17 @@ spark.stop()
 """
 
 
-@pytest.mark.parametrize("cluster, offset", [("blue", 2000), ("green", 3000)])
-def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, offset):
+# each team's own cluster in blue and green, on base + 2000 or 3000 + 10 x the team's place
+@pytest.mark.parametrize("cluster, team, offset", [("blue", "allocations", 2000), ("green", "allocations", 3000),
+                                                   ("blue", "api-health", 2010), ("green", "api-health", 3010)])
+def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, team, offset):
     from dagger_runtime.lifecycle import spark as spark_api
     from dagger_runtime.lifecycle.clusters import load_clusters
 
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
-    spec = load_clusters(str(Path(lab_env["DAGGER_LAB_DIR"]) / "clusters"))[cluster]
-    name = f"lab-check-{cluster}-{uuid.uuid4().hex[:6]}"
+    spec = load_clusters(str(Path(lab_env["DAGGER_LAB_DIR"]) / "clusters"), team=team)[cluster]
+    assert spec.team == team
+    name = f"lab-check-{cluster}-{team}-{uuid.uuid4().hex[:6]}"
     app = subprocess.run([sys.executable, "-c", APP, f"spark://127.0.0.1:{base + offset + 77}", name,
                           json.dumps(spark_api.auth_conf(spec))],
                          env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1", **spark_api.client_env(spec)},
@@ -234,9 +237,21 @@ def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_director
         (targets_dir / "lab-check.json").unlink()
 
 
-def test_the_checkpoint_folder_is_private(lab_env):
-    checkpoints = Path(lab_env["DAGGER_LAB_DIR"]) / "checkpoints"
-    assert checkpoints.is_dir() and stat.S_IMODE(checkpoints.stat().st_mode) == 0o700
+def test_each_teams_checkpoints_and_specs_are_its_own(lab_env):
+    import pwd
+
+    lab = Path(lab_env["DAGGER_LAB_DIR"])
+    for folder, mode in (("checkpoints", 0o700), ("daggers", 0o2750)):
+        parent = lab / folder
+        # root's, and no one may list it: a team's user only passes through to its own folder
+        assert (parent.stat().st_uid, stat.S_IMODE(parent.stat().st_mode)) == (0, 0o711)
+        for team in ("allocations", "api-health"):
+            own = (parent / team).stat()
+            user = pwd.getpwnam(f"dagger-spark-{team}")
+            assert stat.S_IMODE(own.st_mode) == mode, (folder, team, oct(own.st_mode))
+            # checkpoints: the team's user owns them; specs: root writes, the team's group reads
+            assert (own.st_uid if folder == "checkpoints" else own.st_gid) == \
+                (user.pw_uid if folder == "checkpoints" else user.pw_gid)
 
 
 def test_status_lists_every_component_up(lab_env):
@@ -252,10 +267,14 @@ def test_status_lists_every_component_up(lab_env):
                    ("kafka primary 3", f"127.0.0.1:{PORT_BASE + 392}", "4.3.1", True),
                    ("kafka mirror 1", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
                    ("mirrormaker primary -> mirror", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
-                   ("spark blue master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
-                   ("spark blue worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
-                   ("spark green master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
-                   ("spark green worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True),
+                   ("spark blue allocations master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
+                   ("spark blue allocations worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
+                   ("spark blue api-health master", f"127.0.0.1:{PORT_BASE + 2087}", "4.0.0", True),
+                   ("spark blue api-health worker", f"127.0.0.1:{PORT_BASE + 2091}", "4.0.0", True),
+                   ("spark green allocations master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
+                   ("spark green allocations worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True),
+                   ("spark green api-health master", f"127.0.0.1:{PORT_BASE + 3087}", "4.0.0", True),
+                   ("spark green api-health worker", f"127.0.0.1:{PORT_BASE + 3091}", "4.0.0", True),
                    ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
                    ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
                    ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True)}

@@ -13,7 +13,7 @@ import yaml
 
 from dagger_runtime.config import load_job
 from dagger_runtime.errors import DaggerError
-from dagger_runtime.lifecycle.clusters import load_clusters
+from dagger_runtime.lifecycle.clusters import load_all, load_clusters
 from dagger_runtime.lifecycle.registry import Registry, resolve_url
 from dagger_runtime.lifecycle.spark import submit_argv
 from dagger_runtime.lifecycle.state import Start, committed_offsets, parse_start, starting_options, state_key
@@ -161,12 +161,45 @@ def test_start_positions():
             parse_start(bad)
 
 
-def write_cluster(folder, name="blue", **changes):
+def write_cluster(folder, name="blue", file=None, **changes):
     folder.mkdir(exist_ok=True)
     data = {"name": name, "master": "spark://127.0.0.1:7077", "web_ui": "http://127.0.0.1:8080",
             "python": "/opt/daggers/venv/bin/python", "jvm_dir": "/opt/daggers/jvm", "checkpoint_root": "/ck",
             "spec_dir": "/specs", "metrics_ports": [9500, 9599], **changes}
-    (folder / f"{name}.json").write_text(json.dumps(data))
+    (folder / (file or f"{name}.json")).write_text(json.dumps(data))
+
+
+def test_a_name_holding_a_cluster_per_team_gives_each_team_its_own(tmp_path):
+    from dagger_runtime.lifecycle.clusters import cluster_names, get_cluster, members
+
+    for name, port in (("blue", 7077), ("green", 8077)):
+        for i, team in enumerate(("allocations", "api-health")):
+            write_cluster(tmp_path, name, file=f"{name}.{team}.json", team=team,
+                          master=f"spark://127.0.0.1:{port + 10 * i}", checkpoint_root=f"/ck/{team}")
+    folder = str(tmp_path)
+    assert cluster_names(folder) == ["blue", "green"]
+    assert get_cluster("blue", folder, team="api-health").master == "spark://127.0.0.1:7087"
+    assert get_cluster("green", folder, team="allocations").checkpoint_root == "/ck/allocations"
+    assert {n: c.master for n, c in load_clusters(folder, team="allocations").items()} == {
+        "blue": "spark://127.0.0.1:7077", "green": "spark://127.0.0.1:8077"}
+    assert [c.team for c in members("blue", folder)] == ["allocations", "api-health"]
+    # a team without a cluster there, or a dagger without a team, is told whose clusters it holds
+    with pytest.raises(DaggerError, match="cluster blue has no Spark cluster for team growth; "
+                                          "it holds the clusters of: allocations, api-health"):
+        get_cluster("blue", folder, team="growth")
+    with pytest.raises(DaggerError, match="for a dagger without a team"):
+        get_cluster("blue", folder)
+    assert load_clusters(folder) == {}
+    with pytest.raises(DaggerError, match="unknown cluster 'red'; known clusters: blue, green"):
+        get_cluster("red", folder, team="allocations")
+    # one team's cluster twice, or a shared cluster beside the teams' under one name: refused
+    write_cluster(tmp_path, "blue", file="blue.copy.json", team="api-health")
+    with pytest.raises(DaggerError, match="blue.copy.json: cluster blue of team api-health is defined twice"):
+        load_all(folder)
+    (tmp_path / "blue.copy.json").unlink()
+    write_cluster(tmp_path, "blue")
+    with pytest.raises(DaggerError, match="cluster blue is defined both for any team and for a team"):
+        get_cluster("blue", folder, team="allocations")
 
 
 def test_cluster_definitions_are_checked_field_by_field(tmp_path):
@@ -239,7 +272,8 @@ def test_a_team_deploys_only_to_its_cluster_and_keeps_its_names(tmp_path):
 
     write_cluster(tmp_path / "team", name="fraud-eu", team="fraud")
     write_cluster(tmp_path / "shared", name="blue")
-    fraud, shared = load_clusters(str(tmp_path / "team"))["fraud-eu"], load_clusters(str(tmp_path / "shared"))["blue"]
+    fraud = load_clusters(str(tmp_path / "team"), team="fraud")["fraud-eu"]
+    shared = load_clusters(str(tmp_path / "shared"))["blue"]
     (tmp_path / "jobs").mkdir()
     plan = plan_of(tmp_path / "jobs", team="allocations")
     with pytest.raises(DaggerError, match="cluster fraud-eu belongs to team fraud; the job's team is allocations"):

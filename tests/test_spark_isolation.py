@@ -1,10 +1,13 @@
 """Spark clusters only the platform can use, tried on the lab's real clusters as a stranger or a
-team would: spark-submit without the cluster's secret, with a wrong one or another cluster's is
-refused; the master runs no REST submission server; the master's and workers' UIs (status, log
-pages, kill endpoints) refuse a request without a valid token, and kill nothing even with one; a
-dagger deployed as team allocations (the real `dagger deploy`) runs as the workers' unprivileged
-user, who cannot read any of the lab's secrets, with only its own team's secret and Spark's own
-variables in its environment. Neither secret shows in a log or a command line.
+team would: spark-submit without the cluster's secret, with a wrong one or another cluster's
+(another team's, or the team's own other one) is refused; the master runs no REST submission
+server; the master's and workers' UIs (status, log pages, kill endpoints) refuse a request without
+a valid token, and kill nothing even with one; a dagger deployed as team allocations (the real
+`dagger deploy`) runs on allocations' own cluster as the team's unprivileged user, who cannot read
+any of the lab's secrets, with only its own team's secret and Spark's own variables in its
+environment; a dagger of team api-health, on its own cluster, can neither read the allocations
+driver's environment, files, checkpoints or worker configuration nor signal it. Neither secret
+shows in a log or a command line.
 
 Each refusal is checked against a positive control (the platform's own client, token or read), so
 a probe that fails for an unrelated reason does not pass as a wall."""
@@ -32,7 +35,7 @@ import yaml
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from dagger_runtime.lifecycle import spark as spark_api
-from dagger_runtime.lifecycle.clusters import load_clusters
+from dagger_runtime.lifecycle.clusters import load_all, load_clusters
 from lab import access
 from tests.kafka_jobs import EXAMPLES, run_cli
 
@@ -40,11 +43,17 @@ pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
 CLUSTER = "blue"
 OTHER = "green"
 TEAM = "allocations"
-DRIVER_USER = "dagger-spark"
+NEIGHBOUR = "api-health"
+DRIVER_USER = f"dagger-spark-{TEAM}"
 
 
-def clusters(env):
-    return load_clusters(str(Path(env["DAGGER_LAB_DIR"]) / "clusters"))
+def clusters(env, team: str = TEAM):
+    """The clusters a team's daggers run on, by name (its own in blue and in green)."""
+    return load_clusters(str(Path(env["DAGGER_LAB_DIR"]) / "clusters"), team=team)
+
+
+def program(role: str, team: str = TEAM, cluster: str = CLUSTER) -> str:
+    return f"spark-{cluster}-{team}-{role}"
 
 
 def drivers_known(cluster) -> set[str]:
@@ -76,7 +85,9 @@ def test_spark_submit_without_the_clusters_secret_is_refused(lab_env):
     attempts = {
         "no authentication": ({}, {}),
         "a wrong secret": ({spark_api.AUTH_SECRET_ENV: "x" * 48}, spark_api.auth_conf(cluster)),
-        "the other cluster's secret": (spark_api.client_env(other), spark_api.auth_conf(cluster)),
+        "the team's other cluster's secret": (spark_api.client_env(other), spark_api.auth_conf(cluster)),
+        "another team's cluster's secret": (spark_api.client_env(clusters(lab_env, NEIGHBOUR)[CLUSTER]),
+                                            spark_api.auth_conf(cluster)),
         "a wrong secret, no encryption": ({spark_api.AUTH_SECRET_ENV: "y" * 48}, {"spark.authenticate": "true"}),
     }
     for what, (env_extra, conf) in attempts.items():
@@ -108,7 +119,7 @@ def supervised_pid(env, program: str) -> int:
 
 def test_the_master_listens_on_its_rpc_and_ui_ports_only_no_rest_server(lab_env):
     cluster = clusters(lab_env)[CLUSTER]
-    ports = listening_ports(supervised_pid(lab_env, f"spark-{CLUSTER}-master"))
+    ports = listening_ports(supervised_pid(lab_env, program("master")))
     assert ports == {int(cluster.master.rsplit(":", 1)[1]), int(cluster.web_ui.rsplit(":", 1)[1])}
 
 
@@ -156,42 +167,69 @@ def bootstrap(port_base: int) -> str:
     return ",".join(f"127.0.0.1:{port_base + 100 * n + 92}" for n in (1, 2, 3))
 
 
+def deploy_example(lab_env, folder: Path, team: str, example: str, prefix: str, topic: str):
+    """`dagger deploy` of an example job as `team` (its input a topic of its own, its rows to a
+    Kafka topic of the team's): the dagger's name, driver id, its driver's JVM and Python, the
+    deploy's environment; the caller stops it with `stop_dagger`."""
+    lab = Path(lab_env["DAGGER_LAB_DIR"])
+    servers = bootstrap(int(lab_env["DAGGER_LAB_PORT_BASE"]))
+    run_id = uuid.uuid4().hex[:6]
+    name, topic, out = f"{prefix}-{run_id}", topic.format(run_id=run_id), f"{team}-iso-{run_id}"
+    admin = KafkaAdminClient(bootstrap_servers=servers, **access.kafka_python("admin", lab=lab))
+    admin.create_topics([NewTopic(t, num_partitions=1, replication_factor=3) for t in (topic, out)])
+    admin.close()
+    job = yaml.safe_load((EXAMPLES / example).read_text())
+    job.update(name=name, team=team, parallelism=1, dead_letter_topic=f"{team}-{name}-dlq")
+    job["streams"][0]["topics"] = [topic]
+    job["streams"][0]["kafka"].update(bootstrap_servers=servers, group_id=access.consumer_group(team, name),
+                                      client=access.team_client(team))
+    job["sink"] = {"type": "kafka", "kafka": {"brokers": servers, "topic": out, "data_type": "JSON",
+                                              "client": access.team_client(team)}}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    env = {"DAGGER_CLUSTERS": str(lab / "clusters"),
+           "DAGGER_REGISTRY_URL": (lab / "secrets" / "registry.url").read_text().strip(),
+           **access.team_env(team, lab=lab)}
+    done = run_cli("deploy", str(path), "--cluster", CLUSTER, "--as", "isolation-test", "--json", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    driver_id = re.search(r"driver-[0-9]+-[0-9]+", done.stdout).group(0)
+    dagger = {"name": name, "driver": driver_id, "env": env, "lab": lab}
+    try:
+        dagger["jvm"], dagger["python"] = driver_processes(lab_env, driver_id, team=team)
+    except BaseException:
+        stop_dagger(dagger)
+        raise
+    return dagger
+
+
+def stop_dagger(dagger: dict) -> None:
+    stopped = run_cli("stop", dagger["name"], "--as", "isolation-test", env=dagger["env"])
+    assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def deployed(lab_env, tmp_path_factory):
     """A dagger of team allocations deployed with `dagger deploy`, RUNNING, and its driver's
     processes (the DriverWrapper JVM and its Python); stopped with `dagger stop` at the end."""
-    lab = Path(lab_env["DAGGER_LAB_DIR"])
-    servers = bootstrap(int(lab_env["DAGGER_LAB_PORT_BASE"]))
-    run_id = uuid.uuid4().hex[:6]
-    name = f"isolation-{run_id}"
-    topic, out = f"bookings-{run_id}-iso", f"allocations-iso-{run_id}"
-    admin = KafkaAdminClient(bootstrap_servers=servers, **access.kafka_python("admin", lab=lab))
-    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3),
-                         NewTopic(out, num_partitions=1, replication_factor=3)])
-    admin.close()
-    job = yaml.safe_load((EXAMPLES / "completed_bookings_by_s2.yaml").read_text())
-    job.update(name=name, team=TEAM, parallelism=1, dead_letter_topic=f"allocations-{name}-dlq")
-    job["streams"][0]["topics"] = [topic]
-    job["streams"][0]["kafka"].update(bootstrap_servers=servers, group_id=access.consumer_group(TEAM, name),
-                                      client=access.team_client(TEAM))
-    job["sink"] = {"type": "kafka", "kafka": {"brokers": servers, "topic": out, "data_type": "JSON",
-                                              "client": access.team_client(TEAM)}}
-    path = tmp_path_factory.mktemp("isolation") / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(job, sort_keys=False))
-    env = {"DAGGER_CLUSTERS": str(lab / "clusters"),
-           "DAGGER_REGISTRY_URL": (lab / "secrets" / "registry.url").read_text().strip(),
-           **access.team_env(TEAM, lab=lab)}
-    done = run_cli("deploy", str(path), "--cluster", CLUSTER, "--as", "isolation-test", "--json", env=env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    driver_id = re.search(r"driver-[0-9]+-[0-9]+", done.stdout).group(0)
+    dagger = deploy_example(lab_env, tmp_path_factory.mktemp("isolation"), TEAM, "completed_bookings_by_s2.yaml",
+                            "isolation", "bookings-{run_id}-iso")
     try:
-        jvm, python = driver_processes(lab_env, driver_id)
-        app_id = application(clusters(lab_env)[CLUSTER], f"dagger-{name}")
-        yield {"name": name, "driver": driver_id, "app": app_id, "jvm": jvm, "python": python, "env": env,
-               "lab": lab}
+        dagger["app"] = application(clusters(lab_env)[CLUSTER], f"dagger-{dagger['name']}")
+        yield dagger
     finally:
-        stopped = run_cli("stop", name, "--as", "isolation-test", env=env)
-        assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
+        stop_dagger(dagger)
+
+
+@pytest.fixture(scope="module")
+def neighbour(lab_env, tmp_path_factory):
+    """A dagger of team api-health (its API-health example on a topic of its own), RUNNING on
+    api-health's own blue cluster, and its driver's processes; stopped at the end."""
+    dagger = deploy_example(lab_env, tmp_path_factory.mktemp("neighbour"), NEIGHBOUR, "api_health.yaml",
+                            "neighbour", "p-logstream-{run_id}")
+    try:
+        yield dagger
+    finally:
+        stop_dagger(dagger)
 
 
 def application(cluster, name: str, timeout_s: float = 180) -> str:
@@ -206,10 +244,11 @@ def application(cluster, name: str, timeout_s: float = 180) -> str:
     raise AssertionError(f"application {name} is not RUNNING on {cluster.name}")
 
 
-def driver_processes(lab_env, driver_id: str, timeout_s: float = 180) -> tuple[psutil.Process, psutil.Process]:
+def driver_processes(lab_env, driver_id: str, timeout_s: float = 180,
+                     team: str = TEAM) -> tuple[psutil.Process, psutil.Process]:
     """The driver's JVM (a DriverWrapper working in the driver's folder of the worker) and the
     Python it starts (the runtime's driver.py)."""
-    worker = psutil.Process(supervised_pid(lab_env, f"spark-{CLUSTER}-worker"))
+    worker = psutil.Process(supervised_pid(lab_env, program("worker", team)))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for proc in worker.children(recursive=True):
@@ -221,7 +260,7 @@ def driver_processes(lab_env, driver_id: str, timeout_s: float = 180) -> tuple[p
             except psutil.Error:
                 continue
         time.sleep(2)
-    raise AssertionError(f"no driver process of {driver_id} with its Python under the {CLUSTER} worker")
+    raise AssertionError(f"no driver process of {driver_id} with its Python under {team}'s {CLUSTER} worker")
 
 
 def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env, deployed):
@@ -267,7 +306,7 @@ def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env,
         if "run: " in logs.stdout or time.monotonic() > deadline:
             break
         time.sleep(5)
-    assert f"checkpoint {deployed['lab']}/checkpoints/{deployed['name']}/v1" in logs.stdout
+    assert f"checkpoint {deployed['lab']}/checkpoints/{TEAM}/{deployed['name']}/v1" in logs.stdout
 
 
 def identity(proc: psutil.Process) -> tuple[int, int, list[int]]:
@@ -281,10 +320,7 @@ def identity(proc: psutil.Process) -> tuple[int, int, list[int]]:
 
 def read_as(ident: tuple[int, int, list[int]], path: Path) -> subprocess.CompletedProcess:
     """`cat path` with exactly the driver's user, group and supplementary groups (no capability)."""
-    uid, gid, groups = ident
-    group_args = [f"--groups={','.join(map(str, groups))}"] if groups else ["--clear-groups"]
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", *group_args, "--", "cat", str(path)],
-                          capture_output=True, text=True, timeout=30)
+    return as_identity(ident, ["cat", str(path)])
 
 
 def test_the_driver_runs_unprivileged_and_reads_no_secret_of_the_lab(lab_env, deployed):
@@ -299,7 +335,8 @@ def test_the_driver_runs_unprivileged_and_reads_no_secret_of_the_lab(lab_env, de
     # passwords, the registry's URL, both clusters' Spark secrets and UI keys
     names = {p.relative_to(lab / "secrets").as_posix() for p in secrets}
     assert {"kafka/primary/dagger-api-health.password", "kafka/primary/admin.password", "registry.url",
-            f"spark/{CLUSTER}.secret", f"spark/{OTHER}.ui.key"} <= names
+            f"spark/{CLUSTER}.{TEAM}.secret", f"spark/{OTHER}.{TEAM}.ui.key",
+            f"spark/{CLUSTER}.{NEIGHBOUR}.secret"} <= names
     for path in secrets:
         done = read_as(ident, path)
         assert done.returncode != 0 and "Permission denied" in done.stderr, f"the driver's user reads {path}"
@@ -325,10 +362,10 @@ def test_the_driver_environment_holds_its_teams_secret_and_nothing_of_the_worker
     own_value = access.team_env(TEAM, lab=deployed["lab"])[own]
     spark_or_process = lambda k: bool(SPARK_LAUNCH.fullmatch(k)) or k in PROCESS  # noqa: E731
     # what the lab's supervisord runs with (the shell and Ansible that started it)
-    lab_names = set(environ(psutil.Process(supervised_pid(lab_env, f"spark-{CLUSTER}-master")).parent()))
+    lab_names = set(environ(psutil.Process(supervised_pid(lab_env, program("master"))).parent()))
     assert "DAGGER_LAB_DIR" in lab_names
     # the worker itself runs with Spark's variables and PATH only
-    worker_names = set(environ(psutil.Process(supervised_pid(lab_env, f"spark-{CLUSTER}-worker"))))
+    worker_names = set(environ(psutil.Process(supervised_pid(lab_env, program("worker")))))
     assert sorted(k for k in worker_names if not spark_or_process(k) and k != "PATH") == []
     for proc in (deployed["jvm"], deployed["python"]):
         env = environ(proc)
@@ -344,9 +381,10 @@ def test_the_driver_environment_holds_its_teams_secret_and_nothing_of_the_worker
 def test_neither_secret_shows_in_a_log_or_a_command_line(lab_env, deployed):
     lab = deployed["lab"]
     values = {}
-    for cluster in clusters(lab_env).values():
-        values[f"{cluster.name} secret"] = Path(cluster.auth_secret_file).read_text().strip()
-        values[f"{cluster.name} UI key"] = Path(cluster.ui_key_file).read_text().strip()
+    for cluster in load_all(str(lab / "clusters")):
+        values[f"{cluster.name} {cluster.team} secret"] = Path(cluster.auth_secret_file).read_text().strip()
+        values[f"{cluster.name} {cluster.team} UI key"] = Path(cluster.ui_key_file).read_text().strip()
+    assert len(values) == 8      # blue and green, a cluster of each of the two teams in each
     assert all(len(v) >= 43 for v in values.values())
     logs = [p for folder in (lab / "supervisor" / "logs", lab / "spark", lab / ".runner")
             for p in folder.rglob("*") if p.is_file() and p.suffix not in (".jar",) and "conf" not in p.parts]
@@ -359,3 +397,47 @@ def test_neither_secret_shows_in_a_log_or_a_command_line(lab_env, deployed):
         line = " ".join(proc.info["cmdline"] or [])
         for what, value in values.items():
             assert value not in line, f"the {what} is on the command line of {proc.pid}"
+
+
+def test_another_teams_driver_can_neither_read_nor_signal_this_teams_driver(lab_env, deployed, neighbour):
+    """api-health's driver, on api-health's own cluster as api-health's user, tries what it could
+    do to a driver of the same user: read its environment (the team's secrets), its command line's
+    spec, its checkpoints, its worker's configuration (the cluster's secret), and signal it."""
+    lab = deployed["lab"]
+    ours, theirs = identity(deployed["python"]), identity(neighbour["python"])
+    assert theirs[0] == pwd.getpwnam(f"dagger-spark-{NEIGHBOUR}").pw_uid
+    assert theirs[0] != ours[0] and theirs[1] != ours[1] and ours[1] not in theirs[2]
+    # the two drivers run on different clusters: each team's master placed its own
+    assert clusters(lab_env)[CLUSTER].master != clusters(lab_env, NEIGHBOUR)[CLUSTER].master
+    spec = Path(next(a for a in deployed["python"].cmdline() if a.endswith(f"{deployed['name']}.yaml")))
+    worker_conf = Path(next(a for a in psutil.Process(supervised_pid(lab_env, program("worker"))).environ().values()
+                            if a.endswith("/conf") and program("worker") in a)) / "spark-defaults.conf"
+    targets = {
+        "the driver JVM's environment": Path(f"/proc/{deployed['jvm'].pid}/environ"),
+        "the driver Python's environment": Path(f"/proc/{deployed['python'].pid}/environ"),
+        "the driver's spec": spec,
+        "the team's checkpoints": lab / "checkpoints" / TEAM,
+        "the dagger's checkpoint": lab / "checkpoints" / TEAM / deployed["name"] / "v1" / "metadata",
+        "the worker's spark-defaults.conf": worker_conf,
+    }
+    assert all(p.exists() for p in targets.values()), {w: str(p) for w, p in targets.items() if not p.exists()}
+    for what, path in targets.items():
+        argv = ["ls", str(path)] if path.is_dir() else ["cat", str(path)]
+        done = as_identity(theirs, argv)
+        assert done.returncode != 0 and "Permission denied" in done.stderr, f"api-health's driver reads {what}"
+        # positive control: the allocations driver's own identity reads it (but not the worker's
+        # configuration, which only its worker reads: the cluster's secret)
+        if what != "the worker's spark-defaults.conf":
+            assert as_identity(ours, argv).returncode == 0, f"the allocations driver cannot read {what}"
+    for proc in (deployed["jvm"], deployed["python"]):
+        done = as_identity(theirs, ["kill", "-0", str(proc.pid)])
+        assert done.returncode != 0 and "not permitted" in done.stderr, done.stderr
+        assert as_identity(ours, ["kill", "-0", str(proc.pid)]).returncode == 0
+    assert deployed["python"].is_running() and neighbour["python"].is_running()
+
+
+def as_identity(ident: tuple[int, int, list[int]], argv: list[str]) -> subprocess.CompletedProcess:
+    uid, gid, groups = ident
+    group_args = [f"--groups={','.join(map(str, groups))}"] if groups else ["--clear-groups"]
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", *group_args, "--", *argv],
+                          capture_output=True, text=True, timeout=30)

@@ -13,19 +13,19 @@ import urllib.error
 from . import procs
 from .base import Fault, kill_programs, start_programs, stop_programs
 from .errors import FaultError
-from .targets import Component, Lab, choose, spark_cluster, spark_nodes, spark_web_ui
+from .targets import Component, Lab, SparkPart, choose, spark_parts
 
 DRIVER_MAIN = "org.apache.spark.deploy.worker.DriverWrapper"
 
 
-def master_status(lab: Lab, cluster: str, timeout_s: float = 5.0) -> dict | None:
+def master_status(part: SparkPart, timeout_s: float = 5.0) -> dict | None:
     """The master's /json/, or None when it does not answer (or answers without JSON: a UI still
     starting). The UI takes the platform's token (the cluster's UI key), as `dagger status` sends."""
     from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.spark import master_json
 
     try:
-        return master_json(spark_cluster(lab, cluster), timeout_s)
+        return master_json(part.definition, timeout_s)
     except (urllib.error.URLError, OSError, ValueError, DaggerError):
         return None
 
@@ -36,24 +36,27 @@ def worker_states(status: dict, worker: Component) -> list[str]:
             if w.get("webuiaddress", "").rstrip("/").removeprefix("http://") == worker.address]
 
 
-def cluster_health(lab: Lab, cluster: str, workers: list[Component]) -> list[str]:
-    status = master_status(lab, cluster)
+def cluster_health(part: SparkPart, workers: list[Component]) -> list[str]:
+    status = master_status(part)
     if status is None:
-        return [f"the master of {cluster} does not answer at {spark_web_ui(lab, cluster)}/json/"]
+        return [f"the master of {part.label} does not answer at {part.definition.web_ui}/json/"]
     problems = []
     if status.get("status") != "ALIVE":
-        problems.append(f"the master of {cluster} is {status.get('status')}, not ALIVE")
+        problems.append(f"the master of {part.label} is {status.get('status')}, not ALIVE")
     for worker in workers:
         states = worker_states(status, worker)
         if "ALIVE" not in states:
-            problems.append(f"the master of {cluster} lists worker {worker.address} as "
+            problems.append(f"the master of {part.label} lists worker {worker.address} as "
                             f"{'/'.join(states) or 'unknown'}, not ALIVE")
     return problems
 
 
 def active_drivers(lab: Lab, cluster: str) -> list[str] | None:
-    status = master_status(lab, cluster)
-    return None if status is None else sorted(d["id"] for d in status.get("activedrivers", []))
+    """Every active driver of the name's clusters (None when no master answers)."""
+    statuses = [master_status(part) for part in spark_parts(lab, cluster)]
+    if all(status is None for status in statuses):
+        return None
+    return sorted(d["id"] for status in statuses if status for d in status.get("activedrivers", []))
 
 
 class SparkFault(Fault):
@@ -65,9 +68,10 @@ class SparkFault(Fault):
 
     def health(self) -> list[str]:
         cluster = self.params["cluster"]
-        _, workers = spark_nodes(self.lab, cluster)
         chosen = self.params.get("workers")
-        problems = cluster_health(self.lab, cluster, [w for w in workers if chosen is None or w.program in chosen])
+        problems = [problem for part in spark_parts(self.lab, cluster)
+                    for problem in cluster_health(part, [w for w in part.workers
+                                                         if chosen is None or w.program in chosen])]
         if not problems:
             self.params["drivers_after"] = active_drivers(self.lab, cluster)
         return problems
@@ -81,8 +85,8 @@ class SparkFault(Fault):
         return text
 
     def _restore(self) -> None:
-        master, _ = spark_nodes(self.lab, self.params["cluster"])
-        first = [p for p in self.affected if p == master.program]
+        masters = {part.master.program for part in spark_parts(self.lab, self.params["cluster"])}
+        first = [p for p in self.affected if p in masters]
         start_programs(self, [first, [p for p in self.affected if p not in first]])
 
 
@@ -98,12 +102,13 @@ class MasterKill(SparkFault):
     @classmethod
     def prepare(cls, lab: Lab, *, target, ids, failure_percentage, seed, **settings) -> "MasterKill":
         if ids or failure_percentage is not None:
-            raise FaultError("master-kill hits the one master of the cluster: no ids, no failure_percentage")
+            raise FaultError("master-kill hits the cluster's masters (one per team's cluster in it): no ids, "
+                         "no failure_percentage")
         cluster = _cluster(target, cls.kind)
-        master, _ = spark_nodes(lab, cluster)
-        # healthy again means the master with all its workers registered
-        return cls(lab, programs=[master.program], label=f"Spark {cluster} master", params={"cluster": cluster},
-                   **settings)
+        masters = [part.master.program for part in spark_parts(lab, cluster)]
+        # healthy again means each master with all its workers registered
+        return cls(lab, programs=masters, label=f"Spark {cluster} master{'s' if len(masters) > 1 else ''}",
+                   params={"cluster": cluster}, **settings)
 
     def _inject(self) -> None:
         kill_programs(self, self.programs, whole_group=False)
@@ -115,7 +120,7 @@ class WorkerKill(SparkFault):
     @classmethod
     def prepare(cls, lab: Lab, *, target, ids, failure_percentage, seed, **settings) -> "WorkerKill":
         cluster = _cluster(target, cls.kind)
-        _, workers = spark_nodes(lab, cluster)
+        workers = [w for part in spark_parts(lab, cluster) for w in part.workers]
         by_program = {w.program: w for w in workers}
         if ids and failure_percentage is not None:
             raise FaultError("name the workers or give a failure_percentage, not both")
@@ -130,7 +135,7 @@ class WorkerKill(SparkFault):
         elif failure_percentage is not None:
             chosen = choose(sorted(by_program), failure_percentage, seed)
             selection = {"failure_percentage": failure_percentage, "seed": seed, "of": sorted(by_program)}
-        else:       # the lab has one worker per cluster
+        else:       # every worker of the name (the lab: one per team's cluster)
             chosen, selection = sorted(by_program), {"all": True}
         return cls(lab, programs=chosen, label=f"Spark {cluster} worker{'s' if len(chosen) > 1 else ''} "
                    + ", ".join(by_program[p].address for p in chosen),
@@ -150,8 +155,9 @@ class SparkClusterDown(SparkFault):
         if ids or failure_percentage is not None:
             raise FaultError("spark-cluster-down takes the master and every worker: no ids, no failure_percentage")
         cluster = _cluster(target, cls.kind)
-        master, workers = spark_nodes(lab, cluster)
-        return cls(lab, programs=[w.program for w in workers] + [master.program], label=f"Spark cluster {cluster}",
+        parts = spark_parts(lab, cluster)
+        return cls(lab, programs=[w.program for part in parts for w in part.workers] +
+                   [part.master.program for part in parts], label=f"Spark cluster {cluster}",
                    params={"cluster": cluster}, **settings)
 
     def _inject(self) -> None:
@@ -168,10 +174,13 @@ class DriverKill(Fault):
     @classmethod
     def prepare(cls, lab: Lab, *, target, ids, failure_percentage, seed, **settings) -> "DriverKill":
         cluster = _cluster(target, cls.kind)
-        status = master_status(lab, cluster)
-        if status is None:
-            raise FaultError(f"the master of {cluster} does not answer: cannot find its drivers")
-        running = sorted(d["id"] for d in status.get("activedrivers", []) if d.get("state") == "RUNNING")
+        running = []
+        for part in spark_parts(lab, cluster):
+            status = master_status(part)
+            if status is None:
+                raise FaultError(f"the master of {part.label} does not answer: cannot find its drivers")
+            running += [d["id"] for d in status.get("activedrivers", []) if d.get("state") == "RUNNING"]
+        running.sort()
         if ids and failure_percentage is not None:
             raise FaultError("name the drivers or give a failure_percentage, not both")
         if ids:
@@ -190,17 +199,24 @@ class DriverKill(Fault):
         return cls(lab, programs=[], label=f"{cluster} driver{'s' if len(chosen) > 1 else ''} {', '.join(chosen)}",
                    params={"cluster": cluster, "drivers": chosen}, selection=selection, **settings)
 
-    def _processes(self, status: dict, driver_id: str) -> list[procs.Proc]:
+    def _driver(self, driver_id: str) -> tuple[SparkPart | None, dict | None, dict | None]:
+        """The cluster whose master lists the driver, that master's /json/, and the driver's entry."""
+        for part in spark_parts(self.lab, self.params["cluster"]):
+            status = master_status(part)
+            driver = next((d for d in (status or {}).get("activedrivers", []) if d["id"] == driver_id), None)
+            if driver is not None:
+                return part, status, driver
+        return None, None, None
+
+    def _processes(self, driver_id: str) -> list[procs.Proc]:
         """The driver's JVM: a DriverWrapper under the worker the master placed it on, working in
         the driver's own folder of that worker."""
-        driver = next((d for d in status.get("activedrivers", []) if d["id"] == driver_id), None)
+        part, status, driver = self._driver(driver_id)
         if driver is None:
             return []
-        cluster = self.params["cluster"]
         worker_ui = next((w.get("webuiaddress", "") for w in status.get("workers", [])
                           if w["id"] == driver.get("worker")), "")
-        _, workers = spark_nodes(self.lab, cluster)
-        worker = next((w for w in workers if worker_ui.rstrip("/").removeprefix("http://") == w.address), None)
+        worker = next((w for w in part.workers if worker_ui.rstrip("/").removeprefix("http://") == w.address), None)
         if worker is None:
             raise FaultError(f"driver {driver_id} runs on {driver.get('worker')}, which is no worker of this lab")
         pid = self._supervisor().pid(worker.program)
@@ -210,11 +226,8 @@ class DriverKill(Fault):
                 if DRIVER_MAIN in procs.cmdline(p.pid) and (procs.cwd(p.pid) or "").endswith("/" + driver_id)]
 
     def _inject(self) -> None:
-        status = master_status(self.lab, self.params["cluster"])
-        if status is None:
-            raise FaultError("the master does not answer")
         for driver_id in self.params["drivers"]:
-            found = self._processes(status, driver_id)
+            found = self._processes(driver_id)
             if len(found) != 1:
                 raise FaultError(f"driver {driver_id}: {len(found)} DriverWrapper processes found, not one")
             self._affect([driver_id])
@@ -228,18 +241,15 @@ class DriverKill(Fault):
         pass        # --supervise restarts it; health() says whether it did
 
     def health(self) -> list[str]:
-        status = master_status(self.lab, self.params["cluster"])
-        if status is None:
-            return [f"the master of {self.params['cluster']} does not answer"]
         killed = {(t["pid"], t["starttime"]) for t in self.touched}
         problems = []
         for driver_id in self.affected:
-            driver = next((d for d in status.get("activedrivers", []) if d["id"] == driver_id), None)
+            _, _, driver = self._driver(driver_id)
             if driver is None or driver.get("state") != "RUNNING":
-                state = driver.get("state") if driver else "no longer active"
+                state = driver.get("state") if driver else "no longer active (or its master does not answer)"
                 problems.append(f"driver {driver_id} did not come back: it is {state} at the master")
                 continue
-            again = [p for p in self._processes(status, driver_id) if (p.pid, p.starttime) not in killed]
+            again = [p for p in self._processes(driver_id) if (p.pid, p.starttime) not in killed]
             if not again:
                 problems.append(f"driver {driver_id} did not come back: no new DriverWrapper process on its worker")
         return problems

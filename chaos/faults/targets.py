@@ -35,6 +35,8 @@ class Component:
     program: str        # supervisord's program
     address: str        # host:port it serves on
     cluster: str | None = None
+    team: str | None = None     # a Spark cluster of the team's own within `cluster`
+    role: str | None = None     # a Spark master or worker
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -78,7 +80,8 @@ class Lab:
         found = []
         for path in sorted((self.dir / "supervisor" / "components").glob("*.json")):
             d = json.loads(path.read_text())
-            found.append(Component(d["name"], d["kind"], d["program"], d["address"], d.get("cluster")))
+            found.append(Component(d["name"], d["kind"], d["program"], d["address"], d.get("cluster"),
+                                   d.get("team"), d.get("role")))
         if not found:
             raise FaultError(f"no lab at {self.dir}: it describes no component; start it with `python -m lab up`")
         # a lab folder of one lab with the port base of another would make faults hit one and
@@ -142,39 +145,53 @@ def spark_clusters(lab: Lab) -> list[str]:
 
 
 def spark_role(c: Component) -> str:
-    # the spark role names its programs spark-<cluster>-master / spark-<cluster>-worker[-n]
+    if c.role in ("master", "worker"):
+        return c.role
+    # a lab described before components said their role: spark-<cluster>-master / -worker[-n]
     for role in ("master", "worker"):
         if c.program == f"spark-{c.cluster}-{role}" or c.program.startswith(f"spark-{c.cluster}-{role}-"):
             return role
     raise FaultError(f"cannot tell whether {c.program} is a Spark master or worker")
 
 
-def spark_nodes(lab: Lab, cluster: str) -> tuple[Component, list[Component]]:
-    """The cluster's master and workers."""
-    nodes = [c for c in lab.components() if c.kind == "spark" and c.cluster == cluster]
-    masters = [c for c in nodes if spark_role(c) == "master"]
-    if len(masters) != 1:
-        raise FaultError(f"the lab has no Spark cluster {cluster!r}; it has: {', '.join(spark_clusters(lab))}")
-    return masters[0], [c for c in nodes if spark_role(c) == "worker"]
+@dataclass(frozen=True)
+class SparkPart:
+    """One Spark cluster within a name: the one any team shares, or a team's own (the lab's blue
+    holds one per team, and a fault on blue hits them all)."""
+    team: str | None
+    master: Component
+    workers: tuple[Component, ...]
+    definition: object          # dagger_runtime.lifecycle.clusters.Cluster: its UI, UI key, secret
+
+    @property
+    def label(self) -> str:
+        return self.definition.name + (f" ({self.team})" if self.team else "")
 
 
-def spark_cluster(lab: Lab, cluster: str):
-    """The cluster's definition, the file `dagger deploy` reads too (its UI and UI key)."""
+def spark_parts(lab: Lab, cluster: str) -> list[SparkPart]:
+    """The Spark clusters a name stands for, each with its master, workers and definition."""
     from dagger_runtime.errors import DaggerError
-    from dagger_runtime.lifecycle.clusters import load_clusters
+    from dagger_runtime.lifecycle.clusters import members
 
+    nodes = [c for c in lab.components() if c.kind == "spark" and c.cluster == cluster]
+    if not nodes:
+        raise FaultError(f"the lab has no Spark cluster {cluster!r}; it has: {', '.join(spark_clusters(lab))}")
     try:
-        clusters = load_clusters(str(lab.dir / "clusters"))
+        definitions = {d.team: d for d in members(cluster, str(lab.dir / "clusters"))}
     except DaggerError as e:
         raise FaultError(str(e)) from None
-    if cluster not in clusters:
-        raise FaultError(f"no Spark cluster {cluster!r} in {lab.dir / 'clusters'}")
-    return clusters[cluster]
-
-
-def spark_web_ui(lab: Lab, cluster: str) -> str:
-    """The master's web UI (its /json/ status)."""
-    return spark_cluster(lab, cluster).web_ui
+    parts = []
+    for team in sorted({c.team for c in nodes}, key=lambda t: t or ""):
+        own = [c for c in nodes if c.team == team]
+        masters = [c for c in own if spark_role(c) == "master"]
+        whose = f" of team {team}" if team else ""
+        if len(masters) != 1:
+            raise FaultError(f"Spark cluster {cluster}{whose} has {len(masters)} masters in the lab, not one")
+        if team not in definitions:
+            raise FaultError(f"no definition of Spark cluster {cluster}{whose} in {lab.dir / 'clusters'}")
+        parts.append(SparkPart(team, masters[0], tuple(c for c in own if spark_role(c) == "worker"),
+                               definitions[team]))
+    return parts
 
 
 # --- sinks -------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def _wait_first_row(args, outcome, began: float) -> None:
     data = outcome.data
     if not args.wait or not data.get("metrics_port"):
         return
-    cluster = get_cluster(data["cluster"], args.clusters)
+    cluster = get_cluster(data["cluster"], args.clusters, team=data.get("team"))
     with _console.status(f"waiting for {data['dagger']}'s first result row ..."):
         waited = wait_first_row(cluster.metrics_host, data["metrics_port"], timeout_s=args.wait_timeout)
     if waited is None:
@@ -149,10 +149,10 @@ def cmd_status(args) -> int:
                       _num(row.get("dead_letters")), _num(row.get("sink_errors")))
     _console.print(table)
     clusters = Table(title="clusters", title_justify="left")
-    for column in ("cluster", "master", "workers", "cores used", "memory used"):
+    for column in ("cluster", "team", "master", "workers", "cores used", "memory used"):
         clusters.add_column(column)
     for c in outcome.data["clusters"]:
-        clusters.add_row(c["cluster"], c["master"], str(c["workers"]),
+        clusters.add_row(c["cluster"], c.get("team") or "any", c["master"], str(c["workers"]),
                          f"{_num(c['cores_used'])} of {_num(c['cores'])}",
                          f"{_num(c['memory_used_mb'])} of {_num(c['memory_mb'])} MB")
     _console.print(clusters)
@@ -211,7 +211,7 @@ def cmd_logs(args) -> int:
     dagger = registry.get(args.name)
     if dagger is None or not dagger.submission_id:
         raise DaggerError(f"no deployed dagger named {args.name} in the registry ({registry.where})")
-    text = driver_log(get_cluster(dagger.cluster, args.clusters), dagger.submission_id, which=args.stream,
+    text = driver_log(get_cluster(dagger.cluster, args.clusters, team=dagger.team), dagger.submission_id, which=args.stream,
                       tail_bytes=args.bytes)
     lines = text.splitlines()
     print("\n".join(lines[-args.lines:] if args.lines else lines))

@@ -1,5 +1,7 @@
 """The Spark clusters daggers are deployed to, by name.
 
+A name is one cluster any team's daggers may run on, or a failure domain with a cluster of each
+team's own (the lab's blue and green: a team's daggers run, and fail over, between its own two).
 Each cluster is one JSON or YAML file in the clusters directory (`--clusters`, $DAGGER_CLUSTERS,
 default `<repo>/.lab/clusters`): the lab's Spark role writes one per cluster; for a team cluster
 in the cloud, write one from the team stack's outputs. Paths are as the cluster's workers see
@@ -16,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import DaggerError
 from ..jvm import REPO_ROOT
+from ..names import check_team
 
 NAME = r"^[a-z][a-z0-9-]{0,30}$"
 
@@ -24,7 +27,7 @@ class Cluster(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(pattern=NAME)]
-    team: Annotated[str, Field(pattern=NAME)] | None = None
+    team: str | None = None     # the team whose own cluster it is (dagger_runtime.names)
     master: Annotated[str, Field(pattern=r"^spark://[A-Za-z0-9.-]+:\d{1,5}$")]
     web_ui: Annotated[str, Field(pattern=r"^https?://[A-Za-z0-9.-]+:\d{1,5}$")]
     # the Python that runs drivers and Python workers, and the runtime's jars (make jars' .jvm/)
@@ -55,6 +58,13 @@ class Cluster(BaseModel):
             raise ValueError("must not contain control characters")
         return value
 
+    @field_validator("team")
+    @classmethod
+    def _team(cls, value):
+        if value is not None:
+            check_team(value)
+        return value
+
     @field_validator("metrics_ports")
     @classmethod
     def _ports(cls, value):
@@ -69,9 +79,11 @@ def clusters_dir(value: str | None = None) -> Path:
                 Path(os.environ.get("DAGGER_LAB_DIR") or REPO_ROOT / ".lab") / "clusters")
 
 
-def load_clusters(directory: str | None = None) -> dict[str, Cluster]:
+def load_all(directory: str | None = None) -> list[Cluster]:
+    """Every cluster definition of the folder. A name is either one cluster any team's daggers may
+    run on, or a failure domain holding a cluster per team (the lab's blue and green): never both."""
     root = clusters_dir(directory)
-    found: dict[str, Cluster] = {}
+    found: dict[tuple[str, str | None], tuple[Path, Cluster]] = {}
     for path in sorted(root.glob("*")):
         if path.suffix not in (".json", ".yaml", ".yml"):
             continue
@@ -83,15 +95,52 @@ def load_clusters(directory: str | None = None) -> dict[str, Cluster]:
         except ValidationError as e:
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'file'}: {err['msg']}" for err in e.errors())
             raise DaggerError(f"{path}: {problems}") from None
-        if cluster.name in found:
-            raise DaggerError(f"{path}: cluster {cluster.name} is defined twice")
-        found[cluster.name] = cluster
-    return found
+        key = (cluster.name, cluster.team)
+        if key in found:
+            whose = f" of team {cluster.team}" if cluster.team else ""
+            raise DaggerError(f"{path}: cluster {cluster.name}{whose} is defined twice (also in {found[key][0]})")
+        mixed = next((p for (name, team), (p, _) in found.items()
+                      if name == cluster.name and (team is None) != (cluster.team is None)), None)
+        if mixed is not None:
+            raise DaggerError(f"{path}: cluster {cluster.name} is defined both for any team and for a team "
+                              f"(also in {mixed}): a name holds one shared cluster or one cluster per team")
+        found[key] = (path, cluster)
+    return [cluster for _, cluster in found.values()]
 
 
-def get_cluster(name: str, directory: str | None = None) -> Cluster:
-    clusters = load_clusters(directory)
-    if name not in clusters:
-        known = ", ".join(sorted(clusters)) or f"none (is the lab up? `make lab-up`; looked in {clusters_dir(directory)})"
-        raise DaggerError(f"unknown cluster {name!r}; known clusters: {known}")
-    return clusters[name]
+def cluster_names(directory: str | None = None) -> list[str]:
+    return sorted({c.name for c in load_all(directory)})
+
+
+def members(name: str, directory: str | None = None) -> list[Cluster]:
+    """The clusters a name stands for: the shared one, or one per team (a fault on blue hits them all)."""
+    found = [c for c in load_all(directory) if c.name == name]
+    if not found:
+        raise DaggerError(_unknown(name, directory))
+    return sorted(found, key=lambda c: c.team or "")
+
+
+def load_clusters(directory: str | None = None, team: str | None = None) -> dict[str, Cluster]:
+    """The clusters a team's daggers may run on, by name: in each failure domain the team's own
+    cluster, or the one any team's daggers share."""
+    return {c.name: c for c in load_all(directory) if c.team is None or c.team == team}
+
+
+def get_cluster(name: str, directory: str | None = None, team: str | None = None) -> Cluster:
+    """The cluster a dagger of `team` runs on when it is deployed to `name`."""
+    every = [c for c in load_all(directory) if c.name == name]
+    if not every:
+        raise DaggerError(_unknown(name, directory))
+    chosen = next((c for c in every if c.team is None or c.team == team), None)
+    if chosen is None:
+        teams = ", ".join(sorted(c.team or "" for c in every))
+        raise DaggerError(f"cluster {name} has no Spark cluster for "
+                          f"{'team ' + team if team else 'a dagger without a team (set `team:` in its spec)'}; "
+                          f"it holds the clusters of: {teams}")
+    return chosen
+
+
+def _unknown(name: str, directory: str | None) -> str:
+    known = ", ".join(cluster_names(directory)) or \
+        f"none (is the lab up? `make lab-up`; looked in {clusters_dir(directory)})"
+    return f"unknown cluster {name!r}; known clusters: {known}"

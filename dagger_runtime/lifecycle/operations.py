@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import DaggerError
 from . import spark as spark_api
-from .clusters import Cluster, get_cluster, load_clusters
+from .clusters import Cluster, get_cluster, load_all
 from .registry import Dagger, Registry
 from .state import Start, committed_offsets, starting_options, state_key
 
@@ -172,7 +172,7 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
            start: Start | None = None) -> Outcome:
     plan, text = load_spec(spec_path)
     name = plan.job.name
-    cluster = get_cluster(cluster_name, clusters_dir)
+    cluster = get_cluster(cluster_name, clusters_dir, team=plan.job.team)
     existing = registry.get(name)
     if existing and existing.running:
         raise DaggerError(f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
@@ -204,7 +204,8 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     out.say(f"deployed {name} version {number} to {cluster.name} as {driver}")
     out.say(f"  checkpoint {checkpoint} (new, reading {start})")
     out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
-    out.data = {"dagger": name, "version": number, "cluster": cluster.name, "submission_id": driver,
+    out.data = {"dagger": name, "version": number, "cluster": cluster.name, "team": plan.job.team,
+                "submission_id": driver,
                 "checkpoint": checkpoint, "metrics_port": port, "submitted_after_s": time.monotonic() - started,
                 "started_at": started}
     return out
@@ -240,7 +241,7 @@ def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_
     current = registry.get(name)
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where}); deploy it first")
-    cluster = get_cluster(cluster_name or current.cluster, clusters_dir)
+    cluster = get_cluster(cluster_name or current.cluster, clusters_dir, team=plan.job.team)
     _check_team(plan, cluster, current)
     if cluster.name != current.cluster or not current.running:
         _check_alive(cluster, plan)   # (on its own running cluster, the old driver's room is freed first)
@@ -263,15 +264,23 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         out.say(f"{name}: the spec is unchanged (version {current.version}); nothing to do")
         out.data = {"dagger": name, "version": current.version, "changed": False}
         return out
-    keep = key == previous.state_key and start is None
+    # the team's drivers write under the cluster's checkpoint root only (the lab's, per team): a
+    # checkpoint elsewhere (a lab from before teams had their own) is read for offsets, not reused
+    reachable = current.checkpoint.startswith(cluster.checkpoint_root.rstrip("/") + "/")
+    keep = key == previous.state_key and start is None and reachable
     if keep:
         checkpoint = current.checkpoint
         how = "kept: the query, its streams and watermark are unchanged, so the old state stays valid"
     else:
+        if key != previous.state_key:
+            why = ("the query, its streams or its watermark changed, so the open windows and offsets in the old "
+                   "checkpoint cannot be used")
+        elif start is not None:
+            why = "a start position was asked for"
+        else:
+            why = f"the old checkpoint is outside {cluster.checkpoint_root}, where this cluster's drivers write"
         start = start or Start("committed")
         checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
-        why = ("the query, its streams or its watermark changed, so the open windows and offsets in the old "
-               "checkpoint cannot be used" if key != previous.state_key else "a start position was asked for")
         how = f"new: {why}; reading {start}"
     # everything that can be checked before the old version stops
     passed = spark_api.referenced_env(text, plan.job.team,
@@ -284,7 +293,8 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         # one writer per checkpoint: the old driver must be gone before the new one starts
         stop_from = time.monotonic()
         if current.running:
-            old_cluster = get_cluster(current.cluster, clusters_dir) if current.cluster != cluster.name else cluster
+            old_cluster = (get_cluster(current.cluster, clusters_dir, team=current.team)
+                           if current.cluster != cluster.name else cluster)
             if old_cluster_lost:
                 registry.record_status(name, "LOST", actor=actor, action=action,
                                        detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
@@ -321,7 +331,8 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     out.say(f"  checkpoint {checkpoint} ({how})")
     out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
     out.data = {"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
-                "cluster": cluster.name, "submission_id": driver, "metrics_port": port, "started_at": started,
+                "cluster": cluster.name, "team": plan.job.team, "submission_id": driver, "metrics_port": port,
+                "started_at": started,
                 # seconds per step, for a drill's recovery time: check (spec, environment, offsets),
                 # stop (the old driver killed and gone), submit (spark-submit and the registry)
                 "timings": {k: round(v, 3) for k, v in timings.items()}}
@@ -357,7 +368,8 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
     checked_from = time.monotonic()
-    old, new = get_cluster(current.cluster, clusters_dir), get_cluster(to, clusters_dir)
+    old, new = (get_cluster(current.cluster, clusters_dir, team=current.team),
+                get_cluster(to, clusters_dir, team=current.team))
     if old.name == new.name:
         raise DaggerError(f"{name} already runs on {to}")
     plan, text = _running_plan(registry, name)
@@ -397,7 +409,7 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     text = moved_spec(registry.version(name).spec, to, kafka_clusters(clusters_dir))
     plan, text = _running_plan(registry, name, text)
     replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
-    cluster = get_cluster(current.cluster, clusters_dir)
+    cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
     checked, stop_from = time.monotonic() - checked_from, time.monotonic()
     if current.running:
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
@@ -456,7 +468,7 @@ def stop(registry: Registry, name: str, *, actor: str, clusters_dir: str | None 
     if not current.running:
         out.say(f"{name} is not running ({current.status}); nothing to do")
         return out
-    cluster = get_cluster(current.cluster, clusters_dir)
+    cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
     _stop_driver(registry, cluster, current, actor, action="stop", detail=f"{current.submission_id} killed")
     _write_target(cluster, name, current.team, None)
     out.say(f"stopped {name} (version {current.version}, {current.submission_id} on {cluster.name}); "
@@ -508,19 +520,21 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
     daggers = [registry.get(name)] if name else registry.list()
     if name and daggers[0] is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
-    clusters = load_clusters(clusters_dir)
-    masters, rows = {}, []
-    for cluster_name in sorted({d.cluster for d in daggers} | (set() if name else set(clusters))):
-        cluster = clusters.get(cluster_name)
+    # each dagger on its team's cluster of its failure domain; without a name, every cluster
+    every = load_all(clusters_dir)
+    shown = every if not name else [c for c in every if c.name == daggers[0].cluster]
+    masters: dict[tuple[str, str | None], object] = {}
+    for cluster in shown:
         try:
-            masters[cluster_name] = spark_api.master_state(cluster) if cluster else None
+            masters[(cluster.name, cluster.team)] = spark_api.master_state(cluster)
         except DaggerError:
-            masters[cluster_name] = None
+            masters[(cluster.name, cluster.team)] = None
+    rows = []
     now = time.time()
     for dagger in daggers:
-        master = masters.get(dagger.cluster)
+        cluster = next((c for c in every if c.name == dagger.cluster and c.team in (None, dagger.team)), None)
+        master = masters.get((cluster.name, cluster.team)) if cluster else None
         driver_state = None
-        cluster = clusters.get(dagger.cluster)
         if master is not None and dagger.submission_id:
             driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
             if driver_state and dagger.running and driver_state != dagger.status:
@@ -540,10 +554,10 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
         metrics = (scrape(cluster.metrics_host, dagger.metrics_port)
                    if cluster and dagger.metrics_port and dagger.running else None)
         rows.append(health(dagger, driver_state, metrics, now))
-    cluster_rows = [{"cluster": n, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
+    cluster_rows = [{"cluster": n, "team": t, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
                      "cores_used": m.cores_used if m else None, "cores": m.cores if m else None,
                      "memory_used_mb": m.memory_used_mb if m else None, "memory_mb": m.memory_mb if m else None}
-                    for n, m in sorted(masters.items())]
+                    for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
     return Outcome(data={"daggers": rows, "clusters": cluster_rows})
 
 

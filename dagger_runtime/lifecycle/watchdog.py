@@ -139,7 +139,7 @@ class Watchdog(threading.Thread):
             addresses = [a for s in spec.get("streams", []) for a in
                          str((s.get("kafka") or {}).get("bootstrap_servers", "")).split(",") if a.strip()]
             kafka_lost = w.kafka.observe(bool(addresses) and not any(_accepts(a) for a in addresses), now)
-            clusters = load_clusters(self.clusters_dir)
+            clusters = load_clusters(self.clusters_dir, team=dagger.team)
             try:
                 alive = spark_api.master_state(clusters[dagger.cluster], timeout=2.0).status == "ALIVE"
             except (DaggerError, KeyError):
