@@ -167,3 +167,21 @@ def team_sink_env(team: str, lab: Path | None = None, *, postgres: bool = True, 
     if influx:
         env[influx_secret_env(team)] = influx_password(sink_user(team), lab)
     return env
+
+
+# -- the metrics servers: the platform's own login only -----------------------------------------
+# Prometheus holds every team's daggers' metrics and answers one login, the platform's (basic auth
+# from its --web.config.file, which keeps only a bcrypt hash); the prometheus role generates its
+# password once, 0600, under <lab>/secrets/prometheus/<user>.password. No team holds it: a team
+# sees its metrics through the platform's tools, not this server.
+METRICS_USER = "platform"
+
+
+def prometheus_password(lab: Path | None = None) -> str:
+    """The platform's password on the lab's Prometheus."""
+    return _sink_secret("prometheus", METRICS_USER, lab)
+
+
+def prometheus_auth(lab: Path | None = None) -> tuple[str, str]:
+    """(user, password) for HTTP basic auth on the lab's Prometheus."""
+    return METRICS_USER, prometheus_password(lab)

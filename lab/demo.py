@@ -260,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"dagger status / list / logs NAME      --registry @{lab_dir() / 'secrets' / 'registry.url'}")
     console.print(f"Prometheus                            http://127.0.0.1:{p['prometheus']}/alerts "
                   "(the daggers' targets and alert rules)")
+    console.print(f"  its login (the platform's only)     user {access.METRICS_USER}, password in "
+                  f"{lab_dir() / 'secrets' / 'prometheus' / (access.METRICS_USER + '.password')}")
     console.print("Grafana dashboards (JSON)             python -m monitoring.dashboards --out DIR")
     console.print("lab status / make lab-down            the lab stays up; the daggers keep running")
     took = time.monotonic() - began

@@ -11,6 +11,12 @@ import urllib.request
 from .process import HOST, LocalServer, ServerError, free_ports
 
 
+def rpc_wall_table(port: int) -> str:
+    """The nftables table (family inet) by which the influxdb role lets only root connect to the
+    backup and restore RPC on `port` (InfluxDB 1.x asks no login there)."""
+    return f"dagger_influxdb_rpc_{int(port)}"
+
+
 class InfluxDB(LocalServer):
     name = "influxdb"
 

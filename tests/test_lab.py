@@ -3,6 +3,7 @@ replication 3, min.insync.replicas 2) and mirror, MirrorMaker, Spark, InfluxDB, 
 registry) and Prometheus under supervisord, idempotent, and down again."""
 from __future__ import annotations
 
+import base64
 import json
 import re
 import stat
@@ -213,25 +214,36 @@ def test_postgresql_logs_in_with_the_registry_url_and_refuses_a_wrong_password(l
 
 
 def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_directory(lab_env):
-    prometheus = f"http://127.0.0.1:{PORT_BASE + 4090}"
-    with urllib.request.urlopen(f"{prometheus}/-/ready", timeout=10) as r:
+    base = int(lab_env["DAGGER_LAB_PORT_BASE"])
+    prometheus = f"http://127.0.0.1:{base + 4090}"
+    # it answers the platform's login only (tests/test_monitoring_isolation.py tries the others)
+    user, password = access.prometheus_auth(Path(lab_env["DAGGER_LAB_DIR"]))
+    login = {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    def get(path: str):
+        return urllib.request.urlopen(urllib.request.Request(f"{prometheus}{path}", headers=login), timeout=10)
+
+    with pytest.raises(urllib.error.HTTPError, match="401"):
+        urllib.request.urlopen(f"{prometheus}/-/ready", timeout=10)
+    with get("/-/ready") as r:
         assert r.status == 200
     targets_dir = Path(lab_env["DAGGER_LAB_DIR"]) / "prometheus" / "targets"
-    with urllib.request.urlopen(f"{prometheus}/api/v1/status/config", timeout=10) as r:
+    with get("/api/v1/status/config") as r:
         config = json.load(r)["data"]["yaml"]
     assert "job_name: dagger" in config and f"- {targets_dir}/*.json" in config
     # what the daggers' deploy command writes: one file per dagger (nothing listens on the port)
-    target = {"targets": [f"127.0.0.1:{PORT_BASE + 5999}"], "labels": {"dagger": "lab-check", "team": "lab",
-                                                                       "cluster": "blue"}}
+    target = {"targets": [f"127.0.0.1:{base + 5999}"], "labels": {"dagger": "lab-check", "team": "lab",
+                                                                  "cluster": "blue"}}
     (targets_dir / "lab-check.json").write_text(json.dumps([target]))
     try:
         deadline = time.monotonic() + 60
         found: list = []
         while not found and time.monotonic() < deadline:
             time.sleep(1)
-            with urllib.request.urlopen(f"{prometheus}/api/v1/targets", timeout=10) as r:
-                found = [t["labels"] for t in json.load(r)["data"]["activeTargets"] if t["scrapePool"] == "dagger"]
-        assert found == [{"job": "dagger", "instance": f"127.0.0.1:{PORT_BASE + 5999}", "dagger": "lab-check",
+            with get("/api/v1/targets") as r:
+                found = [t["labels"] for t in json.load(r)["data"]["activeTargets"] if t["labels"].get("dagger")
+                         == "lab-check"]
+        assert found == [{"job": "dagger", "instance": f"127.0.0.1:{base + 5999}", "dagger": "lab-check",
                           "team": "lab", "cluster": "blue"}]
     finally:
         (targets_dir / "lab-check.json").unlink()

@@ -70,3 +70,22 @@ def test_systemd_arguments_are_quoted_and_expansions_escaped():
     assert line == '/usr/bin/java -cp "/opt/a b/*" "say \\"hi\\"" 50%% "$$HOME" plain'
     with pytest.raises(AnsibleFilterError):
         systemd_exec(["java", "x\nExecStartPre=/bin/sh"])
+
+
+def test_the_bcrypt_hash_is_kept_while_it_matches_and_made_anew_otherwise():
+    bcrypt = pytest.importorskip("bcrypt")
+    from password_hashes import bcrypt_hash
+
+    first = bcrypt_hash("s3cret-of-32-characters-xxxxxxxx")
+    assert first.startswith("$2b$12$") and bcrypt.checkpw(b"s3cret-of-32-characters-xxxxxxxx", first.encode())
+    # the same password: the same hash, so a converge that changes nothing writes the same file
+    assert bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", first) == first
+    # another password, a broken or foreign hash, nothing: a new hash of the password (a new salt)
+    for current in (bcrypt_hash("another"), first[:-1] + ("A" if first[-1] != "A" else "B"), "$2b$garbage",
+                    "plain-text", None, ""):
+        made = bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", current)
+        assert made != current and bcrypt.checkpw(b"s3cret-of-32-characters-xxxxxxxx", made.encode())
+    assert bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", None) != first    # a salt of its own
+    for bad in ("", "x" * 73, None):
+        with pytest.raises(AnsibleFilterError):
+            bcrypt_hash(bad)

@@ -112,8 +112,9 @@ def test_influxdb_1x_holds_exactly_the_closed_windows_read_back_with_influxql(ka
 def test_a_v2_write_api_server_holds_exactly_the_closed_windows(kafka_broker, victoria_metrics, surge, tmp_path):
     run_surge(tmp_path, kafka_broker, surge, "surge-v2",
               {"type": "influx", "influx": {"url": victoria_metrics.url, "api": "v2", "db_name": "surge",
-                                            "password": "${V2_TOKEN}", "measurement_name": "completed_bookings"}},
-              env={"V2_TOKEN": "not-checked-by-victoria-metrics"})
+                                            "username": victoria_metrics.user, "password": "${V2_PASSWORD}",
+                                            "measurement_name": "completed_bookings"}},
+              env={"V2_PASSWORD": victoria_metrics.password})
     got = {}
     for series in victoria_metrics.export('{__name__="completed_bookings_num_of_bookings"}'):
         labels = series["metric"]

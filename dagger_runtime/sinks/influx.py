@@ -7,7 +7,8 @@ written twice stores its windows once.
 
 InfluxDB 1.x (dagger's target; Debian ships 1.6) takes line protocol on /write. `api: v2` writes
 through influxdb-client's v2 write API instead (InfluxDB 2.x, 1.8+, VictoriaMetrics), the bucket
-being `db_name` (plus `/retention_policy`).
+being `db_name` (plus `/retention_policy`); with a `username` it logs in by HTTP basic auth (1.8,
+VictoriaMetrics' -httpAuth), with a password alone that is a 2.x token.
 """
 from __future__ import annotations
 
@@ -170,9 +171,15 @@ class InfluxSink(Sink):
 
         if self._client is None:
             password = self.spec.password.get_secret_value() if self.spec.password else ""
-            token = f"{self.spec.username}:{password}" if self.spec.username else password
-            self._client = InfluxDBClient(url=self.spec.url, token=token, org=self.spec.org or "-",
-                                          timeout=30_000, retries=False)
+            if self.spec.username:
+                # a login: HTTP basic auth, which InfluxDB 1.8's v2 API and VictoriaMetrics
+                # (-httpAuth.*) both check; a token alone is InfluxDB 2.x's "Token ..." header
+                self._client = InfluxDBClient(url=self.spec.url, token=f"{self.spec.username}:{password}",
+                                              auth_basic=True, org=self.spec.org or "-", timeout=30_000,
+                                              retries=False)
+            else:
+                self._client = InfluxDBClient(url=self.spec.url, token=password, org=self.spec.org or "-",
+                                              timeout=30_000, retries=False)
         bucket = self.spec.db_name + (f"/{self.spec.retention_policy}" if self.spec.retention_policy else "")
         try:
             self._client.write_api(write_options=SYNCHRONOUS).write(
