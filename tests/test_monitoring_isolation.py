@@ -391,10 +391,13 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
         for node in range(1, nodes + 1):
             fixed[base + offset + 100 * node + 92] = f"kafka {cluster} {node}"
             fixed[base + offset + 100 * node + 93] = f"kafka {cluster} {node} controller"
+    # a Spark cluster per team in each of blue and green, 10 ports apart in the team's order
     for cluster, offset in (("blue", 2000), ("green", 3000)):
-        fixed[base + offset + 77] = f"spark {cluster} master rpc"
-        fixed[base + offset + 80] = f"spark {cluster} master ui"
-        fixed[base + offset + 81] = f"spark {cluster} worker ui"
+        for place, team in enumerate(("allocations", "api-health")):
+            at = base + offset + 10 * place
+            fixed[at + 77] = f"spark {cluster} {team} master rpc"
+            fixed[at + 80] = f"spark {cluster} {team} master ui"
+            fixed[at + 81] = f"spark {cluster} {team} worker ui"
     metrics = range(base + 5000, base + 5600)
     # what listens on a port it picks, by process: Spark's RPC and block transfers (the workers',
     # the drivers' and the executors', all behind spark.authenticate); PySpark's worker daemon
