@@ -147,11 +147,8 @@ def spark_clusters(lab: Lab) -> list[str]:
 def spark_role(c: Component) -> str:
     if c.role in ("master", "worker"):
         return c.role
-    # a lab described before components said their role: spark-<cluster>-master / -worker[-n]
-    for role in ("master", "worker"):
-        if c.program == f"spark-{c.cluster}-{role}" or c.program.startswith(f"spark-{c.cluster}-{role}-"):
-            return role
-    raise FaultError(f"cannot tell whether {c.program} is a Spark master or worker")
+    raise FaultError(f"the lab does not say whether {c.program} is a Spark master or worker: "
+                     "bring it up to date with `python -m lab up`")
 
 
 @dataclass(frozen=True)

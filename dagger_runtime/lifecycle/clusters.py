@@ -126,12 +126,18 @@ def load_clusters(directory: str | None = None, team: str | None = None) -> dict
     return {c.name: c for c in load_all(directory) if c.team is None or c.team == team}
 
 
+def pick(clusters: list[Cluster], name: str, team: str | None) -> Cluster | None:
+    """Of `clusters`, the one a dagger of `team` runs on when it is deployed to `name`: the team's
+    own there, or the one any team shares."""
+    return next((c for c in clusters if c.name == name and c.team in (None, team)), None)
+
+
 def get_cluster(name: str, directory: str | None = None, team: str | None = None) -> Cluster:
     """The cluster a dagger of `team` runs on when it is deployed to `name`."""
     every = [c for c in load_all(directory) if c.name == name]
     if not every:
         raise DaggerError(_unknown(name, directory))
-    chosen = next((c for c in every if c.team is None or c.team == team), None)
+    chosen = pick(every, name, team)
     if chosen is None:
         teams = ", ".join(sorted(c.team or "" for c in every))
         raise DaggerError(f"cluster {name} has no Spark cluster for "

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import DaggerError
 from . import spark as spark_api
-from .clusters import Cluster, get_cluster, load_all
+from .clusters import Cluster, get_cluster, load_all, pick
 from .registry import Dagger, Registry
 from .state import Start, committed_offsets, starting_options, state_key
 
@@ -532,7 +532,7 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
     rows = []
     now = time.time()
     for dagger in daggers:
-        cluster = next((c for c in every if c.name == dagger.cluster and c.team in (None, dagger.team)), None)
+        cluster = pick(every, dagger.cluster, dagger.team)
         master = masters.get((cluster.name, cluster.team)) if cluster else None
         driver_state = None
         if master is not None and dagger.submission_id:
