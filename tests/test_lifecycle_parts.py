@@ -472,3 +472,43 @@ def test_daggers_deployed_at_once_to_one_cluster_get_different_metrics_ports(tmp
     assert errors == []
     ports = sorted(registry.get(n).metrics_port for n in ("one", "two", "three"))
     assert len(set(ports)) == 3 and first not in ports, ports
+
+
+def test_a_checkpoint_is_read_without_following_a_teams_symbolic_links(tmp_path):
+    """The deploy tooling reads checkpoints as root; their folders are a team's user's. A link the
+    team made (to a secret, or to another team's checkpoint) is refused, and nothing of the file it
+    points at shows in the message."""
+    import os
+    import pwd
+
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t-line\nmore\n")
+    secret.chmod(0o600)
+    team = pwd.getpwnam("nobody")
+    ck = tmp_path / "team" / "ck"
+    spark_checkpoint(ck, {0: [{"rides": {"0": 5}}]}, committed=[0, 1])
+    (ck / "commits" / "1").write_text("v1\n{}")
+    os.symlink(secret, ck / "offsets" / "1")            # the team's link to a file only root reads
+    for folder in (tmp_path / "team", ck, ck / "offsets"):
+        os.chown(folder, team.pw_uid, team.pw_gid)
+    with pytest.raises(DaggerError, match="is a symbolic link in a folder others than root may write") as e:
+        committed_offsets(str(ck))
+    assert "s3cr3t" not in str(e.value)
+    # a link to another checkpoint in place of the team's own offsets folder: refused too
+    (ck / "offsets" / "1").unlink()
+    other = tmp_path / "other"
+    spark_checkpoint(other, {1: [{"rides": {"0": 99}}]}, committed=[1])
+    os.rename(ck / "offsets", tmp_path / "kept")
+    os.symlink(other / "offsets", ck / "offsets")
+    with pytest.raises(DaggerError, match="symbolic link"):
+        committed_offsets(str(ck))
+    # positive control: the same checkpoint without links is read
+    (ck / "offsets").unlink()
+    os.rename(tmp_path / "kept", ck / "offsets")
+    (ck / "commits" / "1").unlink()
+    assert committed_offsets(str(ck)) == [{"rides": {"0": 5}}]
+    # a file that is no offset log shows only a version number, never its first line
+    (ck / "offsets" / "0").write_text("s3cr3t-line\nx\n")
+    with pytest.raises(DaggerError, match="offset log of version unknown") as e:
+        committed_offsets(str(ck))
+    assert "s3cr3t" not in str(e.value)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +69,33 @@ def parse_start(text: str) -> Start:
     return Start("timestamp", int(at.timestamp() * 1000))
 
 
+def _unfollowed(path: Path) -> Path:
+    """`path`, refused when it passes through a symbolic link that someone other than root could
+    have made (in a folder not root's, or that others may write). The deploy tooling reads a
+    checkpoint as root, and the checkpoint's folders are its team's user's: a link there could point
+    it at any file, a secret or another team's checkpoint."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        parent, current = current, current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return path
+        if stat.S_ISLNK(mode):
+            folder = os.stat(parent)
+            if folder.st_uid != 0 or folder.st_mode & 0o022:
+                raise DaggerError(f"{current} is a symbolic link in a folder others than root may write: a checkpoint "
+                                  "is read without following such links")
+            current = Path(os.path.realpath(current))
+    return path
+
+
+def _read_unfollowed(path: Path) -> str:
+    fd = os.open(_unfollowed(path), os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
 def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
     """The offset log of the last batch a checkpoint committed, as lines. Spark writes offsets/N
     before the batch runs and commits/N after its results are stored, so N is the highest with
@@ -77,12 +106,14 @@ def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
     root = Path(checkpoint.removeprefix("file://"))
     batches = sorted((int(p.name) for p in (root / "commits").glob("*") if p.name.isdigit()), reverse=True)
     for batch in batches:
-        offsets = root / "offsets" / str(batch)
+        offsets = _unfollowed(root / "offsets" / str(batch))
         if offsets.is_file():
-            lines = offsets.read_text().splitlines()
-            # v1, then the batch's metadata, then one line per source ("-": a source without offsets)
+            lines = _read_unfollowed(offsets).splitlines()
+            # v1, then the batch's metadata, then one line per source ("-": a source without offsets);
+            # nothing of the file but a version number is shown
             if not lines or lines[0] != "v1" or len(lines) < 2:
-                raise DaggerError(f"{offsets}: an offset log of version {lines[0] if lines else 'none'}; this runtime "
+                version = lines[0] if lines and re.fullmatch(r"v\d{1,3}", lines[0]) else "unknown"
+                raise DaggerError(f"{offsets}: an offset log of version {version}; this runtime "
                                   "reads v1 (Spark 4.0): start from a time instead")
             return offsets, lines
     raise DaggerError(f"the previous checkpoint {checkpoint} has no committed batch to start from; "
@@ -101,8 +132,10 @@ def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
     mirror (MirrorMaker keeps record timestamps): its starting time, or earliest; a start by
     offsets or at `latest` becomes the time its version was deployed. What `run` kept in the
     checkpoint (dagger-starting.json) says; without it, the streams' auto_offset_reset."""
-    from ..run import read_start
+    from ..run import STARTING_FILE, read_start
 
+    if "://" not in checkpoint.removeprefix("file://"):
+        _unfollowed(Path(checkpoint.removeprefix("file://")) / STARTING_FILE)
     starting, _ = read_start(checkpoint)
     options = list(starting.values()) if isinstance(starting, dict) else []
     times = {o.get("startingTimestamp") for o in options}
