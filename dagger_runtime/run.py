@@ -161,6 +161,7 @@ class Running:
 def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
     """Start the job's streaming query."""
     from . import dead_letters, idle
+    from .callbacks import authenticate_callbacks
     from .progress import Counters, ProgressListener
     from .session import build_session
 
@@ -182,6 +183,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
                   f"{stream.kafka.bootstrap_servers}", file=out)
     counters = Counters(plan.job.name, scans=_scans_per_source(results, len(plan.streams)))
     listener = ProgressListener(counters, out=out, log_path=options.log_path)
+    authenticate_callbacks(spark)  # before the first callback object reaches the JVM
     spark.streams.addListener(listener)
     writer = (results.writeStream.queryName(_query_name(plan.job.name)).outputMode("append")
               .option("checkpointLocation", checkpoint)

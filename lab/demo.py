@@ -63,7 +63,9 @@ def job_specs(folder: Path) -> dict[str, Path]:
     to Kafka as its team's principal, which may read the team's granted topics and write only
     under the team's prefix: the sink and dead-letter topics are named so."""
     p, servers = ports(), bootstrap()
-    folder.mkdir(parents=True, exist_ok=True)
+    # root's own: a deploy copies each spec into its team's spec folder, which its driver reads
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
     specs = {}
     for name, (example, _, sink) in DAGGERS.items():
         job = yaml.safe_load((EXAMPLES / example).read_text())

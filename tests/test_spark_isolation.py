@@ -32,11 +32,14 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from dagger_runtime.lifecycle import spark as spark_api
 from dagger_runtime.lifecycle.clusters import load_all, load_clusters
 from lab import access
+from loadtest import traffic
+from protos import registry as protos
 from tests.kafka_jobs import EXAMPLES, run_cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
@@ -193,7 +196,7 @@ def deploy_example(lab_env, folder: Path, team: str, example: str, prefix: str, 
     done = run_cli("deploy", str(path), "--cluster", CLUSTER, "--as", "isolation-test", "--json", env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     driver_id = re.search(r"driver-[0-9]+-[0-9]+", done.stdout).group(0)
-    dagger = {"name": name, "driver": driver_id, "env": env, "lab": lab}
+    dagger = {"name": name, "driver": driver_id, "env": env, "lab": lab, "topic": topic, "servers": servers}
     try:
         dagger["jvm"], dagger["python"] = driver_processes(lab_env, driver_id, team=team)
     except BaseException:
@@ -300,13 +303,14 @@ def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env,
     status = run_cli("status", deployed["name"], "--json", env=deployed["env"])
     assert status.returncode == 0, status.stderr[-2000:]
     deadline = time.monotonic() + 180
-    while True:     # the driver prints its first lines once its streams are set up
+    checkpoint = f"checkpoint {deployed['lab']}/checkpoints/{TEAM}/{deployed['name']}/v1"
+    while True:     # the driver prints where it checkpoints once its query has started
         logs = run_cli("logs", deployed["name"], env=deployed["env"])
         assert logs.returncode == 0, logs.stderr[-2000:]
-        if "run: " in logs.stdout or time.monotonic() > deadline:
+        if checkpoint in logs.stdout or time.monotonic() > deadline:
             break
         time.sleep(5)
-    assert f"checkpoint {deployed['lab']}/checkpoints/{TEAM}/{deployed['name']}/v1" in logs.stdout
+    assert checkpoint in logs.stdout, logs.stdout[-3000:]
 
 
 def identity(proc: psutil.Process) -> tuple[int, int, list[int]]:
@@ -329,6 +333,11 @@ def test_the_driver_runs_unprivileged_and_reads_no_secret_of_the_lab(lab_env, de
         uid, gid, groups = identity(proc)
         assert uid == pwd.getpwnam(DRIVER_USER).pw_uid != 0
         assert 0 not in (gid, *groups)
+        # what it creates is its user's alone, and its scratch space is a folder of its own
+        assert re.search(r"^Umask:\s+0077$", Path(f"/proc/{proc.pid}/status").read_text(), re.M)
+        scratch = Path(environ(proc)["SPARK_LOCAL_DIRS"])
+        assert scratch.stat().st_uid == uid and scratch.stat().st_mode & 0o777 == 0o700, scratch
+        assert not scratch.is_relative_to("/tmp")
     ident = identity(deployed["python"])
     secrets = sorted(p for p in (lab / "secrets").rglob("*") if p.is_file())
     # every kind of the lab's secret is there to be tried: another team's and the admin's Kafka
@@ -434,6 +443,85 @@ def test_another_teams_driver_can_neither_read_nor_signal_this_teams_driver(lab_
         assert done.returncode != 0 and "not permitted" in done.stderr, done.stderr
         assert as_identity(ours, ["kill", "-0", str(proc.pid)]).returncode == 0
     assert deployed["python"].is_running() and neighbour["python"].is_running()
+
+
+PROBE = """
+import socket, sys
+port, ids = int(sys.argv[1]), sys.argv[2:]
+with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+    print("connected", flush=True)
+    # a Py4J call of each object the driver may serve (its foreachBatch function, its listeners)
+    conn.sendall("".join(f"c\\n{i}\\nonQueryIdle\\nn\\ne\\n" for i in ids).encode())
+    conn.shutdown(socket.SHUT_WR)
+    received = b""
+    try:
+        while chunk := conn.recv(4096):
+            received += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    print(repr(received))
+"""
+
+
+def batches_done(cluster, name: str) -> float:
+    """The dagger's `dagger_batches` from its own /metrics (counted in its foreachBatch function)."""
+    for port in range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1):
+        try:
+            text = urllib.request.urlopen(f"http://{cluster.metrics_host}:{port}/metrics", timeout=5).read().decode()
+        except OSError:
+            continue
+        found = re.search(rf'^dagger_batches_total{{dagger="{re.escape(name)}"}} ([0-9.e+]+)$', text, re.M)
+        if found:
+            return float(found.group(1))
+    raise AssertionError(f"no /metrics of {name} on {cluster.name}")
+
+
+def test_another_teams_driver_cannot_call_this_drivers_python_callbacks(lab_env, deployed, neighbour):
+    """PySpark serves the driver's foreachBatch function and listeners on a loopback port (Py4J's
+    callback server); api-health's driver connects to it and calls them without the token the
+    driver shares with its own JVM only: the connection ends before any call runs, and the
+    dagger's batches (which run through those same callbacks) go on."""
+    cluster = clusters(lab_env)[CLUSTER]
+    metrics = range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ports = [c.laddr.port for c in deployed["python"].net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN and c.laddr.port not in metrics]
+        if ports:
+            break
+        time.sleep(2)
+    # PySpark's two servers in the driver (its callback server and its accumulator server, which
+    # checks a token of its own), both on loopback
+    assert 1 <= len(ports) <= 2 and all(c.laddr.ip == "127.0.0.1" for c in deployed["python"].net_connections(
+        kind="inet") if c.status == psutil.CONN_LISTEN), ports
+    message = protos.load().message_class(traffic.BOOKING)
+
+    def feed(seed: int) -> None:
+        producer = KafkaProducer(bootstrap_servers=deployed["servers"], acks="all",
+                                 **access.kafka_python("admin", lab=deployed["lab"]))
+        for value in traffic.encode(traffic.bookings(200, minutes=1, seed=seed), message):
+            producer.send(deployed["topic"], value=value)
+        producer.flush()
+        producer.close()
+
+    feed(1)
+    deadline = time.monotonic() + 180
+    while batches_done(cluster, deployed["name"]) < 1 and time.monotonic() < deadline:
+        time.sleep(2)
+    before = batches_done(cluster, deployed["name"])
+    assert before >= 1, "the dagger committed no batch: its callbacks never ran"
+    for port in ports:
+        probe = as_identity(identity(neighbour["python"]),
+                            [neighbour["python"].exe(), "-c", PROBE, str(port), *(f"p{i}" for i in range(8))])
+        assert probe.returncode == 0, probe.stderr
+        # the port is reachable (the wall is the token, not the network) and nothing was answered
+        assert probe.stdout.splitlines() == ["connected", "b''"], (port, probe.stdout)
+    feed(2)
+    deadline = time.monotonic() + 180
+    while batches_done(cluster, deployed["name"]) <= before and time.monotonic() < deadline:
+        time.sleep(2)
+    assert batches_done(cluster, deployed["name"]) > before, "the dagger's batches stopped after the probe"
+    assert deployed["python"].is_running()
 
 
 def as_identity(ident: tuple[int, int, list[int]], argv: list[str]) -> subprocess.CompletedProcess:
