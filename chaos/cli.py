@@ -128,7 +128,7 @@ def cmd_run(args) -> int:
                                                                       or 19000)
     err = _console(sys.stderr)
     run = DrillRun(book, LabAccess.of(args.lab, port_base), out_root=args.out, seed=args.seed,
-                   progress=lambda line: err.print(line, markup=False))
+                   progress=lambda line: err.print(line, markup=False), stop_others=args.stop_others)
     err.print(render(book, run.steps), markup=False)
     path = run.execute()
     report = load_report(path)
@@ -183,6 +183,9 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help="chooses the instances a failure_percentage hits (default: random, recorded in the run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan of steps with their times and exit")
+    p.add_argument("--stop-others", action="store_true",
+                   help="stop the lab's daggers that hold the cores or memory the drill needs on its Spark clusters "
+                        "(default: refuse, naming them)")
     p.set_defaults(func=cmd_run)
     # its own options are chaos.history's (parsed there, so matplotlib loads only for it)
     p = sub.add_parser("history", add_help=False, help="past runs and trends per drill (python -m chaos.history)")

@@ -206,6 +206,7 @@ class Sampler:
     def sample(self, registry) -> dict:
         from dagger_runtime.lifecycle.clusters import load_clusters
         from dagger_runtime.lifecycle.operations import scrape
+        from dagger_runtime.lifecycle.state import crash_loop
 
         now = time.time()
         daggers: dict[str, dict | None] = {}
@@ -217,6 +218,14 @@ class Sampler:
             clusters = load_clusters(self.clusters_dir, team=d.team) if d is not None else {}
             if d is not None and d.running and d.metrics_port and d.cluster in clusters:
                 metrics = scrape(clusters[d.cluster].metrics_host, d.metrics_port, timeout=1.5)
+            # a driver that --supervise keeps restarting reads a batch now and then and stores
+            # nothing: it reads nothing as far as the drill is concerned, answering or not
+            looping = crash_loop(d.checkpoint) if d is not None and d.running else None
+            if looping:
+                lag = metrics.get("dagger_consumer_lag_messages") if metrics else None
+                daggers[alias] = {"version": d.version, "cluster": d.cluster, "input": 0.0, "processed": 0.0,
+                                  "lag": lag, "batches": 0.0, "latency": None, "crash_loop": looping}
+                continue
             if metrics is None:
                 daggers[alias] = None
                 continue
@@ -259,6 +268,14 @@ class Sampler:
                 if v is not None:
                     out.append(v)
         return out
+
+    def crash_loops(self, start: float, end: float) -> dict[str, str]:
+        """The daggers (playbook names) seen in a crash loop between start and end, with why (the
+        last time it was seen): a loop during a fault that the dagger left is not one at the end."""
+        with self._lock:
+            samples = [s for s in self.samples if start <= s["t"] < end]
+        return {alias: d["crash_loop"] for s in samples for alias, d in s["daggers"].items()
+                if d is not None and d.get("crash_loop")}
 
     def breach(self) -> str | None:
         with self._lock:

@@ -37,6 +37,10 @@ class DaggerCollector(Collector):
             return m
 
         yield counter("dagger_batches", "Micro-batches completed (results and dead letters stored)", c.batches)
+        yield gauge("dagger_launches_without_commit",
+                    "Driver launches in a row on this checkpoint without a committed batch, this one included "
+                    "(0 once this launch completes a batch; 3 or more is a crash loop)",
+                    0 if c.batches else c.launches_without_commit)
         yield counter("dagger_input_messages", "Kafka records read", c.messages_read)
         yield counter("dagger_result_rows_written", "Result rows the sink accepted", c.rows_written)
         dead = CounterMetricFamily("dagger_dead_letters", "Messages set aside to the dead-letter topic",

@@ -22,6 +22,8 @@ class Counters:
     late_rows_dropped: int = 0
     rows_written: int = 0
     dead_letters: Counter = field(default_factory=Counter)     # (table, kind) -> messages
+    # launches in a row on this checkpoint without a committed batch, this one included (launches.py)
+    launches_without_commit: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def batch_done(self, batch_id: int, rows: int, dead_so_far: dict) -> None:

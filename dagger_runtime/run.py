@@ -145,6 +145,10 @@ def only_windows_after(results, after_ms: int):
     return results.where(F.col(WINDOW_END) > F.timestamp_millis(F.lit(int(after_ms)))).drop(WINDOW_END)
 
 
+# what Spark's StreamExecution says once a trigger has run through (no data found, or a batch done)
+SETTLED_MESSAGES = ("Waiting for data to arrive", "Waiting for next trigger")
+
+
 @dataclass
 class Running:
     query: object
@@ -153,6 +157,19 @@ class Running:
     listener: object
     writers: list
     heartbeats: object = None       # idle.Heartbeats, for a job that lets idle streams go
+    launch: tuple | None = None     # (checkpoint, launch id) in the checkpoint's launch ledger
+
+    def settle_once_running(self) -> None:
+        """Mark this launch settled in the ledger once its query has run a trigger through (it
+        waits for data or has completed a batch): a later restart is then no crash loop's."""
+        if self.launch is None or not self.query.isActive:
+            return
+        from . import launches
+
+        if self.counters.batches or self.query.status["message"] in SETTLED_MESSAGES:
+            launches.settle(*self.launch)
+            self.launch = None
+            self.counters.launches_without_commit = 0
 
     def listeners(self) -> list:
         return [self.listener] + ([self.heartbeats] if self.heartbeats is not None else [])
@@ -160,12 +177,18 @@ class Running:
 
 def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
     """Start the job's streaming query."""
-    from . import dead_letters, idle
+    from . import dead_letters, idle, launches
     from .callbacks import authenticate_callbacks
     from .progress import Counters, ProgressListener
     from .session import build_session
 
     checkpoint = checkpoint_of(plan, options)
+    # first: a launch that fails anywhere later (Spark, Kafka, the sink) is still counted
+    launch = launches.record(checkpoint, out=out)
+    if launch and launch[1] > 1:
+        print(f"run: launch {launch[1]} in a row on {checkpoint} without a committed batch"
+              + (" (a crash loop: see this log's earlier launches)" if launch[1] >= launches.CRASH_LOOP_LAUNCHES
+                 else ""), file=out, flush=True)
     if spark is None:
         spark = build_session(f"dagger-{plan.job.name}", master=options.master,
                               parallelism=plan.job.parallelism)
@@ -182,6 +205,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
             print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "
                   f"{stream.kafka.bootstrap_servers}", file=out)
     counters = Counters(plan.job.name, scans=_scans_per_source(results, len(plan.streams)))
+    counters.launches_without_commit = launch[1] if launch else 1
     listener = ProgressListener(counters, out=out, log_path=options.log_path)
     authenticate_callbacks(spark)  # before the first callback object reaches the JVM
     spark.streams.addListener(listener)
@@ -191,15 +215,18 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     writer = writer.trigger(availableNow=True) if options.available_now else writer
     if heartbeats is not None:
         spark.streams.addListener(heartbeats)
+    if options.metrics_port:
+        # before the query: a port that cannot be bound stops the run before any batch, not the
+        # driver's Python under a running query (whose SparkContext would stop mid-batch)
+        from .metrics import serve
+        serve(options.metrics_port, plan.job.name, counters, sink, listener, addr=options.metrics_addr)
+        print(f"run: metrics on http://{options.metrics_addr}:{options.metrics_port}/metrics", file=out)
     query = writer.start()
     counters.query_id = str(query.id)
     if heartbeats is not None:
         heartbeats.query_id = str(query.id)
-    if options.metrics_port:
-        from .metrics import serve
-        serve(options.metrics_port, plan.job.name, counters, sink, listener, addr=options.metrics_addr)
-        print(f"run: metrics on http://{options.metrics_addr}:{options.metrics_port}/metrics", file=out)
-    return Running(query, sink, counters, listener, writers, heartbeats)
+    return Running(query, sink, counters, listener, writers, heartbeats,
+                   launch=(checkpoint, launch[0]) if launch else None)
 
 
 def _scans_per_source(results, streams: int) -> float:
@@ -235,10 +262,12 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
     try:
         while query.isActive and not stop.is_set():
             query.awaitTermination(0.5)
+            running.settle_once_running()
         if stop.is_set() and query.isActive:
             print("run: stopping after the current batch", file=out, flush=True)
             query.stop()
         failure = query.exception()
+        stopped_under = failure is not None and _context_stopped(query)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -248,8 +277,21 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
             writer.close()
     print(f"run: {counters.summary()}", file=out, flush=True)
     if failure is not None:
+        if stopped_under:
+            # Spark then fails the batch being planned with an internal error (a null session):
+            # the cause is whatever stopped the context, earlier in the driver's log
+            raise DaggerError("the job stopped because its SparkContext was stopped under the running query "
+                              "(the master removed the application, or the driver is shutting down; see the "
+                              f"lines before this in the driver's log); Spark's error: {_failure_text(failure)}")
         raise DaggerError(f"the job stopped with an error: {_failure_text(failure)}")
     return 0
+
+
+def _context_stopped(query) -> bool:
+    try:
+        return bool(query._jsq.sparkSession().sparkContext().isStopped())
+    except Exception:  # noqa: BLE001 - a JVM already gone cannot say; the error says the rest
+        return False
 
 
 def _detach(running: Running) -> None:

@@ -103,6 +103,9 @@ def daggers() -> dashboard.Dashboard:
         graph("Watermark delay", "s",
               (f"time() - max({_sel('dagger_watermark_timestamp_seconds', d)} > 0)", "behind now")),
         graph("Batch duration", "s", (f"max({_sel('dagger_batch_duration_seconds', d)})", "last batch")),
+        # 3 or more: --supervise keeps restarting a driver that fails before its first batch
+        graph("Launches without a committed batch", "short",
+              (f"max({_sel('dagger_launches_without_commit', d)})", "this launch and the failed ones before it")),
         graph("Dead letters", "ops", (f"sum by (kind) ({_rate('dagger_dead_letters_total', d)})", "{{kind}}")),
         graph("Sink errors", "ops",
               (f"sum({_rate('dagger_sink_errors_total', d)})", "failed writes"),

@@ -1,5 +1,7 @@
 """Shared fixtures. Keep this file small: one fixture per shared resource."""
 
+import contextlib
+import json
 import os
 
 import pytest
@@ -129,3 +131,36 @@ def lab_env(request):
         else:       # kept, with its logs, for the failure's post-mortem
             print(f"lab kept at {lab_dir}")
 
+
+@contextlib.contextmanager
+def fake_master_server():
+    """A loopback server answering /json/ as Spark 4.0's standalone master does, with `state`."""
+    import http.server
+    import threading
+
+    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 0, "memory": 8192, "memoryused": 0,
+             "workers": [], "activedrivers": [], "completeddrivers": []}
+
+    class Master(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(state).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Master)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def fake_master():
+    with fake_master_server() as master:
+        yield master

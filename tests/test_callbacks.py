@@ -67,6 +67,8 @@ def test_the_callback_server_answers_only_with_its_token_and_spark_still_calls_b
         while len(batches) == before and time.monotonic() < deadline:
             time.sleep(0.5)
         assert len(batches) > before, "batches stopped after the probes"
+        # what run() asks a failed query (whether its SparkContext was stopped under it) reaches the JVM
+        assert query._jsq.sparkSession().sparkContext().isStopped() is False
     finally:
         query.stop()
         spark.streams.removeListener(listener)

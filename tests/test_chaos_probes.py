@@ -163,3 +163,46 @@ def test_the_after_phase_waits_for_a_failover_still_running_and_says_so(tmp_path
     auto.t0 = time.time() - after
     auto.await_recovery()
     assert auto.recovering() == [] and 1.0 <= auto.late <= 3.5
+
+
+def test_a_crash_looping_dagger_reads_nothing_for_the_drill_answering_or_not(tmp_path):
+    """A drill's "throughput after" passed while a dagger crash-looped: each launch read a batch and
+    stored nothing, and the samples where it did not answer were left out. Now its samples say 0,
+    and the verdict names the loop."""
+    import json
+    import socket
+
+    from dagger_runtime import launches
+    from dagger_runtime.lifecycle.registry import Registry
+
+    with socket.socket() as free:           # a port nothing listens on: the dagger's silent /metrics
+        free.bind(("127.0.0.1", 0))
+        silent = free.getsockname()[1]
+    clusters = tmp_path / "clusters"
+    clusters.mkdir()
+    (clusters / "blue.json").write_text(json.dumps({
+        "name": "blue", "master": "spark://127.0.0.1:7077", "web_ui": "http://127.0.0.1:8080",
+        "python": "/opt/daggers/venv/bin/python", "jvm_dir": "/opt/daggers/jvm", "checkpoint_root": "/ck",
+        "spec_dir": "/specs", "metrics_ports": [silent, silent]}))
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    registry = Registry(url)
+    checkpoint = tmp_path / "ck" / "surge-demand" / "v2"
+    registry.record_version(name="drill-surge-demand", team=None, cluster="blue", spec="a", spec_format=".yaml",
+                            spec_digest="d", state_key="k", checkpoint=str(checkpoint), start="from earliest",
+                            actor="drill", submission_id="driver-20261123000000-0000", metrics_port=silent,
+                            action="deploy")
+    s = Sampler(registry_url=url, clusters_dir=str(clusters), kafka={}, primary="primary", mirror=None,
+                logins={}, topics=[])
+    s.watch("drill-surge-demand", "surge-demand")
+    launches.record(str(checkpoint), now_ms=1_000)
+    assert s.sample(registry)["daggers"]["surge-demand"] is None        # starting, silent: unknown
+    for at in (2_000, 3_000):
+        launches.record(str(checkpoint), now_ms=at)
+    looped = s.sample(registry)["daggers"]["surge-demand"]
+    assert (looped["input"], looped["lag"]) == (0.0, None)
+    assert looped["crash_loop"].startswith("3 driver launches in a row without a committed batch")
+    s.samples = [{"t": 120.0, "disk": 1.0, "urp": {}, "mirror_lag": None, "daggers": {"surge-demand": looped}}]
+    out = evaluate([hyp("throughput", of="surge-demand", low=30, phases=("after",))], s, {"after": (100, 130)})
+    assert (out[0]["value"], out[0]["ok"]) == (0, False)
+    assert s.crash_loops(100, 130) == {"surge-demand": looped["crash_loop"]}
+    assert s.crash_loops(130, 160) == {}          # not seen after: not a loop at the end

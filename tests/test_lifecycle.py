@@ -184,3 +184,50 @@ def test_deploy_edit_and_stop_keep_every_result_once_and_the_registry_holds_the_
 def test_an_unknown_cluster_is_refused_naming_the_known_ones(setup):
     result = run_cli("deploy", str(spec(setup, 1)), "--cluster", "purple", env=setup["env"])
     assert result.returncode == 2 and "unknown cluster 'purple'; known clusters: blue, green" in result.stderr
+
+
+def wait_for_status(setup, status: str, timeout_s: float) -> dict:
+    """`dagger status NAME --json`'s row, once it says `status`."""
+    deadline, seen = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        seen = json.loads(dagger(setup, "status", setup["name"], "--json").stdout)["daggers"][0]
+        if seen["status"] == status:
+            return seen
+        time.sleep(5)
+    raise AssertionError(f"{setup['name']} is not {status} after {timeout_s:g} s: {seen}")
+
+
+def test_a_driver_that_fails_at_every_start_is_a_crash_loop_in_status_and_the_registry(setup):
+    """Forced: the dagger's /metrics port is taken as soon as it is deployed, so each launch of its
+    driver fails before its query runs and --supervise starts it again, while the master says
+    RUNNING. `dagger status` and the registry say CRASH_LOOP, with why; once the port is free, the
+    next launch runs, and the status is the master's again."""
+    import socket
+
+    crashing = {**setup, "name": f"{setup['name']}-loop"}
+    job = yaml.safe_load(spec(crashing, 1, parallelism=1).read_text())
+    job["sink"] = {"type": "log"}              # its results go nowhere another test reads
+    path = setup["dir"] / "crash-loop.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    deployed = dagger(crashing, "deploy", str(path), "--cluster", "blue", "--as", "crash-test", "--json")
+    data = json.loads(deployed.stdout)
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", data["metrics_port"]))      # before the driver's first launch binds it
+    squatter.listen()
+    try:
+        wait_for_status(crashing, "CRASH_LOOP", timeout_s=420)
+        history = json.loads(dagger(crashing, "history", crashing["name"], "--json").stdout)
+        looped = [e for e in history["events"] if e["status"] == "CRASH_LOOP"]
+        assert looped and re.fullmatch(r"[3-9] driver launches in a row without a committed batch since \S+Z "
+                                       r"\(no batch committed yet\)", looped[-1]["detail"]), looped
+        # the driver's own log says why each launch ended
+        logs = dagger(crashing, "logs", crashing["name"]).stdout
+        assert "Address already in use" in logs and "a crash loop" in logs, logs[-3000:]
+    finally:
+        squatter.close()
+    try:
+        # the port free again: the next launch runs its query, waits for data and settles
+        wait_for_status(crashing, "RUNNING", timeout_s=300)
+    finally:
+        dagger(crashing, "stop", crashing["name"], "--as", "crash-test")

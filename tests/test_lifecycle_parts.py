@@ -333,34 +333,6 @@ def unvalidated(monkeypatch):
     monkeypatch.setattr(operations, "load_spec", lambda path: (plan_job(load_job(path)), Path(path).read_text()))
 
 
-@pytest.fixture
-def fake_master():
-    """A loopback server answering /json/ as Spark 4.0's standalone master does, with `state`."""
-    import http.server
-    import threading
-
-    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 0, "memory": 8192, "memoryused": 0,
-             "workers": [], "activedrivers": [], "completeddrivers": []}
-
-    class Master(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps(state).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Master)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-
-
 def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(tmp_path, monkeypatch,
                                                                                       fake_master):
     """A standalone master leaves an application that no worker can hold WAITING, without a word: the
@@ -512,3 +484,54 @@ def test_a_checkpoint_is_read_without_following_a_teams_symbolic_links(tmp_path)
     with pytest.raises(DaggerError, match="offset log of version unknown") as e:
         committed_offsets(str(ck))
     assert "s3cr3t" not in str(e.value)
+
+
+def test_a_driver_the_master_calls_running_but_that_keeps_failing_before_a_batch_is_a_crash_loop(
+        tmp_path, fake_master):
+    """--supervise restarts a failing driver as often as it fails and the master says RUNNING all
+    along (a drill saw 16 launches and a registry saying RUNNING): the checkpoint's launch ledger
+    says otherwise, and status records it, with why, until a batch is committed."""
+    from dagger_runtime import launches
+    from dagger_runtime.lifecycle import operations
+
+    state, url = fake_master
+    write_cluster(tmp_path / "clusters", web_ui=url)
+    registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
+    checkpoint = tmp_path / "ck" / "surge" / "v1"
+    record(registry, checkpoint=str(checkpoint), port=1)
+    state["activedrivers"] = [{"id": "driver-20261123000000-0000", "state": "RUNNING", "worker": "w"}]
+    for at in (1_000, 2_000):
+        launches.record(str(checkpoint), now_ms=at)
+    operations.status(registry, "surge", actor="status", clusters_dir=str(tmp_path / "clusters"))
+    assert registry.get("surge").status == "RUNNING"            # a restart is not yet a loop
+    launches.record(str(checkpoint), now_ms=3_000)
+    out = operations.status(registry, "surge", actor="status", clusters_dir=str(tmp_path / "clusters"))
+    assert out.data["daggers"][0]["status"] == "CRASH_LOOP"
+    current = registry.get("surge")
+    assert current.status == "CRASH_LOOP" and current.running    # still deployed: stop or edit it
+    assert registry.history("surge")[-1].detail == (
+        "3 driver launches in a row without a committed batch since 1970-01-01T00:00:01Z (no batch committed yet)")
+    # the loop ends when a batch is committed: the master's RUNNING holds again
+    (checkpoint / "commits").mkdir()
+    (checkpoint / "commits" / "0").write_text("v1\n{}\n")
+    operations.status(registry, "surge", actor="status", clusters_dir=str(tmp_path / "clusters"))
+    assert registry.get("surge").status == "RUNNING"
+
+
+def test_several_daggers_are_placed_one_after_the_other_on_what_the_workers_have_free():
+    """What a drill checks before it deploys its daggers (and the failover's cluster before it
+    moves them): each takes its driver (a core, 768 MB) and executor (parallelism cores, 1 GB)
+    from what the ones before it left."""
+    from dagger_runtime.lifecycle.spark import unplaced
+
+    # one worker of 4 cores and 4 GB: two daggers of parallelism 1 take 2 cores and 1.75 GB each
+    assert unplaced([(4, 4096)], [1, 1]) == []
+    assert unplaced([(4, 4096)], [1, 1, 1]) == [2]
+    # parallelism 2 needs 3 cores: the second does not fit the 1 left, the third (1) fits nowhere either
+    assert unplaced([(4, 4096)], [2, 2, 1]) == [1, 2]
+    # memory runs out before cores: 16 cores, 3 GB
+    assert unplaced([(16, 3072)], [1, 1]) == [1]
+    # two workers: driver on one, executor on the other
+    assert unplaced([(1, 1024), (2, 1024)], [2]) == []
+    assert unplaced([(1, 512), (2, 1024)], [2]) == [0]
+    assert unplaced([], [1]) == [0]

@@ -23,7 +23,7 @@ from ..errors import DaggerError
 from . import spark as spark_api
 from .clusters import Cluster, get_cluster, load_all, pick
 from .registry import Dagger, Registry
-from .state import Start, committed_offsets, starting_options, state_key
+from .state import Start, committed_offsets, crash_loop, starting_options, state_key
 
 # driver states in which the driver (or its relaunch) still holds the checkpoint
 LIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
@@ -537,9 +537,13 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
         driver_state = None
         if master is not None and dagger.submission_id:
             driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
+            # the master says RUNNING while --supervise restarts a driver that keeps failing
+            looping = crash_loop(dagger.checkpoint) if driver_state in ("RUNNING", "RELAUNCHING") else None
+            if looping:
+                driver_state = "CRASH_LOOP"
             if driver_state and dagger.running and driver_state != dagger.status:
-                registry.record_status(dagger.name, driver_state, actor=actor, detail="seen on the master",
-                                       submission_id=dagger.submission_id)
+                registry.record_status(dagger.name, driver_state, actor=actor,
+                                       detail=looping or "seen on the master", submission_id=dagger.submission_id)
             elif (driver_state is None and dagger.running and master.status == "ALIVE" and cluster
                   and not (dagger.metrics_port and scrape(cluster.metrics_host, dagger.metrics_port))):
                 # a master restarted without recovery forgets its drivers, and theirs die with the

@@ -71,6 +71,30 @@ def fits(workers_free: list[tuple[int, int]], parallelism: int) -> bool:
     return False
 
 
+def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> list[int]:
+    """The daggers (by index into `parallelisms`) whose driver and executor cannot be placed when all
+    of them are deployed one after the other onto workers with these free (cores, memory MB), each
+    taking the first placement that fits, as `fits` finds it (pure)."""
+    free = [list(w) for w in workers_free]
+    left = []
+    for k, parallelism in enumerate(parallelisms):
+        driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, EXECUTOR_MEMORY_MB)
+
+        def holds(i: int, *needs: tuple[int, int]) -> bool:
+            return free[i][0] >= sum(n[0] for n in needs) and free[i][1] >= sum(n[1] for n in needs)
+
+        spot = next(((i, j) for i in range(len(free)) for j in range(len(free))
+                     if (i == j and holds(i, driver, executor)) or (i != j and holds(i, driver) and holds(j, executor))),
+                    None)
+        if spot is None:
+            left.append(k)
+            continue
+        for index, (cores, memory) in zip(spot, (driver, executor)):
+            free[index][0] -= cores
+            free[index][1] -= memory
+    return left
+
+
 def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
                 parallelism: int, starting: dict[str, dict[str, str]] | None = None,
                 emit_after_ms: int | None = None) -> list[str]:

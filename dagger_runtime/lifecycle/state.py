@@ -189,3 +189,44 @@ def starting_options(start: Start, streams, offsets: list[dict] | None = None) -
                               "it has no committed offsets there; use --from earliest, latest or a time")
         options[stream.table] = {"startingOffsets": json.dumps(own, sort_keys=True)}
     return options
+
+
+_LEDGER_TAIL = 64 * 1024     # what is read of a launch ledger: its last launches, whatever its size
+
+
+def _read_tail_unfollowed(path: Path, limit: int) -> str | None:
+    """The last `limit` bytes of a regular file in a team's folder, read as root: no link followed,
+    nothing but a regular file opened (a FIFO would block, a device would answer anything)."""
+    fd = os.open(_unfollowed(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        os.lseek(fd, max(0, info.st_size - limit), os.SEEK_SET)
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
+def crash_loop(checkpoint: str) -> str | None:
+    """What says a checkpoint's driver is in a crash loop (launches.py: launches in a row without a
+    committed batch), read as root without following the team's links; None when it is not, or its
+    ledger cannot be read here (a remote checkpoint, or anything but a regular file)."""
+    from .. import launches
+
+    root = launches.local_root(checkpoint)
+    if root is None:
+        return None
+    try:
+        text = _read_tail_unfollowed(root / launches.LAUNCHES_FILE, _LEDGER_TAIL)
+        committed = launches.last_committed_batch(_unfollowed(root / "commits").parent)
+    except (OSError, DaggerError):
+        return None     # no ledger yet, one behind a team's link (not followed), or unreadable
+    entries = launches.parse(text or "")
+    count = launches.launches_without_commit(entries, committed)
+    if count < launches.CRASH_LOOP_LAUNCHES:
+        return None
+    since = dt.datetime.fromtimestamp(entries[-count]["at_ms"] / 1000, dt.timezone.utc)
+    last = "no batch committed yet" if committed < 0 else f"the last committed batch is {committed}"
+    return (f"{count} driver launches in a row without a committed batch since "
+            f"{since.strftime('%Y-%m-%dT%H:%M:%SZ')} ({last})")

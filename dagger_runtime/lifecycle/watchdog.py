@@ -78,6 +78,7 @@ class Watched:
     kind: str | None = None             # what was lost: kafka or spark
     to: str | None = None
     timings: dict = field(default_factory=dict)     # the failover's steps (operations' timings)
+    crash_loop: str | None = None       # why its driver is in a crash loop, while it is
 
 
 class Watchdog(threading.Thread):
@@ -146,6 +147,7 @@ class Watchdog(threading.Thread):
                 alive = False
             spark_lost = w.spark.observe(not alive, now)
             if not (kafka_lost or spark_lost):
+                self.check_crash_loop(registry, w, dagger)
                 return
             w.detected_at = min(x for x in (w.kafka.since, w.spark.since) if x is not None)
             if spark_lost:
@@ -163,6 +165,19 @@ class Watchdog(threading.Thread):
                                           f"since {time.strftime('%H:%M:%S', time.gmtime(w.detected_at))}Z); "
                                           f"moving to {to}")
         self.fail_over(registry, w)
+
+    def check_crash_loop(self, registry, w: Watched, dagger) -> None:
+        """A driver that --supervise keeps restarting with its clusters alive: said once per loop and
+        recorded, not moved (another cluster would not help); still watched for a loss."""
+        from .state import crash_loop
+
+        looping = crash_loop(dagger.checkpoint)
+        if looping and not w.crash_loop:
+            if dagger.status != "CRASH_LOOP":
+                registry.record_status(w.name, "CRASH_LOOP", actor=self.actor, detail=looping,
+                                       submission_id=dagger.submission_id)
+            self._say("failed", w.name, f"crash loop on {dagger.cluster}: {looping}")
+        w.crash_loop = looping
 
     def fail_over(self, registry, w: Watched) -> None:
         from .operations import DriverStillAnswers, failover_kafka, failover_spark
