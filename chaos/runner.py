@@ -344,8 +344,7 @@ class DrillRun:
                         continue
             finally:
                 registry.close()
-            free = ", ".join(f"{c} core{'' if c == 1 else 's'} and {m / 1024:.1f} GB"
-                             for c, m in state.workers_free) or "nothing"
+            free = spark_api.describe_free(state.workers_free)
             short = ", ".join(f"{daggers[i][0]} (parallelism {daggers[i][1]})" for i in left)
             whose = f" of team {team}" if team else ""
             held = ("" if not holders else f" (stopped: {', '.join(holders)})" if self.stop_others else

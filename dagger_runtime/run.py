@@ -70,10 +70,10 @@ def remembered_start(checkpoint: str, starting: dict | None,
 
 
 def _start_file(checkpoint: str):
-    from pathlib import Path
+    from .launches import local_root
 
-    local = checkpoint.removeprefix("file://")
-    return None if "://" in local else Path(local) / STARTING_FILE
+    root = local_root(checkpoint)
+    return None if root is None else root / STARTING_FILE
 
 
 def read_start(checkpoint: str) -> tuple[dict | None, int | None]:

@@ -219,8 +219,7 @@ def _check_alive(cluster: Cluster, plan=None) -> None:
                           f"{state.workers_alive} workers alive")
     if plan is not None and not spark_api.fits(list(state.workers_free), plan.job.parallelism):
         p = plan.job.parallelism
-        free = ", ".join(f"{c} core{'' if c == 1 else 's'} and {m / 1024:.1f} GB"
-                         for c, m in state.workers_free) or "nothing"
+        free = spark_api.describe_free(state.workers_free)
         raise DaggerError(
             f"cluster {cluster.name} has no room for {plan.job.name} now: it needs a core and "
             f"{spark_api.DRIVER_MEMORY_MB} MB for its driver and {p} cores (its parallelism) and "

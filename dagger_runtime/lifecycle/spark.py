@@ -71,6 +71,11 @@ def fits(workers_free: list[tuple[int, int]], parallelism: int) -> bool:
     return False
 
 
+def describe_free(workers_free) -> str:
+    """What the workers have free, for a refusal: "1 core and 4.5 GB, 2 cores and 1.0 GB" (pure)."""
+    return ", ".join(f"{c} core{'' if c == 1 else 's'} and {m / 1024:.1f} GB" for c, m in workers_free) or "nothing"
+
+
 def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> list[int]:
     """The daggers (by index into `parallelisms`) whose driver and executor cannot be placed when all
     of them are deployed one after the other onto workers with these free (cores, memory MB), each

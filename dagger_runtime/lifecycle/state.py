@@ -132,10 +132,11 @@ def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
     mirror (MirrorMaker keeps record timestamps): its starting time, or earliest; a start by
     offsets or at `latest` becomes the time its version was deployed. What `run` kept in the
     checkpoint (dagger-starting.json) says; without it, the streams' auto_offset_reset."""
+    from ..launches import local_root
     from ..run import STARTING_FILE, read_start
 
-    if "://" not in checkpoint.removeprefix("file://"):
-        _unfollowed(Path(checkpoint.removeprefix("file://")) / STARTING_FILE)
+    if local_root(checkpoint) is not None:
+        _unfollowed(local_root(checkpoint) / STARTING_FILE)
     starting, _ = read_start(checkpoint)
     options = list(starting.values()) if isinstance(starting, dict) else []
     times = {o.get("startingTimestamp") for o in options}
