@@ -78,7 +78,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
+                      ValidationInfo, field_validator)
 
 from infra.yaml_lines import Document, Problems, field_name, line_of, read_yaml
 
@@ -485,6 +486,17 @@ class Failover(_Model):
     rto_target: PositiveDuration
     # how long after the lost cluster is back the daggers move back to it (by command); none: they stay
     fail_back: PositiveDuration | None = None
+    # spark: each dagger is deployed with a standby driver on `to`, which takes the checkpoint's
+    # lease the moment the lost cluster's driver is gone (dagger deploy --standby)
+    standby: bool = False
+
+    @field_validator("standby")
+    @classmethod
+    def _standby_is_sparks(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("kind") != "spark":
+            raise ValueError("a standby driver waits on another Spark cluster (kind: spark); a Kafka failover "
+                             "starts a new checkpoint on the copy")
+        return value
 
 
 def _keys(value: Any) -> Any:

@@ -235,6 +235,7 @@ class Sampler:
                               "processed": metrics.get("dagger_processed_messages_per_second", 0.0),
                               "lag": metrics.get("dagger_consumer_lag_messages", 0.0),
                               "batches": metrics.get("dagger_batches_total", 0.0),
+                              "late": metrics.get("dagger_late_rows_dropped_total", 0.0),
                               "latency": (now - watermark) if watermark else None}
         return {"t": now, "daggers": daggers, "disk": disk_usage_percent(self.disk_path),
                 "urp": {name: self._fresh(f"urp:{name}") for name in self.kafka},
@@ -276,6 +277,23 @@ class Sampler:
             samples = [s for s in self.samples if start <= s["t"] < end]
         return {alias: d["crash_loop"] for s in samples for alias, d in s["daggers"].items()
                 if d is not None and d.get("crash_loop")}
+
+    def late_rows(self, alias: str) -> int | None:
+        """Rows the dagger dropped behind its watermark over the drill (None: never scraped). Each
+        driver counts from its own start, so the last count of each (version, cluster) is summed:
+        a driver killed between two samples takes its last few to the grave, so this is a floor."""
+        with self._lock:
+            samples = list(self.samples)
+        last: dict[tuple, float] = {}
+        for s in samples:
+            d = s["daggers"].get(alias)
+            if d is not None and d.get("late") is not None:
+                key = (d["version"], d["cluster"])
+                # a counter that went down is a new driver of the same version and cluster
+                if d["late"] < last.get(key, 0.0):
+                    last[(*key, s["t"])] = last.pop(key)
+                last[key] = d["late"]
+        return int(sum(last.values())) if last else None
 
     def breach(self) -> str | None:
         with self._lock:

@@ -269,6 +269,9 @@ class Case(_Strict):
     rto_seconds: Seconds | None = None
     rto_target_seconds: Seconds | None = None
     rto_steps: list[RtoStep] = []
+    standby: bool = False           # a standby driver took the checkpoint over (failover.standby)
+    # rows the dagger dropped behind its watermark (its metrics, sampled): why windows may be missing
+    late_rows_dropped: Count | None = None
     windows_expected: Count
     windows_matched: Count
     windows_missing: Count

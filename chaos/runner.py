@@ -459,17 +459,21 @@ class DrillRun:
         os.environ.update(access.team_env(job["team"], lab=self.lab.dir))
         if job["sink"]["type"] == "influx":
             os.environ.update(access.team_sink_env(job["team"], lab=self.lab.dir, postgres=False))
+        fo, trigger = self.book.failover, self.book.failover_fault
+        standby = (self.target() if fo is not None and fo.standby and trigger is not None
+                   and d.cluster == trigger.cluster else None)
         registry = self.registry()
         try:
             out = operations.deploy(registry, str(path), d.cluster, actor=f"drill {self.run_id}",
                                     clusters_dir=self.lab.clusters_dir,
-                                    start=Start("timestamp", int(self.started * 1000)))
+                                    start=Start("timestamp", int(self.started * 1000)), standby=standby)
         except Exception as e:  # noqa: BLE001 - DaggerError and what spark-submit raised
             raise Abort(f"deploying {d.name}: {e}") from None
         finally:
             registry.close()
         self.deployed[d.name] = Deployed(d.name, name, job["team"], d.cluster, path, job)
-        self.event("deploy", f"{d.name} as {name} on {d.cluster} ({out.data.get('submission_id')})")
+        self.event("deploy", f"{d.name} as {name} on {d.cluster} ({out.data.get('submission_id')})"
+                   + (f", standby on {standby} ({out.data['standby']['submission_id']})" if standby else ""))
         if self.sampler is None:
             self.start_sampler()
         self.sampler.watch(name, alias=d.name)
@@ -808,6 +812,9 @@ class DrillRun:
     def case(self, v, d: Deployed, result) -> dict:
         fo, trigger = self.book.failover, self.book.failover_fault
         case = {"name": v.dagger, "dagger": d.name, **result.as_case_fields()}
+        late = self.sampler.late_rows(d.playbook_name) if self.sampler is not None else None
+        if late is not None:
+            case["late_rows_dropped"] = late
         if fo is not None and trigger is not None and d in self.affected():
             t_fault = self.fault_times.get(trigger.name)
             case["failover"] = fo.kind
@@ -815,11 +822,15 @@ class DrillRun:
             if t_fault is not None and d.first_batch_after is not None:
                 case["rto_seconds"] = round(d.first_batch_after - t_fault, 2)
                 steps = []
-                if d.failover_started is not None:
+                taken = self.standby_steps(d, t_fault) if "takeover" in (d.failover_timings or {}) else None
+                if taken is not None:
+                    case["rto_seconds"], steps = taken
+                    case["standby"] = True
+                elif d.failover_started is not None:
                     steps.append({"step": "detect", "seconds": round(max(0.0, d.failover_started - t_fault), 2)})
-                if d.failover_started is not None and d.failover_done is not None:
+                if taken is None and d.failover_started is not None and d.failover_done is not None:
                     steps += self.move_steps(d.failover_done - d.failover_started, d.failover_timings)
-                if d.failover_done is not None:
+                if taken is None and d.failover_done is not None:
                     # the driver's start (JVM, Python, Spark session, executors, the query's plan)
                     # and its first batch, as far as the batch's own duration tells them apart
                     batch = min(d.first_batch_seconds or 0.0, d.first_batch_after - d.failover_done)
@@ -843,6 +854,35 @@ class DrillRun:
         back_ok = "fail_back_to" not in case or "fail_back_seconds" in case
         case["verdict"] = "pass" if not lost and rto_ok and back_ok and not d.failover_error else "fail"
         return case
+
+    def standby_steps(self, d: Deployed, t_fault: float) -> tuple[float, list[dict]] | None:
+        """A standby's recovery, from its checkpoint: when it took the lease (its launch in the
+        ledger) and when its first batch was committed (the commit file's time). The failover
+        command only records the move in the registry, so it is not on the way."""
+        from dagger_runtime import launches
+
+        registry = self.registry()
+        try:
+            current = registry.get(d.name)
+        finally:
+            registry.close()
+        root = launches.local_root(current.checkpoint) if current else None
+        if root is None:
+            return None
+        try:
+            ledger = launches.parse((root / launches.LAUNCHES_FILE).read_text(errors="replace"))
+            commits = sorted(p.stat().st_mtime for p in (root / "commits").iterdir() if p.name.isdigit())
+        except OSError:
+            return None
+        taken = next((e["at_ms"] / 1000 for e in ledger if e["at_ms"] / 1000 >= t_fault), None)
+        first = next((t for t in commits if taken is not None and t >= taken), None)
+        if taken is None or first is None:
+            return None
+        batch = min(d.first_batch_seconds or 0.0, first - taken)
+        return round(first - t_fault, 2), [
+            {"step": "standby takes the lease", "seconds": round(taken - t_fault, 2)},
+            {"step": "query start", "seconds": round(first - taken - batch, 2)},
+            {"step": "first batch", "seconds": round(batch, 2)}]
 
     @staticmethod
     def move_steps(total: float, timings: dict) -> list[dict]:
@@ -912,6 +952,9 @@ class DrillRun:
         for c in cases:
             if c["verdict"] != "pass":
                 reasons.append(f"{c['name']}: {c['windows_missing']} window(s) missing, {c['windows_wrong']} wrong"
+                               + (f" (the dagger dropped at least {c['late_rows_dropped']} row(s) that came behind "
+                                  f"its watermark: its watermark delay did not hold the backlog)"
+                                  if c.get("late_rows_dropped") and c["windows_missing"] else "")
                                + (f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
                                   if c.get("rto_seconds") is not None and c.get("rto_target_seconds") is not None
                                   and c["rto_seconds"] > c["rto_target_seconds"] else "")

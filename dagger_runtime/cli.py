@@ -122,13 +122,20 @@ def cmd_preview(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from .lease import Fenced
     from .run import RunOptions, run
 
     plan = _load_plan(args)
     options = RunOptions(checkpoint=args.checkpoint, available_now=args.available_now, master=args.master,
                          log_path=args.log, metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
-                         starting=_starting(args.starting, plan), emit_after_ms=args.emit_windows_after)
-    return run(plan, options)
+                         starting=_starting(args.starting, plan), emit_after_ms=args.emit_windows_after,
+                         version=args.dagger_version, standby=args.standby)
+    try:
+        return run(plan, options)
+    except Fenced as e:
+        # 0: a supervised driver that ends well is not started again
+        print(f"run: {e}", file=sys.stderr)
+        return 0
 
 
 def _starting(text: str | None, plan) -> dict | None:
@@ -230,6 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write only the windows that end after this time: a version that replays its "
                         "input from before its open windows then leaves the windows the previous version "
                         "wrote as they are (`dagger failover` sets it)")
+    r.add_argument("--dagger-version", type=int, metavar="N",
+                   help="the registry's version this driver runs: it ends without writing once the checkpoint's "
+                        "fence names a later one (deploy, edit and stop write the fence; deploy sets this)")
+    r.add_argument("--standby", action="store_true",
+                   help="start as a standby: wait with the Spark session up until this version's first driver "
+                        "has taken the checkpoint's lease, then take it when that driver is gone (deploy "
+                        "--standby CLUSTER sets it)")
     _add_strict(r)
     r.set_defaults(func=cmd_run)
 

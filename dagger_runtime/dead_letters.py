@@ -53,12 +53,20 @@ def register(spark, table: str, stream, topic: str, job_name: str) -> Writer:
 
 
 def ensure_topic(spark, stream, topic: str, partitions: int = 1) -> str:
-    """Make sure the dead-letter topic exists on the stream's cluster (created with the broker's
-    default replication when missing). Uses Kafka's own AdminClient in the JVM, so every security
-    setting of the stream applies exactly as for its consumer. Returns what was done."""
+    """Make sure the dead-letter topic exists on the stream's cluster (see `ensure_kafka_topic`)."""
+    return ensure_kafka_topic(spark, producer_options(stream), topic, what="the dead-letter topic",
+                              fix="create it, or set dead_letter_topic", partitions=partitions)
+
+
+def ensure_kafka_topic(spark, options: dict[str, str], topic: str, *, what: str, fix: str,
+                       partitions: int = 1) -> str:
+    """Make sure `topic` exists on the cluster the client `options` reach (created with the
+    broker's default replication when missing). Uses Kafka's own AdminClient in the JVM, so every
+    security setting applies exactly as for the job's own clients. Returns what was done."""
     jvm = spark._jvm
+    servers = options.get("bootstrap.servers", "?")
     props = jvm.java.util.Properties()
-    for key, value in producer_options(stream).items():
+    for key, value in options.items():
         props.setProperty(key, value)
     props.setProperty("request.timeout.ms", "15000")
     props.setProperty("default.api.timeout.ms", "30000")
@@ -74,15 +82,13 @@ def ensure_topic(spark, stream, topic: str, partitions: int = 1) -> str:
         except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's ExecutionException
             if "TopicExistsException" in str(e):
                 return "exists"
-            raise DaggerError(f"the dead-letter topic {topic} does not exist on "
-                              f"{stream.kafka.bootstrap_servers} and could not be created "
-                              f"({_first_line(e)}); create it, or set dead_letter_topic") from None
+            raise DaggerError(f"{what} {topic} is not on {servers} (or not visible to the job's Kafka login) and "
+                              f"could not be created ({_first_line(e)}); {fix}") from None
         return "created"
     except DaggerError:
         raise
     except Exception as e:  # noqa: BLE001
-        raise DaggerError(f"cannot reach Kafka at {stream.kafka.bootstrap_servers} to check the dead-letter "
-                          f"topic {topic}: {_first_line(e)}") from None
+        raise DaggerError(f"cannot reach Kafka at {servers} to check {what} {topic}: {_first_line(e)}") from None
     finally:
         admin.close()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from .errors import DaggerError
@@ -30,6 +31,8 @@ class RunOptions:
     starting: dict | None = None        # Kafka starting options by table, for a new checkpoint
     sink_retry_s: float = 600.0         # how long a sink write is retried before the job fails
     emit_after_ms: int | None = None    # write only windows ending after this (a replay, failover)
+    version: int | None = None          # the registry's version this driver runs (lease.py's fence)
+    standby: bool = False               # wait for this version's first driver to take the lease
 
 
 def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
@@ -145,6 +148,8 @@ def only_windows_after(results, after_ms: int):
     return results.where(F.col(WINDOW_END) > F.timestamp_millis(F.lit(int(after_ms)))).drop(WINDOW_END)
 
 
+FENCE_CHECK_S = 1.0     # how often a running driver reads its checkpoint's fence (lease.py): a stop's latency
+
 # what Spark's StreamExecution says once a trigger has run through (no data found, or a batch done)
 SETTLED_MESSAGES = ("Waiting for data to arrive", "Waiting for next trigger")
 
@@ -158,6 +163,7 @@ class Running:
     writers: list
     heartbeats: object = None       # idle.Heartbeats, for a job that lets idle streams go
     launch: tuple | None = None     # (checkpoint, launch id) in the checkpoint's launch ledger
+    lease: object = None            # lease.Lease: this driver is the checkpoint's one writer
 
     def settle_once_running(self) -> None:
         """Mark this launch settled in the ledger once its query has run a trigger through (it
@@ -171,27 +177,71 @@ class Running:
             self.launch = None
             self.counters.launches_without_commit = 0
 
+    def fenced(self) -> int | None:
+        """The fence that now excludes this driver's version (a later one was deployed, or it was
+        stopped while its master could not be reached), if any."""
+        return self.lease.fenced() if self.lease is not None else None
+
     def listeners(self) -> list:
         return [self.listener] + ([self.heartbeats] if self.heartbeats is not None else [])
 
 
 def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
-    """Start the job's streaming query."""
-    from . import dead_letters, idle, launches
-    from .callbacks import authenticate_callbacks
-    from .progress import Counters, ProgressListener
-    from .session import build_session
+    """Start the job's streaming query, once this driver holds its checkpoint's lease. A standby
+    waits for it with everything but the query ready: its Spark session and executors, the
+    query analysed, the sink and dead-letter topics reached."""
+    from . import launches
+    from . import lease as leases
 
     checkpoint = checkpoint_of(plan, options)
-    # first: a launch that fails anywhere later (Spark, Kafka, the sink) is still counted
-    launch = launches.record(checkpoint, out=out)
-    if launch and launch[1] > 1:
-        print(f"run: launch {launch[1]} in a row on {checkpoint} without a committed batch"
-              + (" (a crash loop: see this log's earlier launches)" if launch[1] >= launches.CRASH_LOOP_LAUNCHES
-                 else ""), file=out, flush=True)
-    if spark is None:
-        spark = build_session(f"dagger-{plan.job.name}", master=options.master,
-                              parallelism=plan.job.parallelism)
+    ready: list = []
+
+    def warm() -> None:
+        ready.append(_prepare(plan, options, spark or _session(plan, options), checkpoint, sink_factory, out))
+
+    lease = leases.take(checkpoint, version=options.version, master=options.master, out=out, warm=warm,
+                        standby=options.standby)
+    try:
+        # first: a launch that fails anywhere later (Spark, Kafka, the sink) is still counted (a
+        # standby's is counted from its takeover: waiting is no launch)
+        launch = launches.record(checkpoint, out=out)
+        if launch and launch[1] > 1:
+            print(f"run: launch {launch[1]} in a row on {checkpoint} without a committed batch"
+                  + (" (a crash loop: see this log's earlier launches)"
+                     if launch[1] >= launches.CRASH_LOOP_LAUNCHES else ""), file=out, flush=True)
+        if not ready:
+            warm()
+        return _launch(ready[0], options, checkpoint, lease, launch, out=out)
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        raise
+
+
+def _session(plan: JobPlan, options: RunOptions):
+    from .session import build_session
+
+    return build_session(f"dagger-{plan.job.name}", master=options.master, parallelism=plan.job.parallelism)
+
+
+@dataclass
+class _Prepared:
+    plan: JobPlan
+    results: object
+    sink: object
+    writers: list
+    counters: object
+    listener: object
+    writer: object
+    heartbeats: object
+
+
+def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_factory, out) -> _Prepared:
+    """Everything before the query starts: nothing here writes results or commits a batch."""
+    from . import dead_letters, idle
+    from .callbacks import authenticate_callbacks
+    from .progress import Counters, ProgressListener
+
     starting, emit_after_ms = remembered_start(checkpoint, options.starting, options.emit_after_ms)
     heartbeats = None
     if idle.applies(plan):
@@ -204,8 +254,15 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         if done == "created":
             print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "
                   f"{stream.kafka.bootstrap_servers}", file=out)
+    if plan.job.sink.type == "kafka":
+        # a missing topic would fail each batch's write for a minute, then retry for sink_retry_s
+        kafka = plan.job.sink.kafka
+        admin = {k: v for k, v in kafka.kafka_options().items() if k != "linger.ms"}    # a producer's only
+        done = dead_letters.ensure_kafka_topic(spark, admin, kafka.topic, what="the sink topic",
+                                               fix="create it, or name another in sink.kafka.topic")
+        if done == "created":
+            print(f"run: created the sink topic {kafka.topic} on {kafka.brokers}", file=out)
     counters = Counters(plan.job.name, scans=_scans_per_source(results, len(plan.streams)))
-    counters.launches_without_commit = launch[1] if launch else 1
     listener = ProgressListener(counters, out=out, log_path=options.log_path)
     authenticate_callbacks(spark)  # before the first callback object reaches the JVM
     spark.streams.addListener(listener)
@@ -215,6 +272,13 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     writer = writer.trigger(availableNow=True) if options.available_now else writer
     if heartbeats is not None:
         spark.streams.addListener(heartbeats)
+    return _Prepared(plan, results, sink, writers, counters, listener, writer, heartbeats)
+
+
+def _launch(ready: _Prepared, options: RunOptions, checkpoint: str, lease, launch, *, out) -> Running:
+    plan, counters, sink, listener, writer, heartbeats = (ready.plan, ready.counters, ready.sink, ready.listener,
+                                                          ready.writer, ready.heartbeats)
+    counters.launches_without_commit = launch[1] if launch else 1
     if options.metrics_port:
         # before the query: a port that cannot be bound stops the run before any batch, not the
         # driver's Python under a running query (whose SparkContext would stop mid-batch)
@@ -225,8 +289,8 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     counters.query_id = str(query.id)
     if heartbeats is not None:
         heartbeats.query_id = str(query.id)
-    return Running(query, sink, counters, listener, writers, heartbeats,
-                   launch=(checkpoint, launch[0]) if launch else None)
+    return Running(query, sink, counters, listener, ready.writers, heartbeats,
+                   launch=(checkpoint, launch[0]) if launch else None, lease=lease)
 
 
 def _scans_per_source(results, streams: int) -> float:
@@ -259,11 +323,21 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
+    fenced, fence_checked = None, time.monotonic()
     try:
         while query.isActive and not stop.is_set():
             query.awaitTermination(0.5)
             running.settle_once_running()
-        if stop.is_set() and query.isActive:
+            if time.monotonic() - fence_checked > FENCE_CHECK_S:
+                fence_checked, fenced = time.monotonic(), running.fenced()
+                if fenced is not None:
+                    break
+        if fenced is not None:
+            # a later version owns the checkpoint: stop now, without finishing the batch's commit
+            print(f"run: version {options.version} was replaced or stopped (the checkpoint takes version {fenced} "
+                  "or later): stopping without writing more", file=out, flush=True)
+            query.stop()
+        elif stop.is_set() and query.isActive:
             print("run: stopping after the current batch", file=out, flush=True)
             query.stop()
         failure = query.exception()
@@ -275,7 +349,11 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
         sink.close()
         for writer in running.writers:
             writer.close()
+        if running.lease is not None:
+            running.lease.release()
     print(f"run: {counters.summary()}", file=out, flush=True)
+    if fenced is not None:
+        return 0
     if failure is not None:
         if stopped_under:
             # Spark then fails the batch being planned with an internal error (a null session):

@@ -338,6 +338,7 @@ EXPECTED = {
     "rto-longer-than-downtime.yaml": (23, "failover.rto_target", "1m, but chaos[0] is undone after 20s"),
     "shape-wrong-param.yaml": (10, "feeders[0].shape.peak", "a ramp shape takes to and over, not peak"),
     "sink-nobody-writes.yaml": (18, "chaos[0].target", "no dagger of the drill writes to postgresql"),
+    "standby-on-kafka.yaml": (24, "failover.standby", "a standby driver waits on another Spark cluster"),
     "tolerance-without-unit.yaml": (24, "steady_state[0].tolerance.max", "90 has no unit: this probe is a time"),
     "topic-not-in-lab.yaml": (7, "feeders[0].topic", "'GO_RIDE-boking-log' is not a topic of the lab's primary "
                                                      "cluster (did you mean GO_RIDE-booking-log"),

@@ -206,3 +206,17 @@ def test_a_crash_looping_dagger_reads_nothing_for_the_drill_answering_or_not(tmp
     assert (out[0]["value"], out[0]["ok"]) == (0, False)
     assert s.crash_loops(100, 130) == {"surge-demand": looped["crash_loop"]}
     assert s.crash_loops(130, 160) == {}          # not seen after: not a loop at the end
+
+
+def test_late_rows_add_up_over_drivers_whose_counters_start_again():
+    """Each driver counts its late rows from its own start: a standby that took over on green, a
+    driver started again on the same cluster (its counter went down), a new version."""
+    def at(t, version, cluster, late):
+        return {"t": t, "daggers": {"a": {"version": version, "cluster": cluster, "late": late}}}
+
+    s = sampler_with([at(1, 1, "blue", 0.0), at(2, 1, "blue", 5.0), at(3, 1, "green", 2.0),   # blue's 5, then green
+                      at(4, 1, "green", 7.0), at(5, 1, "green", 1.0), at(6, 1, "green", 3.0),  # green restarted: 7 + 3
+                      at(7, 2, "green", 4.0)])                                                 # version 2: 4
+    assert s.late_rows("a") == 5 + 7 + 3 + 4
+    assert sampler_with([at(1, 1, "blue", 0.0)]).late_rows("a") == 0
+    assert sampler_with([{"t": 1, "daggers": {"a": None}}]).late_rows("a") is None

@@ -40,17 +40,22 @@ DELAY_S = 60            # the example's watermark delay
 
 @pytest.fixture(scope="module")
 def lab(lab_env, tmp_path_factory):
+    return make_lab(lab_env, tmp_path_factory, "loop")
+
+
+def make_lab(lab_env, tmp_path_factory, prefix: str) -> dict:
+    """A dagger of the example's query on topics of its own, reading and writing as team allocations."""
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
     lab_dir = Path(lab_env["DAGGER_LAB_DIR"])
     run_id = uuid.uuid4().hex[:6]
     servers = ",".join(f"127.0.0.1:{base + 100 * n + 92}" for n in (1, 2, 3))
-    topic, out = f"bookings-{run_id}-loop", f"{TEAM}-loop-{run_id}"
+    topic, out = f"bookings-{run_id}-{prefix}", f"{TEAM}-{prefix}-{run_id}"
     login = access.kafka_python("admin", lab=lab_dir)
     admin = KafkaAdminClient(bootstrap_servers=servers, **login)
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3),
                          NewTopic(out, num_partitions=1, replication_factor=3)])
     admin.close()
-    name = f"loop-{run_id}"
+    name = f"{prefix}-{run_id}"
     job = yaml.safe_load((EXAMPLES / "completed_bookings_by_s2.yaml").read_text())
     job.update(name=name, team=TEAM, parallelism=1, dead_letter_topic=f"{TEAM}-{name}-dlq")
     job["streams"] = job["streams"][:1]
@@ -59,7 +64,7 @@ def lab(lab_env, tmp_path_factory):
                                       group_id=access.consumer_group(TEAM, name), client=access.team_client(TEAM))
     job["sink"] = {"type": "kafka", "kafka": {"brokers": servers, "topic": out, "data_type": "JSON",
                                               "client": access.team_client(TEAM)}}
-    path = tmp_path_factory.mktemp("loop") / f"{name}.yaml"
+    path = tmp_path_factory.mktemp(prefix) / f"{name}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     env = {"DAGGER_CLUSTERS": str(lab_dir / "clusters"),
            "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),

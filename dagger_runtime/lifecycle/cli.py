@@ -59,7 +59,7 @@ def cmd_deploy(args) -> int:
     began = time.monotonic()
     with _console.status("validating the spec and submitting it ..."):
         outcome = deploy(_registry(args), args.job, args.cluster, actor=args.actor, clusters_dir=args.clusters,
-                         start=_start(args))
+                         start=_start(args), standby=args.standby)
     _wait_first_row(args, outcome, began)
     _print(outcome, args.json)
     return 0
@@ -138,11 +138,13 @@ def cmd_status(args) -> int:
         _print(outcome, True)
         return 0
     table = Table(title="daggers", title_justify="left")
-    for column in ("dagger", "cluster", "v", "status", "in/s", "done/s", "lag", "watermark delay", "last batch",
-                   "rows written", "dead letters", "sink errors"):
-        table.add_column(column, justify="left" if column in ("dagger", "cluster", "status") else "right")
+    for column in ("dagger", "cluster", "v", "status", "standby", "in/s", "done/s", "lag", "watermark delay",
+                   "last batch", "rows written", "dead letters", "sink errors"):
+        table.add_column(column, justify="left" if column in ("dagger", "cluster", "status", "standby") else "right")
     for row in outcome.data["daggers"]:
+        standby = row.get("standby")
         table.add_row(row["dagger"], row["cluster"], str(row["version"]), row["status"],
+                      f"{standby['cluster']} {standby['state']}" if standby else "-",
                       _num(row.get("input_per_s"), "{:,.1f}"), _num(row.get("processed_per_s"), "{:,.1f}"),
                       _num(row.get("lag")), _num(row.get("watermark_delay_s"), "{:,.0f} s"),
                       _num(row.get("last_batch_s"), "{:.2f} s"), _num(row.get("rows_written")),
@@ -248,6 +250,11 @@ def add_commands(sub) -> None:
     d.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
     d.add_argument("--cluster", required=True, help="the cluster to run on (a name in the clusters directory)")
     d.add_argument("--from", dest="start", metavar="POSITION", help=start_help)
+    d.add_argument("--standby", metavar="CLUSTER",
+                   help="also start a standby driver on CLUSTER: its Spark session and executors up, waiting for "
+                        "the checkpoint's lease, which it takes the moment the dagger's driver is gone (a lost "
+                        "cluster, a killed driver); `dagger failover --cluster CLUSTER` then only records the move. "
+                        "The checkpoint must be on a folder both clusters share")
     d.set_defaults(func=cmd_deploy)
 
     e = sub.add_parser("edit", parents=[common, waiting], help="redeploy a dagger with a changed spec",

@@ -159,17 +159,75 @@ def _check_team(plan, cluster: Cluster, current: Dagger | None) -> None:
 
 
 def _submit(cluster: Cluster, plan, text: str, *, number: int, checkpoint: str, starting: dict | None,
-            port: int, passed_env: tuple[str, ...], emit_after_ms: int | None = None) -> tuple[str, str]:
+            port: int, passed_env: tuple[str, ...], emit_after_ms: int | None = None,
+            standby: bool = False) -> tuple[str, str]:
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(cluster, plan.job.name, number, text, suffix)
     argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
                                  metrics_port=port, parallelism=plan.job.parallelism, starting=starting,
-                                 emit_after_ms=emit_after_ms)
+                                 emit_after_ms=emit_after_ms, version=number, standby=standby)
     return spark_api.submit(argv, passed_env, cluster), suffix
 
 
+def _standby_cluster(name: str | None, active: Cluster, checkpoint: str, plan, clusters_dir: str | None) -> Cluster | None:
+    """The cluster a standby driver may wait on, checked before anything is submitted: another
+    cluster of the team's, alive with room, whose drivers write where this checkpoint is, and a
+    checkpoint on a shared folder (the lease is a file lock; see dagger_runtime/lease.py)."""
+    from ..launches import local_root
+
+    if name is None:
+        return None
+    standby = get_cluster(name, clusters_dir, team=plan.job.team)
+    if standby.name == active.name:
+        raise DaggerError(f"--standby {name}: the standby runs on another cluster than the dagger ({active.name})")
+    if local_root(checkpoint) is None:
+        raise DaggerError(f"--standby {name}: the checkpoint {checkpoint} is not a folder the clusters share; "
+                          "a standby's fence is a file lock, which object storage does not have")
+    if not checkpoint.removeprefix("file://").startswith(standby.checkpoint_root.rstrip("/") + "/"):
+        raise DaggerError(f"--standby {name}: cluster {name}'s drivers write under {standby.checkpoint_root}, "
+                          f"not where {plan.job.name}'s checkpoint is ({checkpoint})")
+    _check_team(plan, standby, None)
+    _check_alive(standby, plan)
+    return standby
+
+
+def _add_standby(registry: Registry, cluster: Cluster, plan, text: str, *, number: int, checkpoint: str,
+                 starting: dict | None, passed_env: tuple[str, ...], emit_after_ms: int | None, actor: str,
+                 action: str, out: "Outcome") -> None:
+    """A second driver of version `number` on `cluster`, waiting for the checkpoint's lease."""
+    with _reserved_port(registry, cluster) as port:
+        driver, _ = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port,
+                            passed_env=passed_env, emit_after_ms=emit_after_ms, standby=True)
+        registry.record_standby(plan.job.name, version=number, cluster=cluster.name, submission_id=driver,
+                                metrics_port=port, actor=actor, action=action)
+    out.say(f"  standby    {driver} on {cluster.name}, waiting for the checkpoint's lease "
+            f"(metrics http://{cluster.metrics_host}:{port}/metrics once it takes over)")
+    out.data["standby"] = {"cluster": cluster.name, "submission_id": driver, "metrics_port": port}
+
+
+def _retire_standby(registry: Registry, name: str, *, actor: str, action: str, clusters_dir: str | None,
+                    why: str) -> str | None:
+    """Kill the dagger's standby driver, if it has one (the checkpoint's fence already excludes
+    its version, so one that cannot be reached now never writes). Says what was done."""
+    standby = registry.standby(name)
+    if standby is None:
+        return None
+    said = f"standby {standby.submission_id} on {standby.cluster} killed"
+    try:
+        dagger = registry.get(name)
+        cluster = get_cluster(standby.cluster, clusters_dir, team=dagger.team if dagger else None)
+        state = spark_api.master_state(cluster, timeout=3.0).drivers.get(standby.submission_id, {}).get("state")
+        if state in LIVE_STATES:
+            spark_api.kill(cluster, standby.submission_id)
+    except DaggerError as e:
+        said = (f"standby {standby.submission_id} on {standby.cluster} could not be reached ({e}); fenced, it "
+                "ends if it ever takes the lease")
+    registry.drop_standby(name, actor=actor, action=action, detail=f"{said}; {why}")
+    return said
+
+
 def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str, clusters_dir: str | None = None,
-           start: Start | None = None) -> Outcome:
+           start: Start | None = None, standby: str | None = None) -> Outcome:
     plan, text = load_spec(spec_path)
     name = plan.job.name
     cluster = get_cluster(cluster_name, clusters_dir, team=plan.job.team)
@@ -181,12 +239,13 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     _check_alive(cluster, plan)
     if existing:  # deployed before and stopped: resume it like an edit (its checkpoint if still valid)
         return _redeploy(registry, plan, text, existing, cluster, start=start, actor=actor, action="deploy",
-                         clusters_dir=clusters_dir)
+                         clusters_dir=clusters_dir, standby=standby)
     if start is not None and start.kind == "committed":
         raise DaggerError("--from committed needs a previous version of the dagger to take offsets from")
     number = 1
     key = state_key(plan)
     checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
+    standby_cluster = _standby_cluster(standby, cluster, checkpoint, plan, clusters_dir)
     start = start or Start("job")
     starting = starting_options(start, plan.job.streams)
     passed = spark_api.referenced_env(text, plan.job.team,
@@ -208,6 +267,9 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
                 "submission_id": driver,
                 "checkpoint": checkpoint, "metrics_port": port, "submitted_after_s": time.monotonic() - started,
                 "started_at": started}
+    if standby_cluster is not None:
+        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
+                     passed_env=passed, emit_after_ms=None, actor=actor, action="deploy", out=out)
     return out
 
 
@@ -245,14 +307,21 @@ def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_
     if cluster.name != current.cluster or not current.running:
         _check_alive(cluster, plan)   # (on its own running cluster, the old driver's room is freed first)
     return _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="edit",
-                     clusters_dir=clusters_dir)
+                     clusters_dir=clusters_dir, standby=_kept_standby(registry, name, cluster))
+
+
+def _kept_standby(registry: Registry, name: str, cluster: Cluster) -> str | None:
+    """The cluster of the dagger's standby, for its next version (none when the dagger moves there)."""
+    standby = registry.standby(name)
+    return standby.cluster if standby is not None and standby.cluster != cluster.name else None
 
 
 def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Cluster, *, start: Start | None,
               actor: str, action: str, clusters_dir: str | None, emit_after_ms: int | None = None,
-              old_cluster_lost: bool = False) -> Outcome:
+              old_cluster_lost: bool = False, standby: str | None = None) -> Outcome:
     """Stop the running version (unless its cluster is lost: then the caller has made sure its
-    driver is gone) and start `plan` as the next version."""
+    driver is gone, and the fence makes sure it does not write again) and start `plan` as the next
+    version, with a standby on `standby` when given."""
     name = plan.job.name
     checked_from = time.monotonic()
     previous = registry.version(name)
@@ -281,6 +350,13 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         start = start or Start("committed")
         checkpoint = f"{cluster.checkpoint_root.rstrip('/')}/{name}/v{number}"
         how = f"new: {why}; reading {start}"
+    try:
+        standby_cluster = _standby_cluster(standby, cluster, checkpoint, plan, clusters_dir)
+    except DaggerError as e:
+        if action == "deploy":
+            raise
+        standby_cluster = None      # an edit or a move goes on without it, and says so
+        out.say(f"  no standby for version {number}: {e}")
     # everything that can be checked before the old version stops
     passed = spark_api.referenced_env(text, plan.job.team,
                                       "properties" if plan.job.origin == "dagger-properties" else "yaml")
@@ -289,8 +365,12 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         if not keep and start.kind == "committed":
             starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
         timings = {"check": time.monotonic() - checked_from}
-        # one writer per checkpoint: the old driver must be gone before the new one starts
+        # one writer per checkpoint: the old version's drivers are fenced off it, its standby
+        # killed, and its driver gone before the new one starts
         stop_from = time.monotonic()
+        _fence(current.checkpoint, number)
+        _retire_standby(registry, name, actor=actor, action=action, clusters_dir=clusters_dir,
+                        why=f"replaced by version {number}")
         if current.running:
             old_cluster = (get_cluster(current.cluster, clusters_dir, team=current.team)
                            if current.cluster != cluster.name else cluster)
@@ -299,7 +379,7 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
                                        detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
             else:
                 _stop_driver(registry, old_cluster, current, actor, action=action,
-                             detail=f"replaced by version {number}")
+                             detail=f"replaced by version {number}", clusters_dir=clusters_dir)
             if old_cluster is not cluster:
                 _write_target(old_cluster, name, current.team, None)
         timings["stop"] = time.monotonic() - stop_from
@@ -326,15 +406,19 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     _write_target(cluster, name, plan.job.team, port)
     timings["submit"] = time.monotonic() - started
     verb = "edited" if action == "edit" else "redeployed"
-    out.say(f"{verb} {name}: version {number} on {cluster.name} as {driver}")
-    out.say(f"  checkpoint {checkpoint} ({how})")
-    out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
-    out.data = {"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
+    out.lines[:0] = [f"{verb} {name}: version {number} on {cluster.name} as {driver}",
+                     f"  checkpoint {checkpoint} ({how})",
+                     f"  metrics    http://{cluster.metrics_host}:{port}/metrics"]
+    if standby_cluster is not None:
+        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint,
+                     starting=starting, passed_env=passed, emit_after_ms=None if keep else emit_after_ms,
+                     actor=actor, action=action, out=out)
+    out.data.update({"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
                 "cluster": cluster.name, "team": plan.job.team, "submission_id": driver, "metrics_port": port,
                 "started_at": started,
                 # seconds per step, for a drill's recovery time: check (spec, environment, offsets),
                 # stop (the old driver killed and gone), submit (spark-submit and the registry)
-                "timings": {k: round(v, 3) for k, v in timings.items()}}
+                "timings": {k: round(v, 3) for k, v in timings.items()}})
     return out
 
 
@@ -371,6 +455,11 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
                 get_cluster(to, clusters_dir, team=current.team))
     if old.name == new.name:
         raise DaggerError(f"{name} already runs on {to}")
+    standby = registry.standby(name)
+    if standby is not None and standby.cluster == new.name and standby.version == current.version:
+        taken = _take_over(registry, current, standby, old, new, actor=actor, checked_from=checked_from)
+        if taken is not None:
+            return taken
     plan, text = _running_plan(registry, name)
     _check_alive(new, plan)
     _check_team(plan, new, current)
@@ -394,6 +483,60 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
     return out
 
 
+def _take_over(registry: Registry, current: Dagger, standby, old: Cluster, new: Cluster, *, actor: str,
+               checked_from: float) -> Outcome | None:
+    """The standby on `new` becomes the dagger's driver: it takes the checkpoint's lease by itself
+    once the old driver's process is gone (killed here when its cluster still answers: a planned
+    move), so this only records the move. None when the standby is not running (the caller then
+    submits a new driver, as without a standby)."""
+    from ..lease import held, holder
+
+    name = current.name
+    try:
+        state = spark_api.master_state(new, timeout=3.0).drivers.get(standby.submission_id, {}).get("state")
+    except DaggerError:
+        state = None
+    if state not in ("RUNNING", "RELAUNCHING", "SUBMITTED"):
+        registry.drop_standby(name, actor=actor, action="failover",
+                              detail=f"standby {standby.submission_id} on {new.name} is {state or 'not known to its master'}")
+        return None
+    checked = time.monotonic() - checked_from
+    stop_from = time.monotonic()
+    try:
+        lost = spark_api.master_state(old, timeout=3.0).status != "ALIVE"
+    except DaggerError:
+        lost = True
+    if not lost and current.running and current.submission_id:
+        # a planned move: the old driver goes (same version: no fence), the standby takes the lease
+        spark_api.kill(old, current.submission_id)
+        final = _wait_ended(old, current.submission_id)
+        if final in LIVE_STATES:
+            raise DaggerError(f"{current.submission_id} on {old.name} is still {final} after the kill; its "
+                              f"standby on {new.name} stays a standby")
+    stopped = time.monotonic() - stop_from
+    found = holder(current.checkpoint)
+    waiting = held(current.checkpoint) is False or (found or {}).get("master") != new.master
+    registry.take_over(name, actor=actor, detail=(
+        f"cluster {old.name} {'lost' if lost else 'left (a planned move)'}; standby {standby.submission_id} on "
+        f"{new.name} takes over version {current.version}"))
+    _write_target(old, name, current.team, None)
+    _write_target(new, name, current.team, standby.metrics_port)
+    out = Outcome()
+    out.say(f"{name}: {old.name} {'lost' if lost else 'answers (a planned move: its driver was stopped)'}; its "
+            f"standby {standby.submission_id} on {new.name} "
+            + ("takes the checkpoint's lease as soon as the old driver's process is gone" if waiting
+               else "holds the checkpoint's lease and runs the query from it"))
+    out.say(f"  metrics    http://{new.metrics_host}:{standby.metrics_port}/metrics")
+    out.say(f"  no standby now: deploy the next version with --standby {old.name} once {old.name} is back")
+    out.data = {"dagger": name, "version": current.version, "changed": True, "state_kept": True,
+                "checkpoint": current.checkpoint, "cluster": new.name, "team": current.team,
+                "submission_id": standby.submission_id, "metrics_port": standby.metrics_port,
+                "from_cluster": old.name, "old_cluster_lost": lost, "standby_took_over": True,
+                "timings": {"check": round(checked, 3), "stop": round(stopped, 3),
+                            "takeover": round(time.monotonic() - checked_from - checked - stopped, 3)}}
+    return out
+
+
 def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, clusters_dir: str | None = None) -> Outcome:
     """Move the dagger's streams to the Kafka cluster `to` (a copy of the cluster they read, or
     back to the original), on a new checkpoint that rebuilds the windows the old version had not
@@ -409,10 +552,12 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     plan, text = _running_plan(registry, name, text)
     replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
     cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
+    standby = _kept_standby(registry, name, cluster)
     checked, stop_from = time.monotonic() - checked_from, time.monotonic()
     if current.running:
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
-        _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}")
+        _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}",
+                     clusters_dir=clusters_dir, wait_gone=False)
         current = registry.get(name)
     stopped = time.monotonic() - stop_from
     try:
@@ -431,7 +576,7 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
         emit_after = None
         said = f"version {current.version} had written no window yet, so it reads from where that began ({start})"
     out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
-                    clusters_dir=clusters_dir, emit_after_ms=emit_after)
+                    clusters_dir=clusters_dir, emit_after_ms=emit_after, standby=standby)
     _add_timings(out, check=checked, stop=stopped)
     out.lines.insert(0, f"{name}: reading Kafka cluster {to}; {said}")
     out.data.update({"kafka_cluster": to, "watermark_ms": watermark or None, "replay_from_ms": start.timestamp_ms})
@@ -444,13 +589,54 @@ def _iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _fence(checkpoint: str, version: int) -> None:
+    """Only drivers of `version` or later may run on the checkpoint from now (lease.py)."""
+    from ..lease import fence
+
+    try:
+        fence(checkpoint, version)
+    except OSError as e:
+        raise DaggerError(f"cannot fence the checkpoint {checkpoint} ({e.strerror}): nothing was stopped") from None
+
+
+def _left_by_fence(checkpoint: str) -> bool:
+    """Whether the driver holding the checkpoint's lease lets it go once fenced (it reads the
+    fence every second): seconds sooner than a kill through the master, which starts a JVM. False
+    when no driver holds it (still starting, or a checkpoint without a lease): then it is killed."""
+    from ..lease import held
+    from ..run import FENCE_CHECK_S
+
+    if held(checkpoint) is not True:
+        return False
+    deadline = time.monotonic() + FENCE_CHECK_S + 5.0
+    while time.monotonic() < deadline:
+        if held(checkpoint) is False:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: str, *, action: str,
-                 detail: str) -> str:
+                 detail: str, clusters_dir: str | None = None, wait_gone: bool = True) -> str:
+    """Fence the dagger's version off its checkpoint, kill its standby, then end its driver: the
+    fence ends it within seconds once it holds the lease (else, or if it lingers, a kill through
+    the master). Without wait_gone, a driver that let the checkpoint go is left to end by itself
+    (its JVM's shutdown takes seconds a Kafka failover need not wait for)."""
     ended = "STOPPED"
-    if dagger.submission_id and dagger.running:
+    _fence(dagger.checkpoint, dagger.version + 1)
+    _retire_standby(registry, dagger.name, actor=actor, action=action, clusters_dir=clusters_dir, why=detail)
+    if dagger.submission_id and dagger.running and _left_by_fence(dagger.checkpoint) and (
+            not wait_gone or _wait_ended(cluster, dagger.submission_id, timeout_s=20.0) not in LIVE_STATES):
+        pass            # its query stopped and it let the checkpoint go: it ended by itself (exit 0)
+    elif dagger.submission_id and dagger.running:
         state = spark_api.master_state(cluster).drivers.get(dagger.submission_id, {}).get("state")
         if state in LIVE_STATES:
-            spark_api.kill(cluster, dagger.submission_id)
+            try:
+                spark_api.kill(cluster, dagger.submission_id)
+            except DaggerError:
+                # the fence may have ended it first (it stops within seconds of seeing it)
+                if spark_api.master_state(cluster).drivers.get(dagger.submission_id, {}).get("state") in LIVE_STATES:
+                    raise
             final = _wait_ended(cluster, dagger.submission_id)
             if final in LIVE_STATES:
                 raise DaggerError(f"{dagger.submission_id} on {cluster.name} is still {final} after the kill; "
@@ -468,7 +654,8 @@ def stop(registry: Registry, name: str, *, actor: str, clusters_dir: str | None 
         out.say(f"{name} is not running ({current.status}); nothing to do")
         return out
     cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
-    _stop_driver(registry, cluster, current, actor, action="stop", detail=f"{current.submission_id} killed")
+    _stop_driver(registry, cluster, current, actor, action="stop", detail=f"{current.submission_id} killed",
+                 clusters_dir=clusters_dir)
     _write_target(cluster, name, current.team, None)
     out.say(f"stopped {name} (version {current.version}, {current.submission_id} on {cluster.name}); "
             f"its checkpoint {current.checkpoint} is kept")
@@ -531,8 +718,9 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
     rows = []
     now = time.time()
     for dagger in daggers:
+        dagger = _follow_lease(registry, dagger, every, masters, actor=actor)
         cluster = pick(every, dagger.cluster, dagger.team)
-        master = masters.get((cluster.name, cluster.team)) if cluster else None
+        master = _master(cluster, masters)
         driver_state = None
         if master is not None and dagger.submission_id:
             driver_state = master.drivers.get(dagger.submission_id, {}).get("state")
@@ -557,11 +745,74 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
         metrics = (scrape(cluster.metrics_host, dagger.metrics_port)
                    if cluster and dagger.metrics_port and dagger.running else None)
         rows.append(health(dagger, driver_state, metrics, now))
+        standby = registry.standby(dagger.name)
+        if standby is not None:
+            rows[-1]["standby"] = _standby_row(standby, pick(every, standby.cluster, dagger.team), masters,
+                                               dagger.checkpoint)
     cluster_rows = [{"cluster": n, "team": t, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
                      "cores_used": m.cores_used if m else None, "cores": m.cores if m else None,
                      "memory_used_mb": m.memory_used_mb if m else None, "memory_mb": m.memory_mb if m else None}
                     for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
     return Outcome(data={"daggers": rows, "clusters": cluster_rows})
+
+
+def _master(cluster: Cluster | None, masters: dict):
+    """The cluster's master state, asked once per `status`."""
+    if cluster is None:
+        return None
+    key = (cluster.name, cluster.team)
+    if key not in masters:
+        try:
+            masters[key] = spark_api.master_state(cluster)
+        except DaggerError:
+            masters[key] = None
+    return masters[key]
+
+
+def _follow_lease(registry: Registry, dagger: Dagger, every: list[Cluster], masters: dict, *, actor: str) -> Dagger:
+    """When the dagger's standby holds the checkpoint's lease (its driver was killed and the
+    standby took over by itself), the registry follows: the standby becomes the dagger's driver,
+    and the old one, if its master runs it again (--supervise), becomes the standby."""
+    from ..lease import held, holder
+
+    standby = registry.standby(dagger.name)
+    if standby is None or not dagger.running or standby.version != dagger.version:
+        return dagger
+    cluster = pick(every, standby.cluster, dagger.team)
+    found = holder(dagger.checkpoint) or {}
+    if cluster is None or found.get("master") != cluster.master or found.get("version") != standby.version \
+            or not held(dagger.checkpoint):
+        return dagger
+    old = pick(every, dagger.cluster, dagger.team)
+    registry.take_over(dagger.name, actor=actor, detail=(
+        f"standby {standby.submission_id} on {standby.cluster} holds the checkpoint's lease (pid {found.get('pid')}): "
+        f"driver {dagger.submission_id} on {dagger.cluster} is no longer the writer"))
+    if old is not None:
+        _write_target(old, dagger.name, dagger.team, None)
+    _write_target(cluster, dagger.name, dagger.team, standby.metrics_port)
+    master = _master(old, masters)
+    state = master.drivers.get(dagger.submission_id, {}).get("state") if master and dagger.submission_id else None
+    if state in ("RUNNING", "RELAUNCHING", "SUBMITTED") and dagger.metrics_port:
+        registry.record_standby(dagger.name, version=dagger.version, cluster=dagger.cluster,
+                                submission_id=dagger.submission_id, metrics_port=dagger.metrics_port, actor=actor,
+                                action="status")
+    return registry.get(dagger.name)
+
+
+def _standby_row(standby, cluster: Cluster | None, masters: dict, checkpoint: str) -> dict:
+    """A standby's part of `status`: READY when its driver runs and has said its session and
+    query are ready (a takeover then costs only the query's start), STARTING while it gets
+    there, else its master's state."""
+    from ..lease import ready_standby
+
+    master = _master(cluster, masters)
+    state = (master.drivers.get(standby.submission_id, {}).get("state") or "UNKNOWN") if master else "UNREACHABLE"
+    if state == "RUNNING":
+        said = ready_standby(checkpoint) or {}
+        state = ("READY" if cluster is not None and said.get("master") == cluster.master
+                 and said.get("version") == standby.version else "STARTING")
+    return {"cluster": standby.cluster, "submission_id": standby.submission_id, "version": standby.version,
+            "metrics_port": standby.metrics_port, "state": state}
 
 
 def wait_first_row(host: str, port: int, *, timeout_s: float = 300.0) -> float | None:

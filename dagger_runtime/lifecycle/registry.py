@@ -62,6 +62,19 @@ class VersionRow(_Base):
     deployed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
+class StandbyRow(_Base):
+    """A dagger's standby driver: started on another cluster on the same checkpoint, waiting for
+    the lease (dagger_runtime/lease.py). A table of its own, so a registry from before standbys
+    gains it on first use."""
+    __tablename__ = "standbys"
+    dagger: Mapped[str] = mapped_column(ForeignKey("daggers.name"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    cluster: Mapped[str] = mapped_column(String(64))
+    submission_id: Mapped[str] = mapped_column(String(128))
+    metrics_port: Mapped[int] = mapped_column(Integer)
+    since: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
 class EventRow(_Base):
     __tablename__ = "events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -88,6 +101,15 @@ class Dagger:
     @property
     def running(self) -> bool:
         return self.status not in ENDED
+
+
+@dataclass(frozen=True)
+class Standby:
+    version: int
+    cluster: str
+    submission_id: str
+    metrics_port: int
+    since: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -197,7 +219,14 @@ class Registry:
             return [Event(r.at, r.actor, r.action, r.status, r.detail) for r in rows]
 
     def ports_in_use(self, cluster: str) -> set[int]:
-        return {d.metrics_port for d in self.list(cluster) if d.running and d.metrics_port}
+        with Session(self.engine) as s:
+            standbys = set(s.scalars(select(StandbyRow.metrics_port).where(StandbyRow.cluster == cluster)))
+        return {d.metrics_port for d in self.list(cluster) if d.running and d.metrics_port} | standbys
+
+    def standby(self, name: str) -> Standby | None:
+        with Session(self.engine) as s:
+            r = s.get(StandbyRow, name)
+            return Standby(r.version, r.cluster, r.submission_id, r.metrics_port, r.since) if r else None
 
     # --- writing -------------------------------------------------------------------------------
     def record_version(self, *, name: str, team: str | None, cluster: str, spec: str, spec_format: str,
@@ -237,6 +266,45 @@ class Registry:
             row.status, row.updated_at = status, now
             s.add(EventRow(dagger=name, at=now, actor=actor, action=action, status=status, detail=detail))
             return True
+
+
+    def record_standby(self, name: str, *, version: int, cluster: str, submission_id: str, metrics_port: int,
+                       actor: str, action: str) -> None:
+        now = _now()
+        with Session(self.engine) as s, s.begin():
+            row = s.get(StandbyRow, name, with_for_update=True) or StandbyRow(dagger=name)
+            row.version, row.cluster, row.submission_id, row.metrics_port, row.since = (
+                version, cluster, submission_id, metrics_port, now)
+            s.add(row)
+            s.add(EventRow(dagger=name, at=now, actor=actor, action=action, status="STANDBY",
+                           detail=f"version {version} standing by as {submission_id} on {cluster}"))
+
+    def drop_standby(self, name: str, *, actor: str, action: str, detail: str) -> bool:
+        with Session(self.engine) as s, s.begin():
+            row = s.get(StandbyRow, name, with_for_update=True)
+            if row is None:
+                return False
+            s.delete(row)
+            s.add(EventRow(dagger=name, at=_now(), actor=actor, action=action, status="NO_STANDBY", detail=detail))
+            return True
+
+    def take_over(self, name: str, *, actor: str, detail: str) -> Standby:
+        """The standby is now the dagger's driver: its cluster, driver and metrics port become the
+        dagger's, and it has no standby left."""
+        with Session(self.engine) as s, s.begin():
+            row = s.get(DaggerRow, name, with_for_update=True)
+            standby = s.get(StandbyRow, name, with_for_update=True)
+            if row is None or standby is None:
+                raise DaggerError(f"{name} has no standby to take over")
+            now = _now()
+            row.cluster, row.submission_id, row.metrics_port = (standby.cluster, standby.submission_id,
+                                                                standby.metrics_port)
+            row.status, row.updated_at = "RUNNING", now
+            taken = Standby(standby.version, standby.cluster, standby.submission_id, standby.metrics_port,
+                            standby.since)
+            s.delete(standby)
+            s.add(EventRow(dagger=name, at=now, actor=actor, action="failover", status="RUNNING", detail=detail))
+            return taken
 
 
 def _dagger(r: DaggerRow) -> Dagger:

@@ -102,7 +102,7 @@ def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> li
 
 def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
                 parallelism: int, starting: dict[str, dict[str, str]] | None = None,
-                emit_after_ms: int | None = None) -> list[str]:
+                emit_after_ms: int | None = None, version: int | None = None, standby: bool = False) -> list[str]:
     """spark-submit's command line for a dagger (pure)."""
     jars = [_on_cluster(cluster, p) for p in spark_jars()]
     decoder = jars[-1]
@@ -131,6 +131,10 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
         argv += ["--starting", json.dumps(starting, sort_keys=True, separators=(",", ":"))]
     if emit_after_ms is not None:
         argv += ["--emit-windows-after", str(int(emit_after_ms))]
+    if version is not None:
+        argv += ["--dagger-version", str(int(version))]
+    if standby:
+        argv += ["--standby"]
     return argv
 
 

@@ -1,0 +1,251 @@
+"""One writer per checkpoint: the lease a driver holds while its query runs, and the fence that
+retires the drivers of an older version.
+
+A dagger may have a standby driver on another Spark cluster: started, its Spark session and
+executors up, waiting. The driver whose query runs holds an exclusive `flock` on `dagger-lease` in
+the checkpoint; the kernel lets it go the moment that process dies (SIGKILL, a lost worker, a
+stopped JVM), and the standby, polling, takes it and starts the query from the checkpoint. A
+takeover thus waits for no master, registry or command: the checkpoint itself says who writes.
+
+The fence (`dagger-fence`, one number) is the lowest registry version that may still run on the
+checkpoint. The deploy tooling writes it before it stops or replaces a version; a driver of a
+lower version that takes the lease gives it back and ends (exit 0, so `--supervise` does not
+start it again), and one that holds it stops its query within seconds. A standby on a cluster
+that could not be reached when its dagger was stopped therefore never writes.
+
+Local checkpoints only: the clusters share the folder (the lab's disk, a VM's mounted volume).
+`flock` means nothing on object storage; a standby is refused there (operations.deploy).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DaggerError
+from .launches import local_root
+
+LEASE_FILE = "dagger-lease"
+FENCE_FILE = "dagger-fence"
+STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master", "version", "ready_ms"}
+POLL_S = 0.25                   # how often a standby tries the lease: a quarter second of the RTO
+FIRST_DRIVER_WAIT_S = 600.0     # how long a standby lets its version's first driver come up first
+_MAX_READ = 4096                # the holder's line and the fence are tiny; more is not theirs
+
+
+class Fenced(DaggerError):
+    """This driver's version was replaced or stopped: it must not write the checkpoint."""
+
+
+@dataclass
+class Lease:
+    root: Path
+    fd: int
+    version: int | None
+    waited_s: float             # how long this driver waited as a standby (0: it took the lease at once)
+
+    def fenced(self) -> int | None:
+        """The fence, when it now excludes this driver's version (checked while the query runs)."""
+        fence = read_fence(self.root)
+        return fence if fence is not None and self.version is not None and self.version < fence else None
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)   # closing the last descriptor of the open file releases the flock
+            self.fd = -1
+
+
+def _open_lease(root: Path) -> int:
+    import stat
+
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LEASE_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise DaggerError(f"the checkpoint's lease {path} cannot be opened ({e.strerror}): it must be a "
+                          "regular file the driver can write, not a link") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DaggerError(f"the checkpoint's lease {path} is not a regular file")
+    return fd
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _read_small(path: Path) -> str | None:
+    """A small regular file's text, without following a link (the folder is the team's; the
+    tooling reading it may be root)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX_READ).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
+def read_fence(root: Path) -> int | None:
+    text = _read_small(root / FENCE_FILE)
+    try:
+        return int(text.strip()) if text and text.strip().isdigit() else None
+    except ValueError:
+        return None
+
+
+def _read_line(checkpoint: str, name: str) -> dict | None:
+    """The JSON object a driver wrote in the checkpoint's file `name` (None: none, or not one)."""
+    root = local_root(checkpoint)
+    text = _read_small(root / name) if root is not None else None
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def holder(checkpoint: str) -> dict | None:
+    """Who last took the lease (pid, host, master, version, since_ms), as it wrote; None if no one
+    did or the checkpoint is not local. Whether it still holds it: `held`."""
+    return _read_line(checkpoint, LEASE_FILE)
+
+
+def held(checkpoint: str) -> bool | None:
+    """Whether a live driver holds the checkpoint's lease now (None: not local, or never taken)."""
+    root = local_root(checkpoint)
+    if root is None:
+        return None
+    try:
+        fd = os.open(root / LEASE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            # a shared lock for an instant: refused while a driver holds the exclusive one
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def fence(checkpoint: str, version: int) -> bool:
+    """Let only drivers of `version` or later run on the checkpoint (written whole, then renamed
+    over the old fence: a link planted under either name is replaced, never followed). False for a
+    checkpoint that is not local."""
+    root = local_root(checkpoint)
+    if root is None or not root.is_dir():
+        return False
+    fd, temp = tempfile.mkstemp(prefix=".fence-", dir=root)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{int(version)}\n")
+            os.fchmod(f.fileno(), 0o644)
+        os.replace(temp, root / FENCE_FILE)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def _taken_by(checkpoint: str, version: int | None) -> bool:
+    found = holder(checkpoint)
+    return bool(found) and (version is None or (isinstance(found.get("version"), int) and found["version"] >= version))
+
+
+def _say_ready(root: Path, version: int | None, master: str | None) -> None:
+    """Tell `dagger status` this standby has its session and query ready (a takeover now costs
+    only the query's start); a file of its own, replaced whole, never the lease's."""
+    line = json.dumps({"pid": os.getpid(), "master": master, "version": version,
+                       "ready_ms": int(time.time() * 1000)}, sort_keys=True) + "\n"
+    try:
+        fd, temp = tempfile.mkstemp(prefix=".standby-", dir=root)
+        with os.fdopen(fd, "w") as f:
+            f.write(line)
+        os.replace(temp, root / STANDBY_FILE)
+    except OSError:
+        pass                    # status then says STARTING; the takeover does not depend on it
+
+
+def ready_standby(checkpoint: str) -> dict | None:
+    """The standby that said it is ready (its line), if any: whether it is still alive is its
+    master's to say."""
+    return _read_line(checkpoint, STANDBY_FILE)
+
+
+def describe(found: dict | None) -> str:
+    if not found:
+        return "another driver"
+    since = found.get("since_ms")
+    when = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since / 1000)) if isinstance(since, int) else "?")
+    return (f"the driver of version {found.get('version', '?')} on {found.get('master', '?')} "
+            f"(pid {found.get('pid', '?')}, since {when})")
+
+
+def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.stderr, warm=None,
+         standby: bool = False, stop: threading.Event | None = None, poll_s: float = POLL_S,
+         first_wait_s: float = FIRST_DRIVER_WAIT_S) -> Lease | None:
+    """The checkpoint's lease, waiting while another driver holds it (this driver is then a
+    standby: `warm()` is called once, before the wait, to get everything but the query ready; a
+    driver that takes the lease at once does not call it).
+    Raises Fenced when the checkpoint's fence excludes `version`; None for a remote checkpoint."""
+    root = local_root(checkpoint)
+    if root is None:
+        return None
+    fd = _open_lease(root)
+    started = time.monotonic()
+    try:
+        if standby:
+            # submitted beside its version's first driver: let that one take the lease first (the
+            # registry names it the dagger's driver), unless it has not within first_wait_s
+            if warm is not None:
+                warm()
+                warm = None
+            _say_ready(root, version, master)
+            while not _taken_by(checkpoint, version) and time.monotonic() - started < first_wait_s:
+                if stop is not None and stop.is_set():
+                    raise Fenced("stopped while waiting for the lease")
+                time.sleep(poll_s)
+        if not _try_lock(fd):
+            print(f"run: standby: {describe(holder(checkpoint))} holds {checkpoint}; this driver takes over "
+                  "when it is gone", file=out, flush=True)
+            if warm is not None:
+                warm()
+                _say_ready(root, version, master)
+            while not _try_lock(fd):
+                if stop is not None and stop.is_set():
+                    raise Fenced("stopped while waiting for the lease")
+                time.sleep(poll_s)
+            print(f"run: standby: took over {checkpoint} after {time.monotonic() - started:.1f} s", file=out,
+                  flush=True)
+        fence_at = read_fence(root)
+        if fence_at is not None and version is not None and version < fence_at:
+            raise Fenced(f"version {version} of this dagger was stopped or replaced (the checkpoint {checkpoint} "
+                         f"takes version {fence_at} or later): this driver ends without writing")
+        line = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "master": master, "version": version,
+                           "since_ms": int(time.time() * 1000)}, sort_keys=True) + "\n"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, line.encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Lease(root, fd, version, time.monotonic() - started)

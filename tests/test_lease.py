@@ -1,0 +1,139 @@
+"""The checkpoint's lease and fence (dagger_runtime/lease.py): one writer per checkpoint, a standby
+that takes over the moment the writer's process dies, and drivers of a replaced version that never
+write. Real processes and real flock: the holder is another Python process, killed with SIGKILL."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dagger_runtime import lease
+from dagger_runtime.errors import DaggerError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOLD = """
+import sys, time
+from dagger_runtime import lease
+held = lease.take(sys.argv[1], version=int(sys.argv[2]), master="spark://blue:7077")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _holder_process(checkpoint: Path, version: int = 1) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(checkpoint), str(version)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_the_first_driver_takes_the_lease_at_once_and_says_who_it_is(tmp_path):
+    checkpoint = tmp_path / "cp"
+    taken = lease.take(str(checkpoint), version=3, master="spark://blue:7077")
+    try:
+        assert taken.waited_s < 1.0
+        assert lease.held(str(checkpoint)) is True
+        found = lease.holder(str(checkpoint))
+        assert found["pid"] == os.getpid() and found["version"] == 3 and found["master"] == "spark://blue:7077"
+        assert (checkpoint / lease.LEASE_FILE).stat().st_mode & 0o777 == 0o600
+    finally:
+        taken.release()
+    assert lease.held(str(checkpoint)) is False
+
+
+def test_a_standby_waits_warm_while_the_driver_lives_and_takes_over_when_it_is_killed(tmp_path):
+    checkpoint = tmp_path / "cp"
+    proc = _holder_process(checkpoint)
+    warmed, result = [], {}
+
+    def standby():
+        result["lease"] = lease.take(str(checkpoint), version=1, master="spark://green:7077",
+                                     warm=lambda: warmed.append(time.monotonic()), out=open(os.devnull, "w"))
+        result["at"] = time.monotonic()
+
+    thread = threading.Thread(target=standby, daemon=True)
+    try:
+        thread.start()
+        time.sleep(1.5)
+        assert "lease" not in result, "the standby took a lease a live driver holds"
+        assert len(warmed) == 1, "a standby gets ready (its Spark session) before it waits"
+        ready = lease.ready_standby(str(checkpoint))
+        assert ready["master"] == "spark://green:7077" and ready["pid"] == os.getpid(), ready
+        assert lease.holder(str(checkpoint))["master"] == "spark://blue:7077"
+        killed = time.monotonic()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        thread.join(timeout=5)
+        assert "lease" in result, "the standby did not take over after the driver was killed"
+        assert result["at"] - killed < 1.5
+        assert lease.holder(str(checkpoint))["master"] == "spark://green:7077"
+        assert lease.held(str(checkpoint)) is True
+    finally:
+        proc.kill()
+        if "lease" in result:
+            result["lease"].release()
+
+
+def test_a_fenced_version_never_runs_and_a_running_one_learns_it_is_fenced(tmp_path):
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    running = lease.take(str(checkpoint), version=1, master="a")
+    assert running.fenced() is None
+    assert lease.fence(str(checkpoint), 2)
+    assert running.fenced() == 2
+    running.release()
+    with pytest.raises(lease.Fenced, match="version 1 .* takes version 2 or later"):
+        lease.take(str(checkpoint), version=1, master="a")
+    assert lease.held(str(checkpoint)) is False, "a fenced driver keeps no lease"
+    later = lease.take(str(checkpoint), version=2, master="b")
+    assert later.fenced() is None
+    later.release()
+
+
+def test_the_fence_replaces_a_planted_link_and_never_writes_through_it(tmp_path):
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (checkpoint / lease.FENCE_FILE).symlink_to(victim)
+    assert lease.fence(str(checkpoint), 7)
+    assert victim.read_text() == "keep\n"
+    assert not (checkpoint / lease.FENCE_FILE).is_symlink()
+    assert lease.read_fence(checkpoint) == 7
+    # a planted lease link is refused, not followed
+    (checkpoint / lease.LEASE_FILE).symlink_to(victim)
+    with pytest.raises(DaggerError, match="must be a regular file .*not a link"):
+        lease.take(str(checkpoint), version=7, master="a")
+    assert victim.read_text() == "keep\n"
+    assert lease.holder(str(checkpoint)) is None
+
+
+def test_a_standby_lets_its_versions_first_driver_take_the_lease_first(tmp_path):
+    checkpoint = tmp_path / "cp"
+    started = time.monotonic()
+    waiting = lease.take(str(checkpoint), version=4, master="green", standby=True, first_wait_s=1.0)
+    assert time.monotonic() - started >= 1.0, "with no first driver, a standby waits first_wait_s before it competes"
+    waiting.release()
+    # an older version's holder line does not count as this version's first driver
+    (checkpoint / lease.LEASE_FILE).write_text(json.dumps({"version": 3}))
+    started = time.monotonic()
+    lease.take(str(checkpoint), version=4, master="green", standby=True, first_wait_s=1.0).release()
+    assert time.monotonic() - started >= 1.0
+    (checkpoint / lease.LEASE_FILE).write_text(json.dumps({"version": 4, "master": "blue"}))
+    started = time.monotonic()
+    lease.take(str(checkpoint), version=4, master="green", standby=True, first_wait_s=30.0).release()
+    assert time.monotonic() - started < 1.0
+
+
+def test_remote_checkpoints_have_no_lease_and_cannot_be_fenced():
+    assert lease.take("gs://bucket/daggers/x/v1", version=1, master="a") is None
+    assert lease.fence("gs://bucket/daggers/x/v1", 2) is False
+    assert lease.held("gs://bucket/daggers/x/v1") is None
