@@ -37,6 +37,25 @@ def local_root(checkpoint: str) -> Path | None:
     return None if "://" in local else Path(local)
 
 
+def read_regular(path: Path, limit: int) -> str | None:
+    """A regular file's text, read without following a link at its name and without blocking
+    (a FIFO or device is not read): None when it is anything else or missing; a DaggerError-free
+    OSError only for what cannot be opened otherwise. More than `limit` bytes is refused (None)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return os.read(fd, limit + 1)[:limit].decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
 def last_committed_batch(root: Path) -> int:
     """The highest batch id in Spark's commit log (-1 before the first commit)."""
     try:

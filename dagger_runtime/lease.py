@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DaggerError
-from .launches import local_root
+from .launches import local_root, read_regular
 
 LEASE_FILE = "dagger-lease"
 FENCE_FILE = "dagger-fence"
@@ -87,20 +87,9 @@ def _try_lock(fd: int) -> bool:
 
 
 def _read_small(path: Path) -> str | None:
-    """A small regular file's text, without following a link (the folder is the team's; the
-    tooling reading it may be root)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, _MAX_READ).decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
+    """A small regular file's text, without following a link or blocking (the folder is the
+    team's; the tooling reading it may be root)."""
+    return read_regular(path, _MAX_READ)
 
 
 def read_fence(root: Path) -> int | None:
@@ -148,22 +137,78 @@ def held(checkpoint: str) -> bool | None:
         os.close(fd)
 
 
-def fence(checkpoint: str, version: int) -> bool:
-    """Let only drivers of `version` or later run on the checkpoint (written whole, then renamed
-    over the old fence: a link planted under either name is replaced, never followed). False for a
-    checkpoint that is not local."""
+def _pinned_dir(checkpoint: str, within: str | None) -> int | None:
+    """An open descriptor of the checkpoint's folder (None if it is not local, or, without
+    `within`, not there). With `within` (the cluster's checkpoint root, whose own path the
+    platform owns): walked down from it one folder at a time without following a link, creating
+    what is missing (owned like `within`, 0700). The part below the root is the team's own, and a
+    link there would point the deploy tooling, which may run as root, at another team's folder."""
     root = local_root(checkpoint)
-    if root is None or not root.is_dir():
-        return False
-    fd, temp = tempfile.mkstemp(prefix=".fence-", dir=root)
+    if root is None:
+        return None
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    if within is None:
+        try:
+            return os.open(root, flags)
+        except OSError:
+            return None
+    below = os.path.relpath(os.path.abspath(root), os.path.abspath(within))
+    if below == "." or below.startswith(".."):
+        raise DaggerError(f"the checkpoint {checkpoint} is not below {within}; it was not fenced")
+    folder = os.open(within, flags)
+    owner = os.fstat(folder)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{int(version)}\n")
-            os.fchmod(f.fileno(), 0o644)
-        os.replace(temp, root / FENCE_FILE)
+        for part in below.split(os.sep):
+            try:
+                step = os.open(part, flags | os.O_NOFOLLOW, dir_fd=folder)
+            except FileNotFoundError:
+                # its drivers have not started yet: the fence must be there before they do
+                os.mkdir(part, 0o700, dir_fd=folder)
+                os.chown(part, owner.st_uid, owner.st_gid, dir_fd=folder, follow_symlinks=False)
+                step = os.open(part, flags | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError as e:
+                raise DaggerError(f"the checkpoint {checkpoint}: {part} is not a folder ({e.strerror}: a link in "
+                                  "the team's part of the path?); it was not fenced") from None
+            os.close(folder)
+            folder = step
+        return folder
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        os.close(folder)
         raise
+
+
+def fence(checkpoint: str, version: int, *, within: str | None = None) -> bool:
+    """Let only drivers of `version` or later run on the checkpoint (a fence never goes down: an
+    older operation finishing late cannot let an old version back). Written whole in the folder
+    held open (`_pinned_dir`), then renamed over the old fence, so a link planted under either name
+    is replaced, never followed. False for a checkpoint that is not local (or not there, without
+    `within`)."""
+    import secrets
+
+    folder = _pinned_dir(checkpoint, within)
+    if folder is None:
+        return False
+    temp = f".fence-{secrets.token_hex(8)}"
+    try:
+        old = read_regular(Path(f"/proc/self/fd/{folder}") / FENCE_FILE, _MAX_READ)
+        if old and old.strip().isdigit():
+            version = max(int(version), int(old.strip()))
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                     dir_fd=folder)
+        try:
+            os.write(fd, f"{int(version)}\n".encode())
+            os.fchmod(fd, 0o644)
+        finally:
+            os.close(fd)
+        os.replace(temp, FENCE_FILE, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(folder)
     return True
 
 

@@ -63,10 +63,13 @@ def remembered_start(checkpoint: str, starting: dict | None,
         return starting, emit_after_ms
     if starting is not None or emit_after_ms is not None:
         if not path.exists():
+            import tempfile
+
             path.parent.mkdir(parents=True, exist_ok=True)
-            temp = path.with_suffix(".tmp")
-            temp.write_text(json.dumps({"starting": starting, "emit_windows_after_ms": emit_after_ms},
-                                       sort_keys=True))
+            # a temporary name of its own: a standby may write the same file at the same moment
+            fd, temp = tempfile.mkstemp(prefix=".starting-", dir=path.parent)
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps({"starting": starting, "emit_windows_after_ms": emit_after_ms}, sort_keys=True))
             os.replace(temp, path)
         return starting, emit_after_ms
     return read_start(checkpoint)
@@ -83,11 +86,15 @@ def read_start(checkpoint: str) -> tuple[dict | None, int | None]:
     """What a checkpoint was begun with (remembered_start): its starting options and replay filter."""
     import json
 
+    from .launches import read_regular
+
     path = _start_file(checkpoint)
+    # also read as root by the deploy tooling (a Kafka failover): no link, FIFO or huge file
+    text = read_regular(path, 1 << 20) if path is not None else None
     try:
-        kept = json.loads(path.read_text()) if path is not None else {}
+        kept = json.loads(text) if text else {}
         return kept.get("starting"), kept.get("emit_windows_after_ms")
-    except (FileNotFoundError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return None, None
 
 

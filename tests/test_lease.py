@@ -137,3 +137,35 @@ def test_remote_checkpoints_have_no_lease_and_cannot_be_fenced():
     assert lease.take("gs://bucket/daggers/x/v1", version=1, master="a") is None
     assert lease.fence("gs://bucket/daggers/x/v1", 2) is False
     assert lease.held("gs://bucket/daggers/x/v1") is None
+
+
+def test_the_tooling_fences_no_other_teams_checkpoint_through_a_link_in_the_teams_own_folders(tmp_path):
+    """The deploy tooling may run as root; a team owns its folders below the cluster's checkpoint
+    root and could make its dagger's checkpoint a link to another team's: a stop there would
+    then fence (end) the other team's drivers."""
+    root, other = tmp_path / "checkpoints" / "allocations", tmp_path / "checkpoints" / "api-health" / "x" / "v1"
+    mine = root / "surge" / "v1"
+    mine.mkdir(parents=True)
+    other.mkdir(parents=True)
+    assert lease.fence(str(mine), 2, within=str(root))
+    assert lease.read_fence(mine) == 2
+    # the dagger's folder made a link to the other dagger's, or its version's to the other version
+    for planted, target in ((root / "surge", other.parent), (mine, other)):
+        backup = planted.with_name(planted.name + ".real")
+        planted.rename(backup)
+        planted.symlink_to(target)
+        with pytest.raises(DaggerError, match="is not a folder .*a link in the team's part of the path"):
+            lease.fence(str(mine), 3, within=str(root))
+        assert lease.read_fence(other) is None, "the other team's checkpoint was fenced"
+        planted.unlink()
+        backup.rename(planted)
+    assert lease.read_fence(mine) == 2
+    # drivers not started yet: the folders are made (the team's, 0700) and fenced before they run
+    fresh = root / "queued" / "v1"
+    assert lease.fence(str(fresh), 4, within=str(root))
+    assert lease.read_fence(fresh) == 4 and fresh.stat().st_mode & 0o777 == 0o700
+    assert fresh.stat().st_uid == root.stat().st_uid
+    # a fence never goes down: an operation that finishes late cannot let an old version back
+    assert lease.fence(str(fresh), 3, within=str(root)) and lease.read_fence(fresh) == 4
+    with pytest.raises(DaggerError, match="is not below"):
+        lease.fence(str(tmp_path / "elsewhere" / "v1"), 9, within=str(root))

@@ -368,7 +368,7 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         # one writer per checkpoint: the old version's drivers are fenced off it, its standby
         # killed, and its driver gone before the new one starts
         stop_from = time.monotonic()
-        _fence(current.checkpoint, number)
+        _fence(current.checkpoint, number, get_cluster(current.cluster, clusters_dir, team=current.team))
         _retire_standby(registry, name, actor=actor, action=action, clusters_dir=clusters_dir,
                         why=f"replaced by version {number}")
         if current.running:
@@ -516,9 +516,9 @@ def _take_over(registry: Registry, current: Dagger, standby, old: Cluster, new: 
     stopped = time.monotonic() - stop_from
     found = holder(current.checkpoint)
     waiting = held(current.checkpoint) is False or (found or {}).get("master") != new.master
-    registry.take_over(name, actor=actor, detail=(
-        f"cluster {old.name} {'lost' if lost else 'left (a planned move)'}; standby {standby.submission_id} on "
-        f"{new.name} takes over version {current.version}"))
+    registry.take_over(name, actor=actor, driver=current.submission_id, standby_driver=standby.submission_id,
+                       detail=(f"cluster {old.name} {'lost' if lost else 'left (a planned move)'}; standby "
+                               f"{standby.submission_id} on {new.name} takes over version {current.version}"))
     _write_target(old, name, current.team, None)
     _write_target(new, name, current.team, standby.metrics_port)
     out = Outcome()
@@ -589,12 +589,15 @@ def _iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _fence(checkpoint: str, version: int) -> None:
-    """Only drivers of `version` or later may run on the checkpoint from now (lease.py)."""
+def _fence(checkpoint: str, version: int, cluster: Cluster) -> None:
+    """Only drivers of `version` or later may run on the checkpoint from now (lease.py). A
+    checkpoint outside the cluster's root (a lab from before teams had their own) is not fenced."""
     from ..lease import fence
 
+    if not checkpoint.removeprefix("file://").startswith(cluster.checkpoint_root.rstrip("/") + "/"):
+        return
     try:
-        fence(checkpoint, version)
+        fence(checkpoint, version, within=cluster.checkpoint_root)
     except OSError as e:
         raise DaggerError(f"cannot fence the checkpoint {checkpoint} ({e.strerror}): nothing was stopped") from None
 
@@ -623,7 +626,12 @@ def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: st
     the master). Without wait_gone, a driver that let the checkpoint go is left to end by itself
     (its JVM's shutdown takes seconds a Kafka failover need not wait for)."""
     ended = "STOPPED"
-    _fence(dagger.checkpoint, dagger.version + 1)
+    try:
+        _fence(dagger.checkpoint, dagger.version + 1, cluster)
+    except DaggerError as e:
+        # a team's folder can block the fence (a link, a folder named dagger-fence): the drivers
+        # are still killed through their masters, and the history says why no fence was written
+        detail = f"{detail}; no fence: {e}"
     _retire_standby(registry, dagger.name, actor=actor, action=action, clusters_dir=clusters_dir, why=detail)
     if dagger.submission_id and dagger.running and _left_by_fence(dagger.checkpoint) and (
             not wait_gone or _wait_ended(cluster, dagger.submission_id, timeout_s=20.0) not in LIVE_STATES):
@@ -784,9 +792,13 @@ def _follow_lease(registry: Registry, dagger: Dagger, every: list[Cluster], mast
             or not held(dagger.checkpoint):
         return dagger
     old = pick(every, dagger.cluster, dagger.team)
-    registry.take_over(dagger.name, actor=actor, detail=(
-        f"standby {standby.submission_id} on {standby.cluster} holds the checkpoint's lease (pid {found.get('pid')}): "
-        f"driver {dagger.submission_id} on {dagger.cluster} is no longer the writer"))
+    try:
+        registry.take_over(dagger.name, actor=actor, driver=dagger.submission_id,
+                           standby_driver=standby.submission_id, detail=(
+            f"standby {standby.submission_id} on {standby.cluster} holds the checkpoint's lease (pid "
+            f"{found.get('pid')}): driver {dagger.submission_id} on {dagger.cluster} is no longer the writer"))
+    except DaggerError:
+        return registry.get(dagger.name) or dagger      # changed meanwhile: show it as it is now
     if old is not None:
         _write_target(old, dagger.name, dagger.team, None)
     _write_target(cluster, dagger.name, dagger.team, standby.metrics_port)

@@ -288,14 +288,17 @@ class Registry:
             s.add(EventRow(dagger=name, at=_now(), actor=actor, action=action, status="NO_STANDBY", detail=detail))
             return True
 
-    def take_over(self, name: str, *, actor: str, detail: str) -> Standby:
+    def take_over(self, name: str, *, actor: str, detail: str, driver: str | None, standby_driver: str) -> Standby:
         """The standby is now the dagger's driver: its cluster, driver and metrics port become the
-        dagger's, and it has no standby left."""
+        dagger's, and it has no standby left. Only if the dagger's driver and standby are still
+        `driver` and `standby_driver` (an edit or another move may have replaced them meanwhile)."""
         with Session(self.engine) as s, s.begin():
             row = s.get(DaggerRow, name, with_for_update=True)
             standby = s.get(StandbyRow, name, with_for_update=True)
-            if row is None or standby is None:
-                raise DaggerError(f"{name} has no standby to take over")
+            if row is None or standby is None or row.submission_id != driver \
+                    or standby.submission_id != standby_driver:
+                raise DaggerError(f"{name}: its driver or standby changed while the takeover was being recorded; "
+                                  "see `dagger status`")
             now = _now()
             row.cluster, row.submission_id, row.metrics_port = (standby.cluster, standby.submission_id,
                                                                 standby.metrics_port)

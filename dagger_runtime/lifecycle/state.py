@@ -91,9 +91,13 @@ def _unfollowed(path: Path) -> Path:
 
 
 def _read_unfollowed(path: Path) -> str:
-    fd = os.open(_unfollowed(path), os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
-        return f.read()
+    """A checkpoint file's text, read as root: no link followed, no FIFO or device, at most 16 MB."""
+    from ..launches import read_regular
+
+    text = read_regular(_unfollowed(path), 16 << 20)
+    if text is None:
+        raise DaggerError(f"{path} is not a regular file of at most 16 MB; it is not read")
+    return text
 
 
 def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
