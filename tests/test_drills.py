@@ -96,8 +96,12 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) ->
     assert 0 < case["rto_seconds"] and first_batch - injected - 15 <= case["rto_seconds"] <= first_batch - injected + 1, (
         case, first_batch - injected)
     steps = {s["step"]: s["seconds"] for s in case["rto_steps"]}
-    assert set(steps) - {"retries and bookkeeping"} == {"detect", "check", "stop the old driver", "submit",
-                                                         "driver start", "first batch"}, steps
+    if case.get("standby"):     # the standby's lease and first commit, read from the checkpoint
+        assert set(steps) == {"standby takes the lease", "query start", "first batch"}, steps
+        assert steps["standby takes the lease"] < 5, steps
+    else:
+        assert set(steps) - {"retries and bookkeeping"} == {"detect", "check", "stop the old driver", "submit",
+                                                             "driver start", "first batch"}, steps
     assert abs(sum(steps.values()) - case["rto_seconds"]) < 0.1, (steps, case["rto_seconds"])
     # nothing lost, so the verdict is the recovery time's: a miss is a fail that says so
     if case["rto_seconds"] <= rto_target:
@@ -162,4 +166,5 @@ def test_spark_failover_drill_loses_nothing(lab_env, tmp_path):
     proc, report = drill(lab_env, "spark-failover-short", tmp_path)
     case = check_run(lab_env, proc, report, rto_target=45)
     assert case["failover"] == "spark"
+    assert case["standby"] is True      # the playbook's standby took the checkpoint over
     assert any(e["kind"] == "failover" and "green" in e["text"] for e in report["events"])
