@@ -198,6 +198,9 @@ def fence(checkpoint: str, version: int, *, within: str | None = None) -> bool:
         try:
             os.write(fd, f"{int(version)}\n".encode())
             os.fchmod(fd, 0o644)
+            owner = os.fstat(folder)
+            if os.geteuid() == 0:       # the folder's owner's, like everything else in it
+                os.fchown(fd, owner.st_uid, owner.st_gid)
         finally:
             os.close(fd)
         os.replace(temp, FENCE_FILE, src_dir_fd=folder, dst_dir_fd=folder)

@@ -163,14 +163,16 @@ def test_driver_losses_in_a_row_each_resume_and_every_window_is_written(lab):
         sent += feed(lab, 2 * LOSSES + 1 + DELAY_S // CHUNK_S + 1)
         logs = run_cli("logs", lab["name"], "-n", "2000", env=lab["env"]).stdout
         assert "INTERNAL_ERROR" not in logs and "SparkPlan.session" not in logs
+        completed = [e for e in sent if e["status"] == "COMPLETED"]
+        watermark = max(e["event_timestamp"] for e in sent) - dt.timedelta(seconds=DELAY_S)
+        want = {k: n for k, n in group(completed, key=lambda e: (window_end(e["event_timestamp"], 60), e["city_id"],
+                                                                 s2id(e["lat"], e["long"], 13), e["vehicle_type"]),
+                                       agg=len).items() if k[0] <= watermark}
+        # read before the stop: a stop ends the driver within a second (its fence), so the last
+        # windows must be written first
+        got = read_all(lab, len(want), timeout_s=180)
     finally:
         run_cli("stop", lab["name"], "--as", "loop-test", env=lab["env"])
-    completed = [e for e in sent if e["status"] == "COMPLETED"]
-    watermark = max(e["event_timestamp"] for e in sent) - dt.timedelta(seconds=DELAY_S)
-    want = {k: n for k, n in group(completed, key=lambda e: (window_end(e["event_timestamp"], 60), e["city_id"],
-                                                             s2id(e["lat"], e["long"], 13), e["vehicle_type"]),
-                                   agg=len).items() if k[0] <= watermark}
-    got = read_all(lab, len(want))
     assert got == want
 
 
