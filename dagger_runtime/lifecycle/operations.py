@@ -183,12 +183,17 @@ def _standby_cluster(name: str | None, active: Cluster, checkpoint: str, plan, c
     if local_root(checkpoint) is None:
         raise DaggerError(f"--standby {name}: the checkpoint {checkpoint} is not a folder the clusters share; "
                           "a standby's fence is a file lock, which object storage does not have")
-    if not checkpoint.removeprefix("file://").startswith(standby.checkpoint_root.rstrip("/") + "/"):
+    if not _under_root(checkpoint, standby):
         raise DaggerError(f"--standby {name}: cluster {name}'s drivers write under {standby.checkpoint_root}, "
                           f"not where {plan.job.name}'s checkpoint is ({checkpoint})")
     _check_team(plan, standby, None)
     _check_alive(standby, plan)
     return standby
+
+
+def _under_root(checkpoint: str, cluster: Cluster) -> bool:
+    """The local checkpoint is below the cluster's checkpoint root (where its drivers write)."""
+    return checkpoint.removeprefix("file://").startswith(cluster.checkpoint_root.rstrip("/") + "/")
 
 
 def _add_standby(registry: Registry, cluster: Cluster, plan, text: str, *, number: int, checkpoint: str,
@@ -594,7 +599,7 @@ def _fence(checkpoint: str, version: int, cluster: Cluster) -> None:
     checkpoint outside the cluster's root (a lab from before teams had their own) is not fenced."""
     from ..lease import fence
 
-    if not checkpoint.removeprefix("file://").startswith(cluster.checkpoint_root.rstrip("/") + "/"):
+    if not _under_root(checkpoint, cluster):
         return
     try:
         fence(checkpoint, version, within=cluster.checkpoint_root)
