@@ -128,7 +128,9 @@ def wait_own_commit(lab, checkpoint: str, since: float, what: str, timeout_s: fl
     ledger = Path(checkpoint) / launches.LAUNCHES_FILE
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        after = [e for e in launches.parse(ledger.read_text()) if e["at_ms"] > since * 1000]
+        # the ledger appears once the first launch holds the checkpoint's lease
+        text = ledger.read_text() if ledger.exists() else ""
+        after = [e for e in launches.parse(text) if e["at_ms"] > since * 1000]
         if after and committed(checkpoint) > after[-1]["committed"]:
             return
         looping = crash_loop(checkpoint)
