@@ -41,14 +41,16 @@ class Writer:
         self.jvm.close()
 
 
-def register(spark, table: str, stream, topic: str, job_name: str) -> Writer:
-    """Register the dead-letter function of one stream."""
+def register(spark, table: str, stream, topic: str, job_name: str, *, dry: bool = False) -> Writer:
+    """Register the dead-letter function of one stream (a dry one counts and sends nothing: a
+    standby's rehearsal reads records the job has already read)."""
     jvm = spark._jvm
     config = jvm.java.util.HashMap()
     for key, value in producer_options(stream).items():
         config.put(key, value)
     name = f"__dagger_dead_letter_{table}"
-    writer = jvm.dev.daggers.runtime.Functions.registerDeadLetters(spark._jsparkSession, name, config, topic, job_name)
+    writer = jvm.dev.daggers.runtime.Functions.registerDeadLetters(spark._jsparkSession, name, config, topic, job_name,
+                                                                   dry)
     return Writer(table, name, writer)
 
 

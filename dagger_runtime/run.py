@@ -121,7 +121,7 @@ class BatchWriter:
 
 
 def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None,
-                emit_after_ms: int | None = None, heartbeats: dict | None = None):
+                emit_after_ms: int | None = None, heartbeats: dict | None = None, dry_dead_letters: bool = False):
     """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
     analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
     its output columns."""
@@ -131,7 +131,8 @@ def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 6
     from .sinks import create_sink
     from .validate import stream_tables, streaming_query
 
-    writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name)
+    writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name,
+                                     dry=dry_dead_letters)
                for i, s in enumerate(plan.streams)]
     stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting, heartbeats)
     if emit_after_ms is not None:   # checked like any query: the column is part of what Spark runs
@@ -206,8 +207,19 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     def warm() -> None:
         ready.append(_prepare(plan, options, spark or _session(plan, options), checkpoint, sink_factory, out))
 
-    lease = leases.take(checkpoint, version=options.version, master=options.master, out=out, warm=warm,
-                        standby=options.standby)
+    def warm_and_rehearse() -> None:     # a standby's: it may wait long enough to warm its JVMs too
+        from .launches import local_root
+        from .rehearsal import rehearse
+
+        warm()
+        root = local_root(checkpoint)
+        if root is not None and not options.available_now:
+            ready[0].rehearsal = rehearse(plan, ready[0].spark, root, out=out)
+
+    lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
+                        warm=warm_and_rehearse, standby=options.standby)
+    if ready and ready[0].rehearsal is not None:
+        ready[0].rehearsal.stop()
     try:
         # first: a launch that fails anywhere later (Spark, Kafka, the sink) is still counted (a
         # standby's is counted from its takeover: waiting is no launch)
@@ -234,6 +246,7 @@ def _session(plan: JobPlan, options: RunOptions):
 @dataclass
 class _Prepared:
     plan: JobPlan
+    spark: object
     results: object
     sink: object
     writers: list
@@ -241,6 +254,7 @@ class _Prepared:
     listener: object
     writer: object
     heartbeats: object
+    rehearsal: object = None        # rehearsal.Rehearsal: a standby's warm-up run, stopped at the takeover
 
 
 def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_factory, out) -> _Prepared:
@@ -279,7 +293,7 @@ def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_fa
     writer = writer.trigger(availableNow=True) if options.available_now else writer
     if heartbeats is not None:
         spark.streams.addListener(heartbeats)
-    return _Prepared(plan, results, sink, writers, counters, listener, writer, heartbeats)
+    return _Prepared(plan, spark, results, sink, writers, counters, listener, writer, heartbeats)
 
 
 def _launch(ready: _Prepared, options: RunOptions, checkpoint: str, lease, launch, *, out) -> Running:

@@ -51,13 +51,21 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
   private final String topic;
   private final byte[] job;
   private final LongAccumulator[] counts;
+  // a rehearsal's (a standby warming its JVMs on records the job already read): count, send nothing
+  private final boolean dry;
 
   public DeadLetters(Map<String, String> producerConfig, String topic, String job, LongAccumulator[] counts) {
+    this(producerConfig, topic, job, counts, false);
+  }
+
+  public DeadLetters(Map<String, String> producerConfig, String topic, String job, LongAccumulator[] counts,
+                     boolean dry) {
     if (counts.length != KINDS.length) throw new IllegalArgumentException("one counter per kind");
     this.producerConfig = new TreeMap<>(producerConfig);
     this.topic = topic;
     this.job = job.getBytes(StandardCharsets.UTF_8);
     this.counts = counts;
+    this.dry = dry;
   }
 
   /** The kind of a decoder's reason (dev.daggers.runtime.ProtobufDecoder's messages). */
@@ -79,6 +87,7 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
                       Long offset, Long timestampMs) {
     String kind = kindOf(reason);
     for (int i = 0; i < KINDS.length; i++) if (KINDS[i].equals(kind)) counts[i].add(1);
+    if (dry) return Boolean.FALSE;
     List<Header> headers = new ArrayList<>(7);
     headers.add(header("topic", sourceTopic));
     headers.add(header("partition", String.valueOf(partition)));

@@ -58,11 +58,17 @@ public final class Functions {
    */
   public static DeadLetters registerDeadLetters(SparkSession spark, String name, java.util.Map<String, String> producerConfig,
                                                 String topic, String job) {
+    return registerDeadLetters(spark, name, producerConfig, topic, job, false);
+  }
+
+  /** As above; a dry one counts its dead letters and sends none (a standby's rehearsal). */
+  public static DeadLetters registerDeadLetters(SparkSession spark, String name, java.util.Map<String, String> producerConfig,
+                                                String topic, String job, boolean dry) {
     org.apache.spark.util.LongAccumulator[] counts = new org.apache.spark.util.LongAccumulator[DeadLetters.KINDS.length];
     for (int i = 0; i < counts.length; i++) {
       counts[i] = spark.sparkContext().longAccumulator(name + "." + DeadLetters.KINDS[i]);
     }
-    DeadLetters writer = new DeadLetters(producerConfig, topic, job, counts);
+    DeadLetters writer = new DeadLetters(producerConfig, topic, job, counts, dry);
     // Nondeterministic: Spark must call it exactly where it stands, once per row it reaches.
     spark.udf().register(name, org.apache.spark.sql.functions.udf(writer, DataTypes.BooleanType).asNondeterministic());
     return writer;

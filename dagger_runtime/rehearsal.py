@@ -1,0 +1,86 @@
+"""A standby's rehearsal: the job's query run once, before the takeover, so that the first real
+batch after it finds its JVMs warm.
+
+A standby driver has its Spark session, executors and analysed query up (run.start), but the
+first batch after a takeover still pays for a cold JVM: the JIT, Spark's generated code compiled
+on the driver and executors, the state store's classes, the Python workers of vectorised UDFs.
+On the 2-core lab, right after `make demo`, that first batch took about 40 s where a warm one
+takes 7 s. The rehearsal runs the same SQL in a second session of the same SparkContext (its own
+functions and temporary views; the same JVMs, so the JIT and the code generator's cache, keyed by
+the generated source, are shared) over the last REHEARSAL_S seconds of the job's topics, once
+(availableNow), with a checkpoint of its own beside the real one, its dead letters counted and
+not sent, and its results counted and not written. It is stopped the moment the lease is taken;
+anything it fails at is said and costs only the warmth.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REHEARSAL_S = 30            # seconds of each topic read: enough rows to run every operator
+
+
+class Rehearsal:
+    def __init__(self, query, folder: Path, sink, writers: list, out):
+        self.query, self.folder, self.sink, self.writers, self.out = query, folder, sink, writers, out
+        self.started = time.monotonic()
+
+    def stop(self) -> None:
+        """Stop it without waiting (the real query starts meanwhile): its jobs are cancelled, its
+        folder removed once it has stopped."""
+        def stop() -> None:
+            try:
+                done = not self.query.isActive
+                self.query.stop()
+                if done:
+                    print(f"run: standby: rehearsal done in {time.monotonic() - self.started:.1f} s", file=self.out,
+                          flush=True)
+            except Exception as e:  # noqa: BLE001 - a rehearsal only warms
+                print(f"run: standby: the rehearsal did not stop cleanly ({type(e).__name__})", file=self.out)
+            finally:
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+        threading.Thread(target=stop, name="dagger-rehearsal-stop", daemon=True).start()
+
+
+def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | None:
+    """Start the rehearsal (None, said on `out`, when it cannot start)."""
+    from .run import build_query
+    from .sinks.base import Sink
+
+    class Counted(Sink):
+        kind = "rehearsal"
+
+        def describe(self) -> str:
+            return "nothing (a rehearsal)"
+
+        def write(self, dataframe, batch_id: int) -> int:
+            count = dataframe.count()
+            self.stats.rows += count
+            self.stats.batches += 1
+            return count
+
+    since = str(int(time.time() * 1000) - REHEARSAL_S * 1000)
+    starting = {s.table: {"startingTimestamp": since} for s in plan.job.streams}
+    folder = None
+    try:
+        session = spark.newSession()
+        results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,
+                                       dry_dead_letters=True)
+        # beside the real checkpoint, in the dagger's folder: reachable from every executor
+        folder = Path(tempfile.mkdtemp(prefix=".rehearsal-", dir=checkpoint_root.parent))
+        query = (results.writeStream.outputMode("append").option("checkpointLocation", str(folder))
+                 .foreachBatch(lambda df, batch_id: sink.write(df, batch_id)).trigger(availableNow=True).start())
+    except Exception as e:  # noqa: BLE001 - a rehearsal only warms
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        print(f"run: standby: no rehearsal ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+              "the first batch after a takeover will be cold", file=out, flush=True)
+        return None
+    print(f"run: standby: rehearsing the query on the last {REHEARSAL_S} s of its topics (nothing written)",
+          file=out, flush=True)
+    return Rehearsal(query, folder, sink, writers, out)
