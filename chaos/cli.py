@@ -139,7 +139,8 @@ def cmd_run(args) -> int:
         rto = f"rto {case.rto_seconds:g} s" if case.rto_seconds is not None else "rto -"
         err.print(f"  {case.name}: {case.verdict}, {rto}, windows {case.windows_matched}/{case.windows_expected} "
                   f"matched, {case.windows_missing} missing, {case.windows_extra} extra, {case.windows_wrong} wrong"
-                  + (f", {case.late_rows_dropped} late row(s) dropped" if case.late_rows_dropped else ""),
+                  + (f", {case.late_rows_dropped} late row(s) dropped" if case.late_rows_dropped else "")
+                  + (f", {case.late_messages} late message(s) set aside" if case.late_messages else ""),
                   markup=False)
     err.print(f"report: {path.parent / 'report.html'}", markup=False)
     print(path)

@@ -78,8 +78,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
-                      ValidationInfo, field_validator)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 
 from infra.yaml_lines import Document, Problems, field_name, line_of, read_yaml
 
@@ -415,6 +414,9 @@ class DaggerRef(_Model):
     spec: ShortText                             # a dagger spec, relative to the repository
     cluster: ShortText                          # a Spark cluster of the lab
     name: DaggerName | None = None              # deploy under this name (default: the spec's)
+    # the spec's watermark delay, for this drill: long enough for what its faults hold back (a
+    # feeder buffering through an outage sends minutes-old messages when the cluster is back)
+    watermark_delay: PositiveDuration | None = None
 
 
 class Tolerance(_Model):
@@ -486,17 +488,10 @@ class Failover(_Model):
     rto_target: PositiveDuration
     # how long after the lost cluster is back the daggers move back to it (by command); none: they stay
     fail_back: PositiveDuration | None = None
-    # spark: each dagger is deployed with a standby driver on `to`, which takes the checkpoint's
-    # lease the moment the lost cluster's driver is gone (dagger deploy --standby)
+    # each dagger is deployed with a standby driver on the lab's other Spark cluster (dagger deploy
+    # --standby): spark, it takes the checkpoint's lease the moment the lost cluster's driver is
+    # gone; kafka, the failover hands it the new version on the copy (warm, no spark-submit)
     standby: bool = False
-
-    @field_validator("standby")
-    @classmethod
-    def _standby_is_sparks(cls, value: bool, info: ValidationInfo) -> bool:
-        if value and info.data.get("kind") != "spark":
-            raise ValueError("a standby driver waits on another Spark cluster (kind: spark); a Kafka failover "
-                             "starts a new checkpoint on the copy")
-        return value
 
 
 def _keys(value: Any) -> Any:
@@ -579,6 +574,7 @@ class Deployment:
     reads: Mapping[str, str]    # topic -> the message type the dagger reads it as
     windows: tuple[float, ...]  # window sizes, seconds
     columns: tuple[str, ...]    # output columns
+    watermark_delay: float | None = None    # seconds: the playbook's, instead of the spec's
 
     @property
     def sink_server(self) -> str | None:
@@ -996,7 +992,7 @@ class _Checker:
             reads = {t: s.proto_class or "JSON" for s in job.streams for t in s.topics}
             out.append(Deployment(name, path, d.cluster, job.name, job.sink.type, reads,
                                   tuple(w.size.millis / 1000 for w in translation.windows),
-                                  tuple(translation.output_columns)))
+                                  tuple(translation.output_columns), d.watermark_delay))
         return out
 
     # -- traffic

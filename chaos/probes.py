@@ -236,6 +236,7 @@ class Sampler:
                               "lag": metrics.get("dagger_consumer_lag_messages", 0.0),
                               "batches": metrics.get("dagger_batches_total", 0.0),
                               "late": metrics.get("dagger_late_rows_dropped_total", 0.0),
+                              "late_messages": metrics.get("dagger_dead_letters_total:late", 0.0),
                               "latency": (now - watermark) if watermark else None}
         return {"t": now, "daggers": daggers, "disk": disk_usage_percent(self.disk_path),
                 "urp": {name: self._fresh(f"urp:{name}") for name in self.kafka},
@@ -278,21 +279,22 @@ class Sampler:
         return {alias: d["crash_loop"] for s in samples for alias, d in s["daggers"].items()
                 if d is not None and d.get("crash_loop")}
 
-    def late_rows(self, alias: str) -> int | None:
-        """Rows the dagger dropped behind its watermark over the drill (None: never scraped). Each
-        driver counts from its own start, so the last count of each (version, cluster) is summed:
-        a driver killed between two samples takes its last few to the grave, so this is a floor."""
+    def late_rows(self, alias: str, field: str = "late") -> int | None:
+        """Rows the dagger dropped behind its watermark over the drill (None: never scraped); with
+        field="late_messages", the late messages it set aside to its dead letters. Each driver
+        counts from its own start, so the last count of each (version, cluster) is summed: a
+        driver killed between two samples takes its last few to the grave, so this is a floor."""
         with self._lock:
             samples = list(self.samples)
         last: dict[tuple, float] = {}
         for s in samples:
             d = s["daggers"].get(alias)
-            if d is not None and d.get("late") is not None:
+            if d is not None and d.get(field) is not None:
                 key = (d["version"], d["cluster"])
                 # a counter that went down is a new driver of the same version and cluster
-                if d["late"] < last.get(key, 0.0):
+                if d[field] < last.get(key, 0.0):
                     last[(*key, s["t"])] = last.pop(key)
-                last[key] = d["late"]
+                last[key] = d[field]
         return int(sum(last.values())) if last else None
 
     def breach(self) -> str | None:

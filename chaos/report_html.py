@@ -516,7 +516,7 @@ def _case(case: Case, slug: str) -> str:
         "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)")
     data = ('<table class="data-verdict"><thead><tr>'
             + "".join(f'<th scope="col" class="num">{h}</th>' for h in ("expected", "matched", "missing", "extra", "wrong",
-                                                                       "late rows"))
+                                                                       "late rows", "late messages"))
             + '<th scope="col" class="num">RPO</th></tr></thead><tbody><tr>'
             + _num(case.windows_expected) + _num(case.windows_matched)
             + _num(case.windows_missing, "bad" if case.windows_missing else "")
@@ -524,6 +524,8 @@ def _case(case: Case, slug: str) -> str:
             + _num(case.windows_wrong, "bad" if case.windows_wrong else "")
             + (_num(case.late_rows_dropped, "bad" if case.late_rows_dropped else "")
                if case.late_rows_dropped is not None else '<td class="num">–</td>')
+            + (_num(case.late_messages, "bad" if case.late_messages else "")
+               if case.late_messages is not None else '<td class="num">–</td>')
             + f'<td class="num{" bad" if case.rpo_seconds or case.rpo_messages else ""}">{esc(rpo)}</td>'
             + "</tr></tbody></table>")
     return f"""<article class="card c-{case.verdict}" id="case-{slug}" aria-labelledby="case-{slug}-name">

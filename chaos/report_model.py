@@ -272,6 +272,8 @@ class Case(_Strict):
     standby: bool = False           # a standby driver took the checkpoint over (failover.standby)
     # rows the dagger dropped behind its watermark (its metrics, sampled): why windows may be missing
     late_rows_dropped: Count | None = None
+    # messages it set aside to its dead letters as late (their window had closed): kept, not lost
+    late_messages: Count | None = None
     windows_expected: Count
     windows_matched: Count
     windows_missing: Count

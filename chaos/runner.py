@@ -110,6 +110,8 @@ def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> di
     bootstrap = lab.kafka()[kafka_cluster].bootstrap_servers
     job["name"] = name
     job["dead_letter_topic"] = f"{team}-{name}-dlq"
+    if getattr(deployment, "watermark_delay", None):
+        job["watermark_delay"] = f"{int(deployment.watermark_delay)}s"
     for stream in job["streams"]:
         stream.setdefault("kafka", {}).update(bootstrap_servers=bootstrap, auto_offset_reset="latest",
                                               group_id=access.consumer_group(team, name), client=access.team_client(team))
@@ -460,8 +462,14 @@ class DrillRun:
         if job["sink"]["type"] == "influx":
             os.environ.update(access.team_sink_env(job["team"], lab=self.lab.dir, postgres=False))
         fo, trigger = self.book.failover, self.book.failover_fault
-        standby = (self.target() if fo is not None and fo.standby and trigger is not None
-                   and d.cluster == trigger.cluster else None)
+        standby = None
+        if fo is not None and fo.standby and trigger is not None:
+            if fo.kind == "spark" and d.cluster == trigger.cluster:
+                standby = self.target()
+            elif fo.kind == "kafka":        # the lab's other Spark cluster: the handoff's
+                from dagger_runtime.lifecycle.clusters import cluster_names
+
+                standby = next((n for n in cluster_names(self.lab.clusters_dir) if n != d.cluster), None)
         registry = self.registry()
         try:
             out = operations.deploy(registry, str(path), d.cluster, actor=f"drill {self.run_id}",
@@ -815,6 +823,9 @@ class DrillRun:
         late = self.sampler.late_rows(d.playbook_name) if self.sampler is not None else None
         if late is not None:
             case["late_rows_dropped"] = late
+        late = self.sampler.late_rows(d.playbook_name, "late_messages") if self.sampler is not None else None
+        if late is not None:
+            case["late_messages"] = late        # set aside to the dead letters, behind the watermark
         if fo is not None and trigger is not None and d in self.affected():
             t_fault = self.fault_times.get(trigger.name)
             case["failover"] = fo.kind
@@ -822,7 +833,8 @@ class DrillRun:
             if t_fault is not None and d.first_batch_after is not None:
                 case["rto_seconds"] = round(d.first_batch_after - t_fault, 2)
                 steps = []
-                taken = self.standby_steps(d, t_fault) if "takeover" in (d.failover_timings or {}) else None
+                taken = (self.standby_steps(d, t_fault)
+                         if {"takeover", "handoff"} & set(d.failover_timings or {}) else None)
                 if taken is not None:
                     case["rto_seconds"], steps = taken
                     case["standby"] = True
@@ -863,7 +875,9 @@ class DrillRun:
 
         registry = self.registry()
         try:
-            current = registry.get(d.name)
+            # the failover's version (a fail-back may have replaced it since)
+            current = (registry.version(d.name, d.failover_version) if d.failover_version is not None
+                       else registry.get(d.name))
         finally:
             registry.close()
         root = launches.local_root(current.checkpoint) if current else None
@@ -879,8 +893,20 @@ class DrillRun:
         if taken is None or first is None:
             return None
         batch = min(d.first_batch_seconds or 0.0, first - taken)
+        timings = d.failover_timings or {}
+        if "handoff" in timings and d.failover_started is not None:
+            # a Kafka failover's: detected, the old driver stopped (the offsets it reached read),
+            # then the standby handed the new version takes its new checkpoint
+            detect = max(0.0, d.failover_started - t_fault)
+            before = [{"step": "detect", "seconds": round(detect, 2)},
+                      *self.move_steps(timings.get("check", 0.0) + timings.get("stop", 0.0),
+                                       {k: timings[k] for k in ("check", "stop") if k in timings})]
+            lead = [*before, {"step": "standby takes the new checkpoint",
+                              "seconds": round(max(0.0, taken - t_fault - sum(s["seconds"] for s in before)), 2)}]
+        else:
+            lead = [{"step": "standby takes the lease", "seconds": round(taken - t_fault, 2)}]
         return round(first - t_fault, 2), [
-            {"step": "standby takes the lease", "seconds": round(taken - t_fault, 2)},
+            *lead,
             {"step": "query start", "seconds": round(first - taken - batch, 2)},
             {"step": "first batch", "seconds": round(batch, 2)}]
 
@@ -955,6 +981,9 @@ class DrillRun:
                                + (f" (the dagger dropped at least {c['late_rows_dropped']} row(s) that came behind "
                                   f"its watermark: its watermark delay did not hold the backlog)"
                                   if c.get("late_rows_dropped") and c["windows_missing"] else "")
+                               + (f" ({c['late_messages']} message(s) came behind its watermark and were set aside "
+                                  f"to its dead-letter topic as late: its watermark delay did not hold the backlog)"
+                                  if c.get("late_messages") and c["windows_missing"] else "")
                                + (f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
                                   if c.get("rto_seconds") is not None and c.get("rto_target_seconds") is not None
                                   and c["rto_seconds"] > c["rto_target_seconds"] else "")

@@ -141,7 +141,7 @@ def cmd_run(args) -> int:
 def _starting(text: str | None, plan) -> dict | None:
     """--starting: {"<table>": {"startingOffsets"|"startingTimestamp": value}} (what `deploy` and
     `edit` pass for a new checkpoint)."""
-    from .source import STARTING_OPTIONS
+    from .source import checked_starting
 
     if not text:
         return None
@@ -149,17 +149,7 @@ def _starting(text: str | None, plan) -> dict | None:
         value = json.loads(text)
     except ValueError as e:
         raise DaggerError(f"--starting is not JSON: {e}") from None
-    tables = {s.table for s in plan.streams}
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise DaggerError('--starting must be {"<table>": {"startingOffsets": ...}}')
-    for table, options in value.items():
-        if table not in tables:
-            raise DaggerError(f"--starting: {table!r} is not one of the job's streams ({', '.join(sorted(tables))})")
-        for key, option in options.items():
-            if key not in STARTING_OPTIONS or not isinstance(option, str):
-                raise DaggerError(f"--starting: {table}.{key} is not one of {', '.join(STARTING_OPTIONS)} "
-                                  "with a string value")
-    return value
+    return checked_starting(value, plan, "--starting")
 
 
 def _add_strict(parser: argparse.ArgumentParser) -> None:

@@ -35,13 +35,25 @@ from .launches import local_root, read_regular
 LEASE_FILE = "dagger-lease"
 FENCE_FILE = "dagger-fence"
 STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master", "version", "ready_ms"}
+HANDOFF_FILE = "dagger-handoff"     # the tooling's order to this checkpoint's standby: run the next version
 POLL_S = 0.25                   # how often a standby tries the lease: a quarter second of the RTO
 FIRST_DRIVER_WAIT_S = 600.0     # how long a standby lets its version's first driver come up first
+HANDOFF_WAIT_S = 60.0           # how long a fenced standby waits for a handoff before it ends
 _MAX_READ = 4096                # the holder's line and the fence are tiny; more is not theirs
 
 
 class Fenced(DaggerError):
     """This driver's version was replaced or stopped: it must not write the checkpoint."""
+
+
+class HandedOff(Exception):
+    """A standby was told to run the dagger's next version instead (a Kafka failover: a new
+    checkpoint on the copy of its streams). `order`: {"version", "spec", "checkpoint", "starting",
+    "emit_after_ms"}, as the tooling wrote it (checked by the driver before it is used)."""
+
+    def __init__(self, order: dict):
+        super().__init__(f"handed version {order.get('version')} on {order.get('checkpoint')}")
+        self.order = order
 
 
 @dataclass
@@ -179,31 +191,59 @@ def _pinned_dir(checkpoint: str, within: str | None) -> int | None:
 
 def fence(checkpoint: str, version: int, *, within: str | None = None) -> bool:
     """Let only drivers of `version` or later run on the checkpoint (a fence never goes down: an
-    older operation finishing late cannot let an old version back). Written whole in the folder
-    held open (`_pinned_dir`), then renamed over the old fence, so a link planted under either name
-    is replaced, never followed. False for a checkpoint that is not local (or not there, without
-    `within`)."""
+    older operation finishing late cannot let an old version back). False for a checkpoint that is
+    not local (or not there, without `within`)."""
+    def text(old: str | None) -> str:
+        return f"{max(int(version), int(old.strip())) if old and old.strip().isdigit() else int(version)}\n"
+
+    return _write_pinned(checkpoint, FENCE_FILE, text, within)
+
+
+def hand_off(checkpoint: str, order: dict, *, within: str | None = None) -> bool:
+    """Tell the checkpoint's standby (already fenced off it) to run the next version: `order` as
+    HandedOff says. Written like the fence."""
+    line = json.dumps(order, sort_keys=True, separators=(",", ":")) + "\n"
+    if len(line) > _MAX_READ:
+        raise DaggerError(f"the handoff for {checkpoint} is too long ({len(line)} bytes)")
+    return _write_pinned(checkpoint, HANDOFF_FILE, lambda old: line, within)
+
+
+def read_handoff(root: Path, version: int | None) -> dict | None:
+    """The handoff in the checkpoint folder `root` for a standby of `version`: one naming a later
+    version, else None."""
+    text = _read_small(root / HANDOFF_FILE)
+    try:
+        order = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(order, dict) or not isinstance(order.get("version"), int) or version is None:
+        return None
+    return order if order["version"] > version else None
+
+
+def _write_pinned(checkpoint: str, name: str, text, within: str | None) -> bool:
+    """Write the file `name` whole in the checkpoint's folder held open (`_pinned_dir`), then
+    rename it over the old one, so a link planted under either name is replaced, never followed.
+    `text(old)` gives the new content from the old one's (None: none)."""
     import secrets
 
     folder = _pinned_dir(checkpoint, within)
     if folder is None:
         return False
-    temp = f".fence-{secrets.token_hex(8)}"
+    temp = f".{name}-{secrets.token_hex(8)}"
     try:
-        old = read_regular(Path(f"/proc/self/fd/{folder}") / FENCE_FILE, _MAX_READ)
-        if old and old.strip().isdigit():
-            version = max(int(version), int(old.strip()))
+        new = text(read_regular(Path(f"/proc/self/fd/{folder}") / name, _MAX_READ))
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                      dir_fd=folder)
         try:
-            os.write(fd, f"{int(version)}\n".encode())
+            os.write(fd, new.encode())
             os.fchmod(fd, 0o644)
             owner = os.fstat(folder)
             if os.geteuid() == 0:       # the folder's owner's, like everything else in it
                 os.fchown(fd, owner.st_uid, owner.st_gid)
         finally:
             os.close(fd)
-        os.replace(temp, FENCE_FILE, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
             os.unlink(temp, dir_fd=folder)
@@ -213,6 +253,25 @@ def fence(checkpoint: str, version: int, *, within: str | None = None) -> bool:
     finally:
         os.close(folder)
     return True
+
+
+def _excluded(root: Path, version: int | None) -> bool:
+    fence_at = read_fence(root)
+    return fence_at is not None and version is not None and version < fence_at
+
+
+def _follow_handoff(root: Path, version: int | None, stop: threading.Event | None, poll_s: float) -> None:
+    """A fenced standby: raise HandedOff once the tooling says which version it runs instead (a
+    Kafka failover writes it seconds after the fence), or Fenced if none comes."""
+    deadline = time.monotonic() + HANDOFF_WAIT_S
+    while True:
+        order = read_handoff(root, version)
+        if order is not None:
+            raise HandedOff(order)
+        if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+            raise Fenced(f"version {version} of this dagger was stopped or replaced (the checkpoint {root} takes a "
+                         "later one) and no handoff came: this standby ends without writing")
+        time.sleep(poll_s)
 
 
 def _taken_by(checkpoint: str, version: int | None) -> bool:
@@ -259,6 +318,8 @@ def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.st
     root = local_root(checkpoint)
     if root is None:
         return None
+    if standby and _excluded(root, version):
+        _follow_handoff(root, version, stop, poll_s)     # a promoted standby started again (--supervise)
     fd = _open_lease(root)
     started = time.monotonic()
     try:
@@ -272,21 +333,36 @@ def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.st
             while not _taken_by(checkpoint, version) and time.monotonic() - started < first_wait_s:
                 if stop is not None and stop.is_set():
                     raise Fenced("stopped while waiting for the lease")
+                if _excluded(root, version):
+                    _follow_handoff(root, version, stop, poll_s)
                 time.sleep(poll_s)
-        if not _try_lock(fd):
-            print(f"run: standby: {describe(holder(checkpoint))} holds {checkpoint}; this driver takes over "
-                  "when it is gone", file=out, flush=True)
-            if warm is not None:
-                warm()
-                _say_ready(root, version, master)
-            while not _try_lock(fd):
-                if stop is not None and stop.is_set():
-                    raise Fenced("stopped while waiting for the lease")
-                time.sleep(poll_s)
+        waited = False
+        while True:
+            # a fenced standby never takes the lease: the driver it replaced may just have let it
+            # go, and the tooling waits for the lease to be free (operations._left_by_fence)
+            if standby and _excluded(root, version):
+                _follow_handoff(root, version, stop, poll_s)
+            if _try_lock(fd):
+                break
+            if not waited:
+                waited = True
+                print(f"run: standby: {describe(holder(checkpoint))} holds {checkpoint}; this driver takes over "
+                      "when it is gone", file=out, flush=True)
+                if warm is not None:
+                    warm()
+                    _say_ready(root, version, master)
+                    warm = None
+            if stop is not None and stop.is_set():
+                raise Fenced("stopped while waiting for the lease")
+            time.sleep(poll_s)
+        if waited:
             print(f"run: standby: took over {checkpoint} after {time.monotonic() - started:.1f} s", file=out,
                   flush=True)
         fence_at = read_fence(root)
         if fence_at is not None and version is not None and version < fence_at:
+            if standby:         # fenced between the check and the lock: let it go, then as above
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                _follow_handoff(root, version, stop, poll_s)
             raise Fenced(f"version {version} of this dagger was stopped or replaced (the checkpoint {checkpoint} "
                          f"takes version {fence_at} or later): this driver ends without writing")
         line = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "master": master, "version": version,

@@ -68,11 +68,11 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | 
     starting = {s.table: {"startingTimestamp": since} for s in plan.job.streams}
     folder = None
     try:
-        session = spark.newSession()
-        results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,
-                                       dry_dead_letters=True)
         # beside the real checkpoint, in the dagger's folder: reachable from every executor
         folder = Path(tempfile.mkdtemp(prefix=".rehearsal-", dir=checkpoint_root.parent))
+        session = spark.newSession()
+        results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,
+                                             dry_dead_letters=True, checkpoint=str(folder))
         query = (results.writeStream.outputMode("append").option("checkpointLocation", str(folder))
                  .foreachBatch(lambda df, batch_id: sink.write(df, batch_id)).trigger(availableNow=True).start())
     except Exception as e:  # noqa: BLE001 - a rehearsal only warms

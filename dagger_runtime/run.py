@@ -121,20 +121,23 @@ class BatchWriter:
 
 
 def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None,
-                emit_after_ms: int | None = None, heartbeats: dict | None = None, dry_dead_letters: bool = False):
-    """Everything `run` starts, checked: the stream tables with their dead-letter functions, the
-    analyst's query (both sandbox checks, Spark's analysis and streaming checks), the sink against
-    its output columns."""
+                emit_after_ms: int | None = None, heartbeats: dict | None = None, dry_dead_letters: bool = False,
+                checkpoint: str | None = None):
+    """Everything `run` starts, checked: the stream tables with their dead-letter functions (with
+    the query's `checkpoint`, late messages are set aside too: late.py), the analyst's query (both
+    sandbox checks, Spark's analysis and streaming checks), the sink against its output columns."""
     import dataclasses
 
-    from . import dead_letters
+    from . import dead_letters, late
     from .sinks import create_sink
     from .validate import stream_tables, streaming_query
 
     writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name,
                                      dry=dry_dead_letters)
                for i, s in enumerate(plan.streams)]
-    stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting, heartbeats)
+    window = late.window_of(plan) if checkpoint is not None else None
+    late_rows = {s.table: late.register(spark, s.table, checkpoint, window) for s in plan.streams} if window else None
+    stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting, heartbeats, late_rows)
     if emit_after_ms is not None:   # checked like any query: the column is part of what Spark runs
         plan = dataclasses.replace(plan, query=plan.query.with_window_end(WINDOW_END))
     results = streaming_query(spark, plan)
@@ -172,6 +175,8 @@ class Running:
     heartbeats: object = None       # idle.Heartbeats, for a job that lets idle streams go
     launch: tuple | None = None     # (checkpoint, launch id) in the checkpoint's launch ledger
     lease: object = None            # lease.Lease: this driver is the checkpoint's one writer
+    plan: object = None             # what it runs (a standby's handoff changes the version)
+    options: object = None
 
     def settle_once_running(self) -> None:
         """Mark this launch settled in the ledger once its query has run a trigger through (it
@@ -216,8 +221,17 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         if root is not None and not options.available_now:
             ready[0].rehearsal = rehearse(plan, ready[0].spark, root, out=out)
 
-    lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
-                        warm=warm_and_rehearse, standby=options.standby)
+    try:
+        lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
+                            warm=warm_and_rehearse, standby=options.standby)
+    except leases.HandedOff as handed:
+        # a Kafka failover's: this warm driver runs the next version, in a fresh session of its JVMs
+        if ready and ready[0].rehearsal is not None:
+            ready[0].rehearsal.stop()
+        base = ready[0].spark if ready else spark
+        plan, options = _handed(plan, options, handed.order, out)
+        return start(plan, options, base.newSession() if base is not None else None, sink_factory=sink_factory,
+                     out=out)
     if ready and ready[0].rehearsal is not None:
         ready[0].rehearsal.stop()
     try:
@@ -235,6 +249,31 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         if lease is not None:
             lease.release()
         raise
+
+
+def _handed(plan: JobPlan, options: RunOptions, order: dict, out) -> tuple[JobPlan, RunOptions]:
+    """The version a standby was handed (lease.HandedOff), checked as a deploy's: the same dagger
+    and team, its spec loaded and planned, its starting options those of the job's streams."""
+    from dataclasses import replace
+
+    from .config import load_job
+    from .plan import plan_job
+    from .source import checked_starting
+
+    spec, checkpoint, emit_after = order.get("spec"), order.get("checkpoint"), order.get("emit_after_ms")
+    if not isinstance(spec, str) or not isinstance(checkpoint, str) or not (
+            emit_after is None or (isinstance(emit_after, int) and not isinstance(emit_after, bool))):
+        raise DaggerError(f"the handoff to version {order.get('version')} is not one the tooling writes (spec, "
+                          "checkpoint and emit_after_ms)")
+    handed = plan_job(load_job(spec))
+    if (handed.job.name, handed.job.team) != (plan.job.name, plan.job.team):
+        raise DaggerError(f"the handoff names {handed.job.name} of team {handed.job.team}; this standby runs "
+                          f"{plan.job.name} of team {plan.job.team}")
+    starting = order.get("starting")
+    starting = None if starting is None else checked_starting(starting, handed, "the handoff's starting")
+    print(f"run: standby: handed version {order['version']} ({spec}), on {checkpoint}", file=out, flush=True)
+    return handed, replace(options, version=order["version"], checkpoint=checkpoint, starting=starting,
+                           emit_after_ms=emit_after, standby=False)
 
 
 def _session(plan: JobPlan, options: RunOptions):
@@ -269,7 +308,7 @@ def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_fa
         heartbeats = idle.Heartbeats(spark, plan, idle.directories(checkpoint, plan), out=out)
         heartbeats.prepare()
     results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms,
-                                         heartbeats.directories if heartbeats else None)
+                                         heartbeats.directories if heartbeats else None, checkpoint=checkpoint)
     for i, stream in enumerate(plan.job.streams):
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
@@ -311,7 +350,7 @@ def _launch(ready: _Prepared, options: RunOptions, checkpoint: str, lease, launc
     if heartbeats is not None:
         heartbeats.query_id = str(query.id)
     return Running(query, sink, counters, listener, ready.writers, heartbeats,
-                   launch=(checkpoint, launch[0]) if launch else None, lease=lease)
+                   launch=(checkpoint, launch[0]) if launch else None, lease=lease, plan=plan, options=options)
 
 
 def _scans_per_source(results, streams: int) -> float:
@@ -330,6 +369,7 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
     from .source import describe
 
     running = start(plan, options, spark, sink_factory=sink_factory, out=out)
+    plan, options = running.plan or plan, running.options or options      # a standby's handoff's
     query, sink, counters = running.query, running.sink, running.counters
     for stream, spec in zip(plan.streams, plan.job.streams):
         print(f"run: {stream.table} <- {describe(spec)}", file=out)
@@ -357,7 +397,8 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
             # a later version owns the checkpoint: stop now, without finishing the batch's commit
             print(f"run: version {options.version} was replaced or stopped (the checkpoint takes version {fenced} "
                   "or later): stopping without writing more", file=out, flush=True)
-            query.stop()
+            # (a driver on a cluster: its own process, which may end; in-process, the query just stops)
+            _stop_or_end(query, out, may_end=(options.master or "").startswith("spark://"))
         elif stop.is_set() and query.isActive:
             print("run: stopping after the current batch", file=out, flush=True)
             query.stop()
@@ -366,6 +407,11 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if running.lease is not None and not query.isActive:
+            # the query has stopped: nothing writes the checkpoint now, so a standby or the next
+            # version may take it while this driver closes its sink and producers (which can take
+            # seconds against a lost Kafka)
+            running.lease.release()
         _detach(running)
         sink.close()
         for writer in running.writers:
@@ -384,6 +430,37 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
                               f"lines before this in the driver's log); Spark's error: {_failure_text(failure)}")
         raise DaggerError(f"the job stopped with an error: {_failure_text(failure)}")
     return 0
+
+
+FENCED_STOP_S = 2.0      # how long a fenced driver's query has to stop before the driver ends anyway
+
+
+def _stop_or_end(query, out, *, may_end: bool) -> None:
+    """Stop a fenced driver's query; if it does not stop within FENCED_STOP_S, end this process.
+    Spark fetches Kafka offsets uninterruptibly, so against a lost Kafka a stop waits out the
+    client's timeouts (a Kafka failover measured 14 s of it). Ending is safe: every batch ends in
+    this process's foreachBatch, so without it the JVM cannot write or commit another, and the
+    kernel lets the lease go at once."""
+    stopped = threading.Event()
+
+    def stop() -> None:
+        try:
+            query.stop()
+        except Exception:  # noqa: BLE001 - a query that fails while stopping has stopped
+            pass
+        finally:
+            stopped.set()
+
+    if not may_end:
+        stop()
+        return
+    threading.Thread(target=stop, name="dagger-fenced-stop", daemon=True).start()
+    if not stopped.wait(FENCED_STOP_S):
+        import os
+
+        print(f"run: the query did not stop within {FENCED_STOP_S:g} s (a batch waits on an unreachable Kafka?): "
+              "this driver ends now, and with it every batch it could still write", file=out, flush=True)
+        os._exit(0)     # 0: --supervise does not start it again
 
 
 def _context_stopped(query) -> bool:

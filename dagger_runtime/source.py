@@ -40,6 +40,22 @@ def describe(stream) -> str:
 STARTING_OPTIONS = ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestampStrategy")
 
 
+def checked_starting(value, plan, where: str) -> dict:
+    """Starting options by table, {"<table>": {"startingOffsets"|...: "<value>"}}, as a deploy
+    passes them (--starting, a standby's handoff), checked against the job's streams."""
+    tables = {s.table for s in plan.streams}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise DaggerError(f'{where} must be {{"<table>": {{"startingOffsets": ...}}}}')
+    for table, options in value.items():
+        if table not in tables:
+            raise DaggerError(f"{where}: {table!r} is not one of the job's streams ({', '.join(sorted(tables))})")
+        for key, option in options.items():
+            if key not in STARTING_OPTIONS or not isinstance(option, str):
+                raise DaggerError(f"{where}: {table}.{key} is not one of {', '.join(STARTING_OPTIONS)} "
+                                  "with a string value")
+    return value
+
+
 def read_kafka(spark, stream, starting: dict[str, str] | None = None):
     """The stream's raw Kafka records (key, value, topic, partition, offset, timestamp) as a
     streaming DataFrame. Nothing connects to Kafka until a query starts."""

@@ -97,14 +97,16 @@ KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 
 
 def register_tables(spark, plan, raws: dict, set_aside: dict | None = None,
-                    heartbeats: dict | None = None) -> None:
+                    heartbeats: dict | None = None, late: dict | None = None) -> None:
     """Decode each stream's raw records into its SQL table, with the job's watermark on rowtime,
     and register it under the stream's table name.
 
     set_aside maps a table to its dead-letter function (dead_letters.register): each message that
     does not become a row is sent aside by the task that decoded it, in the same filter that drops
     it, so the topic is scanned once. Without it (validate, tests) such messages are just dropped.
-    heartbeats maps a table to the directory its idle heartbeats are written to (dagger_runtime.idle)."""
+    heartbeats maps a table to the directory its idle heartbeats are written to (dagger_runtime.idle).
+    late maps a table to its late-message function (dagger_runtime.late): a decoded message whose
+    window has closed is set aside the same way, with its reason."""
     from pyspark.sql import functions as F
 
     delay = f"{plan.job.watermark_delay_ms} milliseconds"
@@ -113,16 +115,21 @@ def register_tables(spark, plan, raws: dict, set_aside: dict | None = None,
         table, _, decoded = decode(spark, raw, stream, plan.descriptor_set,
                                    keep=KAFKA_COLUMNS if set_aside else ())
         if set_aside:
-            # only a failed row reaches the call (CASE is lazy), so good rows pay nothing for it
-            send = F.call_function(set_aside[stream.table], F.col("__d.error"), *[
+            reason = F.col("__d.error")
+            if late and stream.table in late:     # (coalesce is lazy: only decoded rows are asked)
+                reason = F.coalesce(reason, F.call_function(late[stream.table], F.unix_millis(F.col("__d.rowtime"))))
+            decoded = decoded.withColumn(REASON, reason)
+            # only a row set aside reaches the call (CASE is lazy), so good rows pay nothing for it
+            send = F.call_function(set_aside[stream.table], F.col(REASON), *[
                 F.unix_millis(F.col(c)) if c == "timestamp" else F.col(c) for c in (
                     "key", "value", "topic", "partition", "offset", "timestamp")])
-            table = (decoded.where(F.when(F.col("__d.error").isNull(), F.lit(True)).otherwise(send))
+            table = (decoded.where(F.when(F.col(REASON).isNull(), F.lit(True)).otherwise(send))
                      .select("__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)))
         heartbeat = heartbeat_rows(spark, table, stream, heartbeats[stream.table]) if heartbeats else None
         source_watermark(table, stream, delay, heartbeat).createOrReplaceTempView(stream.table)
 
 
+REASON = "__dagger_set_aside"      # why a message is set aside (null: it becomes a row)
 # the name under which each stream's decoded rows are counted (progress's observedMetrics)
 SOURCE_METRICS = "__dagger_source_{table}"
 HEARTBEAT = "__dagger_heartbeat"

@@ -22,11 +22,12 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
 
 
 def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting: dict | None = None,
-                  heartbeats: dict | None = None) -> None:
+                  heartbeats: dict | None = None, late: dict | None = None) -> None:
     """Register the UDFs and each stream's table over its Kafka topics (streaming DataFrames,
     not started); set_aside: each table's dead-letter function, when the tables will run;
     starting: Kafka starting options by table, for a new checkpoint; heartbeats: each table's
-    heartbeat directory, when idle streams are let go (dagger_runtime.idle)."""
+    heartbeat directory, when idle streams are let go (dagger_runtime.idle); late: each table's
+    late-message function (dagger_runtime.late), set aside with the bad messages."""
     from .source import read_kafka
     from .streams import register_tables
     from .udfs import register_all
@@ -34,7 +35,7 @@ def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting:
     register_all(spark)
     raws = {s.table: read_kafka(spark, plan.job.streams[i], (starting or {}).get(s.table))
             for i, s in enumerate(plan.streams)}
-    register_tables(spark, plan, raws, set_aside, heartbeats)
+    register_tables(spark, plan, raws, set_aside, heartbeats, late)
 
 
 def streaming_query(spark, plan: JobPlan):

@@ -118,8 +118,8 @@ def test_kafka_failover_plan():
     # at 2m the cluster goes down for 3m; the failover is due 30s later; the primary is back at 5m
     # (MirrorMaker copies what it had not); after: 5m + settle 1m, observed 2m
     assert timed(steps, "inject", "undo", "failover-command", "expect-failover", "verify", "rollback") == [
-        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (480, "verify")]
-    assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(360, 480), (360, 480)]
+        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (600, "verify")]
+    assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(360, 600), (360, 600)]
     assert [(s.at, s.until) for s in steps if s.action == "check-before"] == [(60, 120)] * 3
 
 
@@ -211,7 +211,7 @@ def test_steps_at_one_time_come_in_the_runners_order():
 
 def test_the_rendered_plan_names_each_step_with_its_time():
     text = render(sample("kafka-failover"), plan(sample("kafka-failover")))
-    assert text.splitlines()[0].startswith("drill kafka-failover: 1 fault(s), 8m in all")
+    assert text.splitlines()[0].startswith("drill kafka-failover: 1 fault(s), 10m in all")
     assert re.search(r"^\s+2m\s+inject\s+primary lost: cluster-down primary \(all 3 brokers\) for 3m", text, re.M)
     assert re.search(r"^\s+2m30s\s+expect-failover\s+daggers on mirror", text, re.M)
     assert re.search(r"^\s+5m\s+undo\s+primary lost: starts them", text, re.M)
@@ -226,8 +226,8 @@ def test_a_json_playbook_is_the_same_drill(tmp_path):
 
 def test_where_names_the_line_of_a_field():
     book = sample("kafka-failover")
-    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:42: chaos[0].downtime"
-    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:73: failover.rto_target"
+    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:53: chaos[0].downtime"
+    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:84: failover.rto_target"
 
 
 # -- LOKI's own document -------------------------------------------------------------------------------
@@ -338,7 +338,6 @@ EXPECTED = {
     "rto-longer-than-downtime.yaml": (23, "failover.rto_target", "1m, but chaos[0] is undone after 20s"),
     "shape-wrong-param.yaml": (10, "feeders[0].shape.peak", "a ramp shape takes to and over, not peak"),
     "sink-nobody-writes.yaml": (18, "chaos[0].target", "no dagger of the drill writes to postgresql"),
-    "standby-on-kafka.yaml": (24, "failover.standby", "a standby driver waits on another Spark cluster"),
     "tolerance-without-unit.yaml": (24, "steady_state[0].tolerance.max", "90 has no unit: this probe is a time"),
     "topic-not-in-lab.yaml": (7, "feeders[0].topic", "'GO_RIDE-boking-log' is not a topic of the lab's primary "
                                                      "cluster (did you mean GO_RIDE-booking-log"),
@@ -451,7 +450,7 @@ def test_drill_list_of_a_directory_with_a_bad_playbook_fails(capsys, tmp_path):
 def test_drill_validate_exit_codes(capsys):
     code, out, _ = run(capsys, "drill", "validate", "kafka-failover", str(PLAYBOOKS_DIR / "sink-down.yaml"))
     assert code == 0
-    assert "kafka-failover: valid (cluster-down primary (all 3 brokers); 8m in all)" in out
+    assert "kafka-failover: valid (cluster-down primary (all 3 brokers); 10m in all)" in out
     assert "sink-down: valid" in out
     code, out, err = run(capsys, "drill", "validate", "sink-down", str(HOSTILE / "percent-150.yaml"))
     assert code == 1

@@ -96,7 +96,11 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) ->
     assert 0 < case["rto_seconds"] and first_batch - injected - 15 <= case["rto_seconds"] <= first_batch - injected + 1, (
         case, first_batch - injected)
     steps = {s["step"]: s["seconds"] for s in case["rto_steps"]}
-    if case.get("standby"):     # the standby's lease and first commit, read from the checkpoint
+    if case.get("standby") and case["failover"] == "kafka":     # handed the moved version
+        assert set(steps) == {"detect", "check", "stop the old driver", "standby takes the new checkpoint",
+                              "query start", "first batch"}, steps
+        assert steps["standby takes the new checkpoint"] < 10, steps
+    elif case.get("standby"):   # the standby's lease and first commit, read from the checkpoint
         assert set(steps) == {"standby takes the lease", "query start", "first batch"}, steps
         assert steps["standby takes the lease"] < 5, steps
     else:
@@ -135,6 +139,7 @@ def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
     proc, report = drill(lab_env, "kafka-failover-short", tmp_path)
     case = check_run(lab_env, proc, report, rto_target=30)
     assert case["failover"] == "kafka"
+    assert case["standby"] is True      # the standby was handed the moved version
     # the messages sent while the primary was down were buffered and delivered when it returned
     (fault,) = report["faults"]
     assert fault["kind"] == "cluster-down"

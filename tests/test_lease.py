@@ -169,3 +169,92 @@ def test_the_tooling_fences_no_other_teams_checkpoint_through_a_link_in_the_team
     assert lease.fence(str(fresh), 3, within=str(root)) and lease.read_fence(fresh) == 4
     with pytest.raises(DaggerError, match="is not below"):
         lease.fence(str(tmp_path / "elsewhere" / "v1"), 9, within=str(root))
+
+
+ORDER = {"version": 2, "spec": "/specs/surge.v2.yaml", "checkpoint": "/cp/surge/v2",
+         "starting": {"data_stream": {"startingTimestamp": "1700000000000"}}, "emit_after_ms": 1700000060000}
+
+
+def test_a_fenced_standby_never_takes_the_old_checkpoint_and_follows_the_handoff(tmp_path, monkeypatch):
+    """A Kafka failover: the old driver is fenced and lets the lease go; its standby must not take
+    it (the tooling waits for the lease to be free), and runs what the handoff says instead."""
+    checkpoint = tmp_path / "cp"
+    proc = _holder_process(checkpoint)
+    result = {}
+
+    def standby():
+        try:
+            lease.take(str(checkpoint), version=1, master="green", standby=True, warm=lambda: None,
+                       out=open(os.devnull, "w"), poll_s=0.05)
+        except BaseException as e:  # noqa: BLE001 - the thread's outcome is the test's
+            result["raised"] = e
+
+    thread = threading.Thread(target=standby)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        assert lease.fence(str(checkpoint), 2)
+        proc.kill()
+        proc.wait()
+        for _ in range(20):             # the old driver is gone; the standby, fenced, keeps off
+            time.sleep(0.05)
+            assert lease.held(str(checkpoint)) is False
+        assert thread.is_alive() and "raised" not in result
+        # an order for its own version or older is no handoff
+        assert lease.hand_off(str(checkpoint), {**ORDER, "version": 1})
+        time.sleep(0.3)
+        assert thread.is_alive()
+        assert lease.hand_off(str(checkpoint), ORDER)
+        thread.join(5)
+        assert not thread.is_alive()
+        assert isinstance(result["raised"], lease.HandedOff) and result["raised"].order == ORDER
+        assert lease.held(str(checkpoint)) is False
+    finally:
+        proc.kill()
+        thread.join(5)
+
+
+def test_a_promoted_standby_started_again_follows_the_handoff_before_warming(tmp_path):
+    """--supervise starts a promoted standby with its first command line (a standby of the old
+    version): it goes straight to the version it was handed, without warming the old one."""
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    lease.fence(str(checkpoint), 2)
+    lease.hand_off(str(checkpoint), ORDER)
+    warmed = []
+    with pytest.raises(lease.HandedOff) as raised:
+        lease.take(str(checkpoint), version=1, master="green", standby=True, warm=lambda: warmed.append(1))
+    assert raised.value.order == ORDER and warmed == []
+    # a driver that is no standby is fenced, as before
+    with pytest.raises(lease.Fenced):
+        lease.take(str(checkpoint), version=1, master="blue")
+
+
+def test_a_fenced_standby_without_a_handoff_ends(tmp_path, monkeypatch):
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    lease.fence(str(checkpoint), 2)
+    monkeypatch.setattr(lease, "HANDOFF_WAIT_S", 0.5)
+    started = time.monotonic()
+    with pytest.raises(lease.Fenced, match="no handoff came"):
+        lease.take(str(checkpoint), version=1, master="green", standby=True, poll_s=0.05)
+    assert 0.5 <= time.monotonic() - started < 3
+
+
+def test_the_handoff_is_written_like_the_fence_and_read_only_as_a_small_regular_file(tmp_path):
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (checkpoint / lease.HANDOFF_FILE).symlink_to(victim)
+    assert lease.hand_off(str(checkpoint), ORDER)
+    assert victim.read_text() == "keep\n" and not (checkpoint / lease.HANDOFF_FILE).is_symlink()
+    assert lease.read_handoff(checkpoint, 1) == ORDER
+    assert lease.read_handoff(checkpoint, 2) is None           # not later than the reader's version
+    (checkpoint / lease.HANDOFF_FILE).write_text(json.dumps({**ORDER, "pad": "x" * 10000}))
+    assert lease.read_handoff(checkpoint, 1) is None           # too big to be the tooling's
+    (checkpoint / lease.HANDOFF_FILE).unlink()
+    (checkpoint / lease.HANDOFF_FILE).symlink_to(victim)
+    assert lease.read_handoff(checkpoint, 1) is None
+    with pytest.raises(DaggerError, match="too long"):
+        lease.hand_off(str(checkpoint), {**ORDER, "spec": "x" * 5000})

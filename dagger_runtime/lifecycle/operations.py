@@ -558,11 +558,12 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
     cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
     standby = _kept_standby(registry, name, cluster)
+    handoff = _handoff_target(registry, current, plan, text, clusters_dir) if current.running else None
     checked, stop_from = time.monotonic() - checked_from, time.monotonic()
     if current.running:
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
         _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}",
-                     clusters_dir=clusters_dir, wait_gone=False)
+                     clusters_dir=clusters_dir, wait_gone=False, keep_standby=handoff is not None)
         current = registry.get(name)
     stopped = time.monotonic() - stop_from
     try:
@@ -580,11 +581,120 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
         start = first_start(current.checkpoint, plan.job.streams, int(version.deployed_at.timestamp() * 1000))
         emit_after = None
         said = f"version {current.version} had written no window yet, so it reads from where that began ({start})"
-    out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
-                    clusters_dir=clusters_dir, emit_after_ms=emit_after, standby=standby)
+    out = None
+    if handoff is not None:
+        out = _hand_off(registry, plan, text, current, *handoff, start=start, emit_after_ms=emit_after, actor=actor,
+                        old=cluster, clusters_dir=clusters_dir)
+        current = registry.get(name)
+    if out is None:
+        out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
+                        clusters_dir=clusters_dir, emit_after_ms=emit_after, standby=standby)
     _add_timings(out, check=checked, stop=stopped)
     out.lines.insert(0, f"{name}: reading Kafka cluster {to}; {said}")
     out.data.update({"kafka_cluster": to, "watermark_ms": watermark or None, "replay_from_ms": start.timestamp_ms})
+    return out
+
+
+HANDOFF_TAKE_S = 30.0      # how long a handed-off standby has to take the new checkpoint's lease
+FIRST_BATCH_WAIT_S = 120.0  # how long its first batch may take before the next standby starts anyway
+
+
+def _handoff_target(registry: Registry, current: Dagger, plan, text: str, clusters_dir: str | None):
+    """(standby, its cluster) when the dagger's standby can run the moved version: it waits for
+    this version, says it is ready, runs per its master, and the moved spec needs no environment
+    variable it was not given. None otherwise (a new driver is submitted, as without a standby)."""
+    from ..lease import ready_standby
+
+    standby = registry.standby(current.name)
+    if standby is None or standby.version != current.version:
+        return None
+    said = ready_standby(current.checkpoint) or {}
+    if said.get("version") != current.version:
+        return None
+    try:
+        cluster = get_cluster(standby.cluster, clusters_dir, team=current.team)
+        state = spark_api.master_state(cluster, timeout=3.0).drivers.get(standby.submission_id, {}).get("state")
+    except DaggerError:
+        return None
+    old_text = registry.version(current.name).spec
+    kind = "properties" if plan.job.origin == "dagger-properties" else "yaml"
+    if state != "RUNNING" or not _under_root(current.checkpoint, cluster) or (
+            set(spark_api.referenced_env(text, plan.job.team, kind))
+            - set(spark_api.referenced_env(old_text, plan.job.team, kind))):
+        return None
+    return standby, cluster
+
+
+def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new: Cluster, *, start: Start,
+              emit_after_ms: int | None, actor: str, old: Cluster, clusters_dir: str | None) -> Outcome | None:
+    """The dagger's standby (fenced off the old checkpoint, waiting) runs the moved version on a
+    new checkpoint: its JVMs are warm, so this costs no spark-submit, driver start or cold first
+    batch. None when it does not take the new checkpoint within HANDOFF_TAKE_S (it is killed; the
+    caller submits a new driver)."""
+    from ..lease import hand_off, held, holder
+
+    name, number = plan.job.name, current.version + 1
+    started = time.monotonic()
+    checkpoint = f"{new.checkpoint_root.rstrip('/')}/{name}/v{number}"
+    starting = starting_options(start, plan.job.streams, None)
+    suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
+    spec_path = _store_spec(new, name, number, text, suffix)
+    order = {"version": number, "spec": spec_path, "checkpoint": checkpoint, "starting": starting,
+             "emit_after_ms": emit_after_ms}
+    try:
+        hand_off(current.checkpoint, order, within=old.checkpoint_root)
+    except (OSError, DaggerError) as e:
+        _retire_standby(registry, name, actor=actor, action="failover", clusters_dir=clusters_dir,
+                        why=f"no handoff ({e})")
+        return None
+    deadline = time.monotonic() + HANDOFF_TAKE_S
+    while time.monotonic() < deadline and not (held(checkpoint) and (holder(checkpoint) or {}).get("version") == number):
+        time.sleep(0.1)
+    if not held(checkpoint):
+        _retire_standby(registry, name, actor=actor, action="failover", clusters_dir=clusters_dir,
+                        why=f"it did not take version {number}'s checkpoint within {HANDOFF_TAKE_S:g} s")
+        return None
+    registry.record_version(name=name, team=plan.job.team, cluster=new.name, spec=text, spec_format=suffix,
+                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=state_key(plan),
+                            checkpoint=checkpoint, actor=actor,
+                            start=str(start) + ("" if emit_after_ms is None
+                                                else f", writing windows that end after {emit_after_ms}"),
+                            submission_id=standby.submission_id, metrics_port=standby.metrics_port, action="failover")
+    registry.drop_standby(name, actor=actor, action="failover",
+                          detail=f"standby {standby.submission_id} on {new.name} runs version {number}")
+    _write_target(old, name, current.team, None)
+    _write_target(new, name, current.team, standby.metrics_port)
+    took = time.monotonic() - started
+    out = Outcome()
+    out.say(f"handed off {name}: version {number} on {new.name} as {standby.submission_id} (its standby, warm)")
+    out.say(f"  checkpoint {checkpoint} (new: reading {start})")
+    out.say(f"  metrics    http://{new.metrics_host}:{standby.metrics_port}/metrics")
+    out.data.update({"dagger": name, "version": number, "changed": True, "state_kept": False, "checkpoint": checkpoint,
+                     "cluster": new.name, "team": plan.job.team, "submission_id": standby.submission_id,
+                     "metrics_port": standby.metrics_port, "standby_took_over": True,
+                     "timings": {"handoff": round(took, 3)}})
+    # a standby for the new version where the old one ran, if that cluster has room: once the
+    # new version has committed its first batch, so that the new standby's start (a JVM, a
+    # session, a rehearsal) does not take the cores that first batch needs
+    from ..launches import last_committed_batch, local_root
+
+    waited_from = time.monotonic()
+    while time.monotonic() - waited_from < FIRST_BATCH_WAIT_S and last_committed_batch(local_root(checkpoint)) < 0:
+        time.sleep(0.5)
+    if last_committed_batch(local_root(checkpoint)) >= 0:
+        out.say(f"  first batch committed {time.monotonic() - started:.1f} s after the handoff")
+    try:
+        standby_cluster = _standby_cluster(old.name, new, checkpoint, plan, clusters_dir)
+    except DaggerError as e:
+        out.say(f"  no standby for version {number}: {e}")
+        return out
+    passed = spark_api.referenced_env(text, plan.job.team,
+                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
+    try:
+        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
+                     passed_env=passed, emit_after_ms=emit_after_ms, actor=actor, action="failover", out=out)
+    except DaggerError as e:
+        out.say(f"  no standby for version {number}: {e}")
     return out
 
 
@@ -625,7 +735,8 @@ def _left_by_fence(checkpoint: str) -> bool:
 
 
 def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: str, *, action: str,
-                 detail: str, clusters_dir: str | None = None, wait_gone: bool = True) -> str:
+                 detail: str, clusters_dir: str | None = None, wait_gone: bool = True,
+                 keep_standby: bool = False) -> str:
     """Fence the dagger's version off its checkpoint, kill its standby, then end its driver: the
     fence ends it within seconds once it holds the lease (else, or if it lingers, a kill through
     the master). Without wait_gone, a driver that let the checkpoint go is left to end by itself
@@ -637,7 +748,8 @@ def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: st
         # a team's folder can block the fence (a link, a folder named dagger-fence): the drivers
         # are still killed through their masters, and the history says why no fence was written
         detail = f"{detail}; no fence: {e}"
-    _retire_standby(registry, dagger.name, actor=actor, action=action, clusters_dir=clusters_dir, why=detail)
+    if not keep_standby:        # (kept: fenced too, it waits for its handoff)
+        _retire_standby(registry, dagger.name, actor=actor, action=action, clusters_dir=clusters_dir, why=detail)
     if dagger.submission_id and dagger.running and _left_by_fence(dagger.checkpoint) and (
             not wait_gone or _wait_ended(cluster, dagger.submission_id, timeout_s=20.0) not in LIVE_STATES):
         pass            # its query stopped and it let the checkpoint go: it ended by itself (exit 0)
@@ -678,7 +790,8 @@ def stop(registry: Registry, name: str, *, actor: str, clusters_dir: str | None 
 
 # --- status --------------------------------------------------------------------------------------
 def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | None:
-    """A dagger's metrics, summed per name over their labels (None if it does not answer)."""
+    """A dagger's metrics, summed per name over their labels (None if it does not answer); those
+    with a `kind` (dead letters) also per kind, as `name:kind`."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
@@ -692,6 +805,9 @@ def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | Non
             if sample.name.endswith("_created"):
                 continue
             values[sample.name] = values.get(sample.name, 0.0) + sample.value
+            if "kind" in sample.labels:
+                by_kind = f"{sample.name}:{sample.labels['kind']}"
+                values[by_kind] = values.get(by_kind, 0.0) + sample.value
     return values
 
 

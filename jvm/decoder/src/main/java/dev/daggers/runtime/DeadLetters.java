@@ -40,7 +40,7 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
 
   public static final String HEADER_PREFIX = "dagger.errors.";
   /** The kinds, in the order of {@link #counts()}; the decoder's reasons decide the kind. */
-  public static final String[] KINDS = {"tombstone", "no_event_time", "unparsable"};
+  public static final String[] KINDS = {"tombstone", "no_event_time", "unparsable", "late"};
 
   // one producer per executor JVM and cluster: producers are thread-safe and batch across tasks
   private static final Map<String, Producer<byte[], byte[]>> PRODUCERS = new ConcurrentHashMap<>();
@@ -72,6 +72,7 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
   public static String kindOf(String reason) {
     if (reason.startsWith(ProtobufDecoder.TOMBSTONE)) return KINDS[0];
     if (reason.startsWith(ProtobufDecoder.NO_EVENT_TIME)) return KINDS[1];
+    if (reason.startsWith(LateRows.LATE)) return KINDS[3];
     return KINDS[2];
   }
 

@@ -74,6 +74,16 @@ public final class Functions {
     return writer;
   }
 
+  /**
+   * Registers {@code name(eventTimeMs) -> reason or null}: whether the job's window aggregation
+   * will drop the message as late (see LateRows), for the query whose checkpoint is `checkpoint`.
+   */
+  public static void registerLateRows(SparkSession spark, String name, String checkpoint, long sizeMs, long slideMs) {
+    // Nondeterministic: it depends on the task's batch, so Spark must not move or fold it
+    spark.udf().register(name, org.apache.spark.sql.functions.udf(new LateRows(checkpoint, sizeMs, slideMs),
+        DataTypes.StringType).asNondeterministic());
+  }
+
   /** Registers {@code name(value, seconds) -> binary}: the Timestamp field `field` moved by seconds. */
   public static void registerTimeShift(SparkSession spark, String name, int field) {
     spark.udf().register(name, new TimeShift(field), DataTypes.BinaryType);
