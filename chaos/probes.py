@@ -44,6 +44,36 @@ def _consumer(bootstrap: str, login: dict):
                          request_timeout_ms=7000, bootstrap_timeout_ms=3000, **login)
 
 
+def late_letters(bootstrap: str, login: dict, topic: str, timeout_s: float = 20.0) -> set[bytes]:
+    """The keys of the messages a dagger set aside as late (dead-letter kind `late`) on its
+    dead-letter topic on one cluster, read from its start (empty: no such topic or no answer)."""
+    from kafka import TopicPartition
+
+    try:
+        consumer = _consumer(bootstrap, login)
+    except Exception:  # noqa: BLE001 - no broker answers
+        return set()
+    keys: set[bytes] = set()
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        if not tps:
+            return keys
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(consumer.position(tp) < ends[tp] for tp in tps):
+            for records in consumer.poll(timeout_ms=1000).values():
+                for record in records:
+                    if dict(record.headers or []).get("dagger.errors.kind") == b"late" and record.key is not None:
+                        keys.add(record.key)
+    except Exception:  # noqa: BLE001 - what was read is what is known
+        pass
+    finally:
+        consumer.close()
+    return keys
+
+
 def end_offsets(bootstrap: str, login: dict, topics: Iterable[str]) -> dict[tuple[str, int], int] | None:
     """Each partition's end offset (None when the cluster does not answer)."""
     from kafka import TopicPartition

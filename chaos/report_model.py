@@ -260,6 +260,7 @@ class Examples(_Strict):
     missing: list[Any] = []
     extra: list[Any] = []
     wrong: list[WrongWindow] = []
+    late: list[Any] = []            # missing or wrong windows that late messages fell in
 
 
 class Case(_Strict):
@@ -274,6 +275,7 @@ class Case(_Strict):
     late_rows_dropped: Count | None = None
     # messages it set aside to its dead letters as late (their window had closed): kept, not lost
     late_messages: Count | None = None
+    windows_late: Count | None = None   # missing or wrong windows that late messages fell in
     windows_expected: Count
     windows_matched: Count
     windows_missing: Count
@@ -295,10 +297,12 @@ class Case(_Strict):
             problems.append(
                 f"windows_expected ({self.windows_expected}) != windows_matched + windows_missing + windows_wrong "
                 f"({self.windows_matched} + {self.windows_missing} + {self.windows_wrong} = {accounted})")
-        for kind in ("missing", "extra", "wrong"):
-            shown, count = len(getattr(self.examples, kind)), getattr(self, f"windows_{kind}")
+        for kind in ("missing", "extra", "wrong", "late"):
+            shown, count = len(getattr(self.examples, kind)), getattr(self, f"windows_{kind}") or 0
             if shown > count:
                 problems.append(f"examples.{kind} has {shown} rows but windows_{kind} is {count}")
+        if self.windows_late is not None and self.windows_late > self.windows_missing + self.windows_wrong:
+            problems.append(f"windows_late ({self.windows_late}) is more than the missing and wrong windows")
         if self.rto_steps:
             total = sum(s.seconds for s in self.rto_steps)
             if self.rto_seconds is None:

@@ -37,6 +37,7 @@ from .plan import Step, plan
 VERIFY_WAIT_S = 150.0
 # a dagger's first batch after a deploy, at most
 FIRST_BATCH_WAIT_S = 240.0
+STANDBY_WARM_WAIT_S = 240.0    # how long the drill waits for its standbys to be warm before its clock starts
 RECOVERY_GRACE_S = 240.0     # how long past the settle time the after phase waits for a failover
 
 
@@ -423,8 +424,33 @@ class DrillRun:
                                     f"--registry @{self.lab.dir / 'secrets' / 'registry.url'} "
                                     f"--clusters {self.lab.clusters_dir} --stream stderr")
                     time.sleep(1.0)
+            self.wait_standbys_warm(registry)
         finally:
             registry.close()
+
+    def wait_standbys_warm(self, registry) -> None:
+        """The drill's standbys, once their rehearsal has warmed their JVMs (a standby still
+        rehearsing when the fault comes recovers like a cold driver): the wait is said, and one
+        that does not get warm is noted, not waited for."""
+        from dagger_runtime.lease import ready_standby
+
+        for d in self.deployed.values():
+            standby, current = registry.standby(d.name), registry.get(d.name)
+            if standby is None or current is None:
+                continue
+            since, deadline = time.time(), time.time() + STANDBY_WARM_WAIT_S
+            said = ready_standby(current.checkpoint) or {}
+            while said.get("version") != standby.version or said.get("warm") is False:
+                if time.time() > deadline:
+                    self.event("note", f"{d.playbook_name}: its standby on {standby.cluster} was not warm within "
+                                       f"{STANDBY_WARM_WAIT_S:.0f} s; the drill goes on")
+                    break
+                time.sleep(1.0)
+                said = ready_standby(current.checkpoint) or {}
+            else:
+                self.event("note", f"{d.playbook_name}: its standby on {standby.cluster} is warm (rehearsed"
+                                   + (f", {time.time() - since:.0f} s after its dagger's first batch)"
+                                      if said.get("warm") else ": no rehearsal could run)"))
 
     def recovering(self) -> list[str]:
         """The failovers and fail-backs under way: the runner's threads, and a watchdog's failover
@@ -683,8 +709,27 @@ class DrillRun:
         if at is None:
             d.failover_error = d.failover_error or f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the failover"
             return
+        # when it was committed (the commit file), not when it was seen: a failover command that
+        # waits for it (a handoff) returns later
+        committed = self.first_commit_at(registry, d.name, d.failover_version, d.failover_started)
+        at = committed if committed is not None and committed <= at else at
         d.first_batch_after, d.first_batch_seconds = at, seconds
-        self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch")
+        self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch",
+                   at=at)
+
+    @staticmethod
+    def first_commit_at(registry, name: str, version: int | None, since: float | None) -> float | None:
+        """The time of the version's first commit after `since`, from its checkpoint (None: not
+        local, or none)."""
+        from dagger_runtime import launches
+
+        found = registry.version(name, version) if version is not None else None
+        root = launches.local_root(found.checkpoint) if found is not None else None
+        try:
+            times = sorted(p.stat().st_mtime for p in (root / "commits").iterdir() if p.name.isdigit())
+        except (OSError, TypeError):
+            return None
+        return next((t for t in times if since is None or t >= since), None)
 
     def start_watchdog(self) -> None:
         from dagger_runtime.lifecycle.watchdog import Watchdog
@@ -814,8 +859,27 @@ class DrillRun:
                 if (result.windows_missing == 0 and result.windows_wrong == 0) or time.time() > deadline:
                     break
                 time.sleep(3.0)
+            if result.windows_missing or result.windows_wrong:
+                self.explain_late(d, v, fed, closed_by, result)
             cases.append(self.case(v, d, result))
         return cases
+
+    def explain_late(self, d: Deployed, v, fed, closed_by: int, result) -> None:
+        """Which of the missing or wrong windows late messages fell in: the dagger set them aside
+        on its dead-letter topic (on each Kafka cluster it read), matched to the ledger by key."""
+        from .probes import late_letters
+        from .verify import expected
+
+        keys: set[bytes] = set()
+        for name, cluster in self.lab.kafka().items():
+            keys |= late_letters(cluster.bootstrap_servers, self.lab.login(cluster=name), d.job["dead_letter_topic"])
+        if not keys:
+            result.windows_late = 0
+            return
+        late = fed[fed["key"].isin(list(keys))]
+        result.explain_late(expected(late, v, closed_by_ms=closed_by), v)
+        self.event("note", f"{v.dagger}: {len(late)} fed message(s) were set aside as late; "
+                           f"{result.windows_late} of the missing or wrong windows hold some")
 
     def case(self, v, d: Deployed, result) -> dict:
         fo, trigger = self.book.failover, self.book.failover_fault
@@ -981,9 +1045,10 @@ class DrillRun:
                                + (f" (the dagger dropped at least {c['late_rows_dropped']} row(s) that came behind "
                                   f"its watermark: its watermark delay did not hold the backlog)"
                                   if c.get("late_rows_dropped") and c["windows_missing"] else "")
-                               + (f" ({c['late_messages']} message(s) came behind its watermark and were set aside "
-                                  f"to its dead-letter topic as late: its watermark delay did not hold the backlog)"
-                                  if c.get("late_messages") and c["windows_missing"] else "")
+                               + (f" ({c.get('windows_late', '?')} of them hold messages that came behind its "
+                                  f"watermark and were set aside to its dead-letter topic as late ({c['late_messages']} "
+                                  f"in all): its watermark delay did not hold the backlog)"
+                                  if c.get("late_messages") and (c["windows_missing"] or c["windows_wrong"]) else "")
                                + (f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
                                   if c.get("rto_seconds") is not None and c.get("rto_target_seconds") is not None
                                   and c["rto_seconds"] > c["rto_target_seconds"] else "")

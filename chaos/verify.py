@@ -221,11 +221,26 @@ class Comparison:
     windows_extra: int
     windows_wrong: int
     examples: dict = field(default_factory=lambda: {"missing": [], "extra": [], "wrong": []})
+    # the (window, key...) of each missing or wrong window, and those of them late messages fell in
+    failed: set = field(default_factory=set, repr=False)
+    windows_late: int | None = None
 
     def as_case_fields(self) -> dict:
-        return {"windows_expected": self.windows_expected, "windows_matched": self.windows_matched,
-                "windows_missing": self.windows_missing, "windows_extra": self.windows_extra,
-                "windows_wrong": self.windows_wrong, "examples": self.examples}
+        fields = {"windows_expected": self.windows_expected, "windows_matched": self.windows_matched,
+                  "windows_missing": self.windows_missing, "windows_extra": self.windows_extra,
+                  "windows_wrong": self.windows_wrong, "examples": self.examples}
+        if self.windows_late is not None:
+            fields["windows_late"] = self.windows_late
+        return fields
+
+    def explain_late(self, late_windows, verify, *, examples: int = 5) -> None:
+        """Which missing or wrong windows late messages fell in (`late_windows`: `expected()` of
+        the ledger rows the dagger set aside as late): those were written without them."""
+        keys = set(_index(late_windows, Expectation.of(verify)))
+        hit = sorted(self.failed & keys)
+        self.windows_late = len(hit)
+        cols = [k.column for k in Expectation.of(verify).keys]
+        self.examples["late"] = [{"window": _iso(k[0]), **dict(zip(cols, k[1:]))} for k in hit[:examples]]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -250,22 +265,24 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def _index(df, exp) -> dict:
+    """(window, key values as text...) -> the measures, per row of an expected or read frame."""
+    key_cols = [k.column for k in exp.keys]
+    measures = [m.column for m in exp.measures]
+    out = {}
+    for row in df.to_dict("records"):
+        out[(int(row["window"]), *(str(row[c]) for c in key_cols))] = [_plain(row[m]) for m in measures]
+    return out
+
+
 def compare(want, got, verify, *, since_ms: int, until_ms: int, examples: int = 5) -> Comparison:
     """Each expected (window, key) against the sink: matched, missing or wrong; and the sink's
     windows in [since_ms, until_ms] that nothing fed makes (extra)."""
     exp = Expectation.of(verify)
     key_cols = [k.column for k in exp.keys]
     measures = [m.column for m in exp.measures]
-
-    def index(df) -> dict:
-        out = {}
-        for row in df.to_dict("records"):
-            window = int(row["window"])
-            out[(window, *(str(row[c]) for c in key_cols))] = [_plain(row[m]) for m in measures]
-        return out
-
-    expected_rows = index(want)
-    sink_rows = {k: v for k, v in index(got).items() if since_ms <= k[0] <= until_ms}
+    expected_rows = _index(want, exp)
+    sink_rows = {k: v for k, v in _index(got, exp).items() if since_ms <= k[0] <= until_ms}
     result = Comparison(len(expected_rows), 0, 0, 0, 0)
 
     def show(k) -> dict:
@@ -274,12 +291,14 @@ def compare(want, got, verify, *, since_ms: int, until_ms: int, examples: int = 
     for k, values in sorted(expected_rows.items()):
         if k not in sink_rows:
             result.windows_missing += 1
+            result.failed.add(k)
             if len(result.examples["missing"]) < examples:
                 result.examples["missing"].append({**show(k), **dict(zip(measures, values))})
         elif all(_same(a, b) for a, b in zip(values, sink_rows[k])):
             result.windows_matched += 1
         else:
             result.windows_wrong += 1
+            result.failed.add(k)
             if len(result.examples["wrong"]) < examples:
                 result.examples["wrong"].append({"window": _iso(k[0]), "key": dict(zip(key_cols, k[1:])),
                                                  "expected": dict(zip(measures, values)),

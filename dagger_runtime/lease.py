@@ -34,7 +34,7 @@ from .launches import local_root, read_regular
 
 LEASE_FILE = "dagger-lease"
 FENCE_FILE = "dagger-fence"
-STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master", "version", "ready_ms"}
+STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master", "version", "warm", "ready_ms"}
 HANDOFF_FILE = "dagger-handoff"     # the tooling's order to this checkpoint's standby: run the next version
 POLL_S = 0.25                   # how often a standby tries the lease: a quarter second of the RTO
 FIRST_DRIVER_WAIT_S = 600.0     # how long a standby lets its version's first driver come up first
@@ -279,10 +279,11 @@ def _taken_by(checkpoint: str, version: int | None) -> bool:
     return bool(found) and (version is None or (isinstance(found.get("version"), int) and found["version"] >= version))
 
 
-def _say_ready(root: Path, version: int | None, master: str | None) -> None:
+def _say_ready(root: Path, version: int | None, master: str | None, warm: bool | None = False) -> None:
     """Tell `dagger status` this standby has its session and query ready (a takeover now costs
-    only the query's start); a file of its own, replaced whole, never the lease's."""
-    line = json.dumps({"pid": os.getpid(), "master": master, "version": version,
+    only the query's start), and whether its rehearsal has warmed its JVMs (None: it has none);
+    a file of its own, replaced whole, never the lease's."""
+    line = json.dumps({"pid": os.getpid(), "master": master, "version": version, "warm": warm,
                        "ready_ms": int(time.time() * 1000)}, sort_keys=True) + "\n"
     try:
         fd, temp = tempfile.mkstemp(prefix=".standby-", dir=root)
@@ -291,6 +292,13 @@ def _say_ready(root: Path, version: int | None, master: str | None) -> None:
         os.replace(temp, root / STANDBY_FILE)
     except OSError:
         pass                    # status then says STARTING; the takeover does not depend on it
+
+
+def say_warm(checkpoint: str, version: int | None, master: str | None, warm: bool | None) -> None:
+    """A ready standby's rehearsal has ended (warm: True) or could not run (None)."""
+    root = local_root(checkpoint)
+    if root is not None:
+        _say_ready(root, version, master, warm)
 
 
 def ready_standby(checkpoint: str) -> dict | None:

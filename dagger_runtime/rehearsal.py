@@ -28,10 +28,13 @@ class Rehearsal:
     def __init__(self, query, folder: Path, sink, writers: list, out):
         self.query, self.folder, self.sink, self.writers, self.out = query, folder, sink, writers, out
         self.started = time.monotonic()
+        self.stopped = False        # by stop(): the takeover came first
 
     def stop(self) -> None:
         """Stop it without waiting (the real query starts meanwhile): its jobs are cancelled, its
         folder removed once it has stopped."""
+        self.stopped = True
+
         def stop() -> None:
             try:
                 done = not self.query.isActive

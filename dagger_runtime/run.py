@@ -220,11 +220,28 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         root = local_root(checkpoint)
         if root is not None and not options.available_now:
             ready[0].rehearsal = rehearse(plan, ready[0].spark, root, out=out)
+        rehearsal = ready[0].rehearsal
 
+        def said_warm() -> None:        # for `dagger status` and the drills: READY, and warm
+            warmed = None
+            if rehearsal is not None:
+                try:
+                    rehearsal.query.awaitTermination()
+                    warmed = rehearsal.query.exception() is None and not rehearsal.stopped
+                except Exception:  # noqa: BLE001 - stopped at the takeover, or failed: not warm
+                    warmed = False
+            if rehearsal is None or (warmed and not taken.is_set()):
+                leases.say_warm(checkpoint, options.version, options.master, warmed)
+
+        threading.Thread(target=said_warm, name="dagger-rehearsal-wait", daemon=True).start()
+
+    taken = threading.Event()
     try:
         lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
                             warm=warm_and_rehearse, standby=options.standby)
+        taken.set()
     except leases.HandedOff as handed:
+        taken.set()
         # a Kafka failover's: this warm driver runs the next version, in a fresh session of its JVMs
         if ready and ready[0].rehearsal is not None:
             ready[0].rehearsal.stop()

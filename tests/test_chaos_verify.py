@@ -98,6 +98,21 @@ def test_compare_counts_matched_missing_extra_and_wrong():
                                          "bookings": 4}]
     fields = result.as_case_fields()
     assert fields["windows_expected"] == fields["windows_matched"] + fields["windows_missing"] + fields["windows_wrong"]
+    assert "windows_late" not in fields         # not asked which were late
+
+    # the dagger set aside as late the GO_RIDE booking at +2s and the GO_CAR one at +25s (rows 1
+    # and 6): they fall in the wrong +10s GO_RIDE window and the missing +30s GO_CAR one; the
+    # missing +20s GO_RIDE window had none (lost for another reason)
+    frame = ledger()
+    late = frame[frame["index"].isin([1, 6])]
+    result.explain_late(expected(late, v, closed_by_ms=T0 + 30_000), v)
+    assert result.windows_late == 2
+    assert result.examples["late"] == [{"window": "2026-11-18T11:06:50Z", "tag_service_type": "GO_RIDE"},
+                                       {"window": "2026-11-18T11:07:10Z", "tag_service_type": "GO_CAR"}]
+    assert result.as_case_fields()["windows_late"] == 2
+    # a late message in a window that was written right is no explanation of anything
+    result.explain_late(expected(frame[frame["index"] == 2], v, closed_by_ms=T0 + 30_000), v)
+    assert (result.windows_late, result.examples["late"]) == (0, [])
 
 
 def test_floats_compare_within_a_tolerance_and_counts_exactly():

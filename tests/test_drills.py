@@ -80,7 +80,7 @@ def _at(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) -> dict:
+def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float, min_windows: int = 20) -> dict:
     assert report is not None, proc.stdout[-3000:] + proc.stderr[-6000:]
     assert report["verdict"] in ("pass", "fail"), (report["verdict_reasons"], proc.stderr[-6000:])
     (case,) = report["cases"]
@@ -121,7 +121,7 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) ->
     # reads from the drill's start) to the last closed one
     got = {k: n for k, n in influx_rows(lab_env, run_dir / "specs" / f"{case['dagger']}.yaml").items()
            if k[0] <= max(expected)[0]}
-    assert len(expected) >= 20
+    assert len(expected) >= min_windows
     assert got == expected
     assert case["windows_expected"] == case["windows_matched"] == len(expected)
     assert report["produced"]["messages"] == int(ledger["error"].isna().sum())
@@ -137,7 +137,9 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float) ->
 @pytest.mark.browser
 def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
     proc, report = drill(lab_env, "kafka-failover-short", tmp_path)
-    case = check_run(lab_env, proc, report, rto_target=30)
+    # (its 2-minute watermark leaves the last two minutes unverified: 4m40s of drill, ~15 windows)
+    case = check_run(lab_env, proc, report, rto_target=30, min_windows=12)
+    assert case["late_messages"] == 0, case       # the watermark held the outage's backlog
     assert case["failover"] == "kafka"
     assert case["standby"] is True      # the standby was handed the moved version
     # the messages sent while the primary was down were buffered and delivered when it returned

@@ -130,7 +130,8 @@ def test_rule_files_are_clean_yaml():
 def test_the_required_alerts_exist_with_severity_and_annotations(rules):
     alerts = {rule["alert"]: rule for rule in rules if "alert" in rule}
     assert set(alerts) == {"DaggerTargetDown", "DaggerNoBatches", "DaggerConsumerLagGrowing",
-                           "DaggerWatermarkStuck", "DaggerDeadLetterRateHigh", "DaggerSinkErrors", "DaggerCrashLoop"}
+                           "DaggerWatermarkStuck", "DaggerDeadLetterRateHigh", "DaggerSinkErrors", "DaggerCrashLoop",
+                           "DaggerLateMessages"}
     for name, rule in alerts.items():
         assert re.fullmatch(r"\d+[smh]", rule["for"]), name
         assert rule["labels"]["severity"] in {"critical", "warning"}, name

@@ -45,7 +45,7 @@ def wait_standby(lab, cluster: str, timeout_s: float = 240) -> dict:
         if row["cluster"] != cluster and (row.get("standby") or {}).get("cluster") == cluster \
                 and row["standby"]["state"] == "READY":
             return row
-        assert (row.get("standby") or {}).get("state") in (None, "STARTING", "READY"), row
+        assert (row.get("standby") or {}).get("state") in (None, "STARTING", "WARMING", "READY"), row
         time.sleep(3)
     raise AssertionError(f"no standby ready on {cluster} after {timeout_s:g} s: {row}")
 

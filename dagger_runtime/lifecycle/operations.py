@@ -934,16 +934,16 @@ def _follow_lease(registry: Registry, dagger: Dagger, every: list[Cluster], mast
 
 def _standby_row(standby, cluster: Cluster | None, masters: dict, checkpoint: str) -> dict:
     """A standby's part of `status`: READY when its driver runs and has said its session and
-    query are ready (a takeover then costs only the query's start), STARTING while it gets
-    there, else its master's state."""
+    query are ready and its rehearsal has warmed its JVMs (a takeover then costs only the query's
+    start), WARMING while it rehearses, STARTING before, else its master's state."""
     from ..lease import ready_standby
 
     master = _master(cluster, masters)
     state = (master.drivers.get(standby.submission_id, {}).get("state") or "UNKNOWN") if master else "UNREACHABLE"
     if state == "RUNNING":
         said = ready_standby(checkpoint) or {}
-        state = ("READY" if cluster is not None and said.get("master") == cluster.master
-                 and said.get("version") == standby.version else "STARTING")
+        state = ("STARTING" if cluster is None or said.get("master") != cluster.master
+                 or said.get("version") != standby.version else "WARMING" if said.get("warm") is False else "READY")
     return {"cluster": standby.cluster, "submission_id": standby.submission_id, "version": standby.version,
             "metrics_port": standby.metrics_port, "state": state}
 
