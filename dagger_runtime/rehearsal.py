@@ -21,7 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-REHEARSAL_S = 30            # seconds of each topic read: enough rows to run every operator
+LOOKBACK_S = 900            # it reads the topics from this long ago ...
+MAX_OFFSETS = 2000          # ... at most this many records a batch ...
+BATCHES = 2                 # ... for this many batches with data (the second restores state)
 
 
 class Rehearsal:
@@ -30,9 +32,32 @@ class Rehearsal:
         self.started = time.monotonic()
         self.stopped = False        # by stop(): the takeover came first
 
+    def wait(self, timeout_s: float = 600.0) -> bool | None:
+        """Until it has run BATCHES batches with data (True: warm), or found nothing to read
+        (None), or failed or was stopped (False); then it is stopped."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while self.query.isActive and not self.stopped and time.monotonic() < deadline:
+                progress = self.query.recentProgress
+                batches = sum(1 for p in progress if p.get("numInputRows", 0) > 0)
+                if batches >= BATCHES:
+                    break
+                if progress and progress[-1].get("numInputRows", 0) == 0 and not self.query.status.get(
+                        "isDataAvailable", True):
+                    self.stop()         # caught up: what there was is read
+                    return True if batches else None
+                self.query.awaitTermination(1.0)
+            warm = not self.stopped and self.query.isActive and self.query.exception() is None
+        except Exception:  # noqa: BLE001 - stopped under it, or failed: not warm
+            warm = False
+        self.stop()
+        return warm
+
     def stop(self) -> None:
         """Stop it without waiting (the real query starts meanwhile): its jobs are cancelled, its
         folder removed once it has stopped."""
+        if self.stopped:
+            return
         self.stopped = True
 
         def stop() -> None:
@@ -67,8 +92,11 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | 
             self.stats.batches += 1
             return count
 
-    since = str(int(time.time() * 1000) - REHEARSAL_S * 1000)
-    starting = {s.table: {"startingTimestamp": since} for s in plan.job.streams}
+    # from LOOKBACK_S ago (a partition without records since then starts at its end), a bounded
+    # number of records a batch: the same plan, on real records, in a few seconds of work
+    since = str(int(time.time() * 1000) - LOOKBACK_S * 1000)
+    starting = {s.table: {"startingTimestamp": since, "startingOffsetsByTimestampStrategy": "latest",
+                          "maxOffsetsPerTrigger": str(MAX_OFFSETS)} for s in plan.job.streams}
     folder = None
     try:
         # beside the real checkpoint, in the dagger's folder: reachable from every executor
@@ -77,13 +105,13 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | 
         results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,
                                              dry_dead_letters=True, checkpoint=str(folder))
         query = (results.writeStream.outputMode("append").option("checkpointLocation", str(folder))
-                 .foreachBatch(lambda df, batch_id: sink.write(df, batch_id)).trigger(availableNow=True).start())
+                 .foreachBatch(lambda df, batch_id: sink.write(df, batch_id)).start())
     except Exception as e:  # noqa: BLE001 - a rehearsal only warms
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         print(f"run: standby: no rehearsal ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
               "the first batch after a takeover will be cold", file=out, flush=True)
         return None
-    print(f"run: standby: rehearsing the query on the last {REHEARSAL_S} s of its topics (nothing written)",
-          file=out, flush=True)
+    print(f"run: standby: rehearsing the query on up to {BATCHES} x {MAX_OFFSETS} records from the last "
+          f"{LOOKBACK_S // 60} minutes of its topics (nothing written)", file=out, flush=True)
     return Rehearsal(query, folder, sink, writers, out)

@@ -223,15 +223,12 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         rehearsal = ready[0].rehearsal
 
         def said_warm() -> None:        # for `dagger status` and the drills: READY, and warm
-            warmed = None
-            if rehearsal is not None:
-                try:
-                    rehearsal.query.awaitTermination()
-                    warmed = rehearsal.query.exception() is None and not rehearsal.stopped
-                except Exception:  # noqa: BLE001 - stopped at the takeover, or failed: not warm
-                    warmed = False
-            if rehearsal is None or (warmed and not taken.is_set()):
+            warmed = None if rehearsal is None else rehearsal.wait()
+            if warmed is not False and not taken.is_set():
                 leases.say_warm(checkpoint, options.version, options.master, warmed)
+                print(f"run: standby: {'warm' if warmed else 'no records to rehearse on'} after "
+                      f"{time.monotonic() - rehearsal.started:.1f} s" if rehearsal else "run: standby: no rehearsal",
+                      file=out, flush=True)
 
         threading.Thread(target=said_warm, name="dagger-rehearsal-wait", daemon=True).start()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -40,11 +41,11 @@ def drill(lab_env: dict, playbook: str, out: Path) -> tuple[subprocess.Completed
     return proc, report
 
 
-def by_hand(ledger: pd.DataFrame) -> dict[tuple[int, str, str], int]:
+def by_hand(ledger: pd.DataFrame, delay_ms: int = DELAY_MS) -> dict[tuple[int, str, str], int]:
     """Bookings per (window end ms, service type, status) from the acknowledged messages, for the
     windows the fed messages close (end <= the last event time - the watermark delay)."""
     acked = ledger[ledger["error"].isna()]
-    closed_by = int(acked["event_time_ms"].max()) - DELAY_MS
+    closed_by = int(acked["event_time_ms"].max()) - delay_ms
     counts: Counter = Counter()
     for t, service, status in zip(acked["event_time_ms"], acked["service_type"], acked["status"]):
         end = (int(t) // WINDOW_MS + 1) * WINDOW_MS
@@ -116,7 +117,10 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float, mi
 
     run_dir = Path(proc.stdout.strip().splitlines()[-1]).parent
     ledger = pd.read_parquet(run_dir / "ledger.parquet")
-    expected = by_hand(ledger)
+    # the delay the drill ran the dagger with (a playbook may set its own), as its spec says it
+    delay = yaml.safe_load((run_dir / "specs" / f"{case['dagger']}.yaml").read_text())["watermark_delay"]
+    assert re.fullmatch(r"\d+s", delay), delay
+    expected = by_hand(ledger, int(delay[:-1]) * 1000)
     # the windows from the drill's start (the first is partial on both sides alike: the dagger
     # reads from the drill's start) to the last closed one
     got = {k: n for k, n in influx_rows(lab_env, run_dir / "specs" / f"{case['dagger']}.yaml").items()
