@@ -75,8 +75,9 @@ class Rehearsal:
         threading.Thread(target=stop, name="dagger-rehearsal-stop", daemon=True).start()
 
 
-def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | None:
-    """Start the rehearsal (None, said on `out`, when it cannot start)."""
+def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool = False) -> Rehearsal | None:
+    """Start the rehearsal (None, said on `out`, when it cannot start); `oldest`: on the oldest
+    records the topics keep (when the last minutes have none)."""
     from .run import build_query
     from .sinks.base import Sink
 
@@ -95,8 +96,9 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | 
     # from LOOKBACK_S ago (a partition without records since then starts at its end), a bounded
     # number of records a batch: the same plan, on real records, in a few seconds of work
     since = str(int(time.time() * 1000) - LOOKBACK_S * 1000)
-    starting = {s.table: {"startingTimestamp": since, "startingOffsetsByTimestampStrategy": "latest",
-                          "maxOffsetsPerTrigger": str(MAX_OFFSETS)} for s in plan.job.streams}
+    start = ({"startingOffsets": "earliest"} if oldest else
+             {"startingTimestamp": since, "startingOffsetsByTimestampStrategy": "latest"})
+    starting = {s.table: {**start, "maxOffsetsPerTrigger": str(MAX_OFFSETS)} for s in plan.job.streams}
     folder = None
     try:
         # beside the real checkpoint, in the dagger's folder: reachable from every executor
@@ -112,6 +114,7 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr) -> Rehearsal | 
         print(f"run: standby: no rehearsal ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
               "the first batch after a takeover will be cold", file=out, flush=True)
         return None
-    print(f"run: standby: rehearsing the query on up to {BATCHES} x {MAX_OFFSETS} records from the last "
-          f"{LOOKBACK_S // 60} minutes of its topics (nothing written)", file=out, flush=True)
+    print(f"run: standby: rehearsing the query on up to {BATCHES} x {MAX_OFFSETS} records "
+          + ("from the oldest its topics keep" if oldest else f"from the last {LOOKBACK_S // 60} minutes of its topics")
+          + " (nothing written)", file=out, flush=True)
     return Rehearsal(query, folder, sink, writers, out)

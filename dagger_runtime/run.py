@@ -223,7 +223,16 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         rehearsal = ready[0].rehearsal
 
         def said_warm() -> None:        # for `dagger status` and the drills: READY, and warm
+            nonlocal rehearsal
             warmed = None if rehearsal is None else rehearsal.wait()
+            if warmed is None and rehearsal is not None and not taken.is_set():
+                # nothing in the last minutes: the oldest records the topics keep warm it as well
+                again = rehearse(plan, ready[0].spark, root, out=out, oldest=True)
+                if again is not None and not taken.is_set():
+                    rehearsal = ready[0].rehearsal = again
+                    warmed = again.wait()
+                elif again is not None:
+                    again.stop()
             if warmed is not False and not taken.is_set():
                 leases.say_warm(checkpoint, options.version, options.master, warmed)
                 print(f"run: standby: {'warm' if warmed else 'no records to rehearse on'} after "

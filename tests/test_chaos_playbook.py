@@ -104,7 +104,7 @@ def test_every_sample_playbook_is_there_and_loads():
         assert book.name == name
         assert book.faults and book.deployments and book.feeders and book.verify
         assert all(f.kind in BY_NAME for f in book.faults)
-        assert book.timeline.end <= 10 * 60, f"{name}: a few minutes on the lab"
+        assert book.timeline.end <= 12 * 60, f"{name}: minutes on the lab"
 
 
 def test_kafka_failover_plan():
@@ -118,8 +118,8 @@ def test_kafka_failover_plan():
     # at 2m the cluster goes down for 3m; the failover is due 30s later; the primary is back at 5m
     # (MirrorMaker copies what it had not); after: 5m + settle 1m, observed 2m
     assert timed(steps, "inject", "undo", "failover-command", "expect-failover", "verify", "rollback") == [
-        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (600, "verify")]
-    assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(360, 600), (360, 600)]
+        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (660, "verify")]
+    assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(420, 660), (420, 660)]
     assert [(s.at, s.until) for s in steps if s.action == "check-before"] == [(60, 120)] * 3
 
 
@@ -211,7 +211,7 @@ def test_steps_at_one_time_come_in_the_runners_order():
 
 def test_the_rendered_plan_names_each_step_with_its_time():
     text = render(sample("kafka-failover"), plan(sample("kafka-failover")))
-    assert text.splitlines()[0].startswith("drill kafka-failover: 1 fault(s), 10m in all")
+    assert text.splitlines()[0].startswith("drill kafka-failover: 1 fault(s), 11m in all")
     assert re.search(r"^\s+2m\s+inject\s+primary lost: cluster-down primary \(all 3 brokers\) for 3m", text, re.M)
     assert re.search(r"^\s+2m30s\s+expect-failover\s+daggers on mirror", text, re.M)
     assert re.search(r"^\s+5m\s+undo\s+primary lost: starts them", text, re.M)
@@ -450,7 +450,7 @@ def test_drill_list_of_a_directory_with_a_bad_playbook_fails(capsys, tmp_path):
 def test_drill_validate_exit_codes(capsys):
     code, out, _ = run(capsys, "drill", "validate", "kafka-failover", str(PLAYBOOKS_DIR / "sink-down.yaml"))
     assert code == 0
-    assert "kafka-failover: valid (cluster-down primary (all 3 brokers); 10m in all)" in out
+    assert "kafka-failover: valid (cluster-down primary (all 3 brokers); 11m in all)" in out
     assert "sink-down: valid" in out
     code, out, err = run(capsys, "drill", "validate", "sink-down", str(HOSTILE / "percent-150.yaml"))
     assert code == 1
