@@ -38,7 +38,8 @@ STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master
 HANDOFF_FILE = "dagger-handoff"     # the tooling's order to this checkpoint's standby: run the next version
 POLL_S = 0.25                   # how often a standby tries the lease: a quarter second of the RTO
 FIRST_DRIVER_WAIT_S = 600.0     # how long a standby lets its version's first driver come up first
-HANDOFF_WAIT_S = 60.0           # how long a fenced standby waits for a handoff before it ends
+HANDOFF_WAIT_S = 180.0          # how long a fenced standby waits for a handoff before it ends (the
+                                # tooling first stops the old driver: a kill and its end take up to ~2 min)
 _MAX_READ = 4096                # the holder's line and the fence are tiny; more is not theirs
 
 
@@ -266,6 +267,9 @@ def _follow_handoff(root: Path, version: int | None, stop: threading.Event | Non
     deadline = time.monotonic() + HANDOFF_WAIT_S
     while True:
         order = read_handoff(root, version)
+        if order is not None and order.get("cancelled"):
+            raise Fenced(f"the handoff to version {order['version']} was cancelled (a new driver runs it): this "
+                         "standby ends without writing")
         if order is not None:
             raise HandedOff(order)
         if time.monotonic() > deadline or (stop is not None and stop.is_set()):

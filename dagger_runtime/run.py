@@ -199,7 +199,8 @@ class Running:
         return [self.listener] + ([self.heartbeats] if self.heartbeats is not None else [])
 
 
-def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr) -> Running:
+def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr,
+          _handed_over: bool = False) -> Running:
     """Start the job's streaming query, once this driver holds its checkpoint's lease. A standby
     waits for it with everything but the query ready: its Spark session and executors, the
     query analysed, the sink and dead-letter topics reached."""
@@ -243,8 +244,9 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
 
     taken = threading.Event()
     try:
+        # (a handed-over driver is the version's one driver: no rehearsal, no standby's line)
         lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
-                            warm=warm_and_rehearse, standby=options.standby)
+                            warm=warm if _handed_over else warm_and_rehearse, standby=options.standby)
         taken.set()
     except leases.HandedOff as handed:
         taken.set()
@@ -254,7 +256,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         base = ready[0].spark if ready else spark
         plan, options = _handed(plan, options, handed.order, out)
         return start(plan, options, base.newSession() if base is not None else None, sink_factory=sink_factory,
-                     out=out)
+                     out=out, _handed_over=True)
     if ready and ready[0].rehearsal is not None:
         ready[0].rehearsal.stop()
     try:
@@ -284,10 +286,12 @@ def _handed(plan: JobPlan, options: RunOptions, order: dict, out) -> tuple[JobPl
     from .source import checked_starting
 
     spec, checkpoint, emit_after = order.get("spec"), order.get("checkpoint"), order.get("emit_after_ms")
+    version = order.get("version")
     if not isinstance(spec, str) or not isinstance(checkpoint, str) or not (
             emit_after is None or (isinstance(emit_after, int) and not isinstance(emit_after, bool))):
-        raise DaggerError(f"the handoff to version {order.get('version')} is not one the tooling writes (spec, "
+        raise DaggerError(f"the handoff to version {version} is not one the tooling writes (spec, "
                           "checkpoint and emit_after_ms)")
+    _check_handed_paths(plan, options, spec, checkpoint, version)
     handed = plan_job(load_job(spec))
     if (handed.job.name, handed.job.team) != (plan.job.name, plan.job.team):
         raise DaggerError(f"the handoff names {handed.job.name} of team {handed.job.team}; this standby runs "
@@ -297,6 +301,32 @@ def _handed(plan: JobPlan, options: RunOptions, order: dict, out) -> tuple[JobPl
     print(f"run: standby: handed version {order['version']} ({spec}), on {checkpoint}", file=out, flush=True)
     return handed, replace(options, version=order["version"], checkpoint=checkpoint, starting=starting,
                            emit_after_ms=emit_after, standby=False)
+
+
+def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoint: str, version: int) -> None:
+    """The handoff file lies in the team's own folder, so the team could write one: its spec must
+    be one the tooling stored beside this driver's own (<specs>/<team>/<name>/v<version>/, owned
+    like this driver's spec, not a link), refer to no secret but the team's, and its checkpoint
+    be this dagger's next folder beside the current one."""
+    import os
+    import stat
+    from pathlib import Path
+
+    from .lifecycle.spark import referenced_env
+
+    own = Path(plan.job.source_path) if plan.job.source_path else None
+    path = Path(spec)
+    if own is None or path.parent.parent != own.parent.parent or path.parent.name != f"v{version}":
+        raise DaggerError(f"the handoff names the spec {spec}, which is not where the tooling stores version {version} "
+                          f"of {plan.job.name} (beside {own}): refused")
+    found = os.lstat(path)
+    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.stat(own).st_uid:
+        raise DaggerError(f"the handoff's spec {spec} is not a regular file owned like this driver's spec: refused")
+    beside = checkpoint_of(plan, options).rstrip("/").rsplit("/", 1)[0] + f"/v{version}"
+    if checkpoint != beside:
+        raise DaggerError(f"the handoff's checkpoint {checkpoint} is not {beside}: refused")
+    fmt = "properties" if path.suffix == ".properties" else "yaml"
+    referenced_env(path.read_text(), plan.job.team, fmt)     # only the team's own secrets, as deploy checks
 
 
 def _session(plan: JobPlan, options: RunOptions):

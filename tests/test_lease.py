@@ -258,3 +258,14 @@ def test_the_handoff_is_written_like_the_fence_and_read_only_as_a_small_regular_
     assert lease.read_handoff(checkpoint, 1) is None
     with pytest.raises(DaggerError, match="too long"):
         lease.hand_off(str(checkpoint), {**ORDER, "spec": "x" * 5000})
+
+
+def test_a_cancelled_handoff_ends_the_standby_that_follows_it_late(tmp_path):
+    """A failover that gave up on its standby cancels the order before it submits a new driver:
+    a standby that comes to it late ends instead of running beside that driver."""
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    lease.fence(str(checkpoint), 2)
+    lease.hand_off(str(checkpoint), {"version": 2, "cancelled": True})
+    with pytest.raises(lease.Fenced, match="cancelled"):
+        lease.take(str(checkpoint), version=1, master="green", standby=True, poll_s=0.05)

@@ -635,7 +635,8 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
 
     name, number = plan.job.name, current.version + 1
     started = time.monotonic()
-    checkpoint = f"{new.checkpoint_root.rstrip('/')}/{name}/v{number}"
+    # beside the old one (the standby checks that)
+    checkpoint = current.checkpoint.rstrip("/").rsplit("/", 1)[0] + f"/v{number}"
     starting = starting_options(start, plan.job.streams, None)
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(new, name, number, text, suffix)
@@ -648,9 +649,18 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
                         why=f"no handoff ({e})")
         return None
     deadline = time.monotonic() + HANDOFF_TAKE_S
-    while time.monotonic() < deadline and not (held(checkpoint) and (holder(checkpoint) or {}).get("version") == number):
+
+    def taken() -> bool:
+        return bool(held(checkpoint)) and (holder(checkpoint) or {}).get("version") == number
+
+    while time.monotonic() < deadline and not taken():
         time.sleep(0.1)
-    if not held(checkpoint):
+    if not taken():
+        # cancelled first, so a standby that follows it late ends instead of running beside the new driver
+        try:
+            hand_off(current.checkpoint, {"version": number, "cancelled": True}, within=old.checkpoint_root)
+        except (OSError, DaggerError):
+            pass
         _retire_standby(registry, name, actor=actor, action="failover", clusters_dir=clusters_dir,
                         why=f"it did not take version {number}'s checkpoint within {HANDOFF_TAKE_S:g} s")
         return None
