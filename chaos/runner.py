@@ -741,9 +741,11 @@ class DrillRun:
 
         found = registry.version(name, version) if version is not None else None
         root = launches.local_root(found.checkpoint) if found is not None else None
+        if root is None:
+            return None
         try:
-            times = sorted(p.stat().st_mtime for p in (root / "commits").iterdir() if p.name.isdigit())
-        except (OSError, TypeError):
+            times = launches.commit_times(root)
+        except OSError:
             return None
         return next((t for t in times if since is None or t >= since), None)
 
@@ -967,7 +969,7 @@ class DrillRun:
             return None
         try:
             ledger = launches.parse((root / launches.LAUNCHES_FILE).read_text(errors="replace"))
-            commits = sorted(p.stat().st_mtime for p in (root / "commits").iterdir() if p.name.isdigit())
+            commits = launches.commit_times(root)
         except OSError:
             return None
         # from when the fault began: a standby may take the lease while the fault's stop is still

@@ -65,6 +65,12 @@ def last_committed_batch(root: Path) -> int:
         return -1
 
 
+def commit_times(root: Path) -> list[float]:
+    """When each batch in Spark's commit log was committed (its file's time), oldest first.
+    Raises OSError when the checkpoint has no commit log."""
+    return sorted(p.stat().st_mtime for p in (root / "commits").iterdir() if p.name.isdigit())
+
+
 def _millis(value) -> bool:
     return type(value) is int and 0 <= value < _MAX_MS
 
