@@ -289,7 +289,8 @@ def test_status_lists_every_component_up(lab_env):
                    ("spark green api-health worker", f"127.0.0.1:{PORT_BASE + 3091}", "4.0.0", True),
                    ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
                    ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
-                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True)}
+                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True),
+                   ("keycloak", f"127.0.0.1:{PORT_BASE + 4180}", "26.7.3", True)}
     # the Debian packages' own versions, as the servers report them (1.6.7~rc0, 15.18, 2.42.0+ds)
     assert all(re.fullmatch(r"\d+\.\d+\S*", v) for v in versions.values()), versions
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])
