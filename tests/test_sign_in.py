@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.cookiejar
-import re
 import secrets
 import stat
 import urllib.parse
-from html import unescape
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from lab import access
+from tests.oidc_browser import browser, submit_login
 
 pytestmark = [pytest.mark.e2e]
 
@@ -33,33 +31,6 @@ TEAMS = ("allocations", "api-health")
 def _grant_group(team: str) -> str:
     """The team's owners' group, read from its grant file here (not through the code under test)."""
     return yaml.safe_load((REPO / "infra" / "grants" / f"{team}.yaml").read_text())["rbac_group"]
-
-
-class _LoopbackIsSecure(http.cookiejar.DefaultCookiePolicy):
-    def return_ok_secure(self, cookie, request):
-        return (urllib.parse.urlsplit(request.get_full_url()).hostname in ("127.0.0.1", "localhost")
-                or super().return_ok_secure(cookie, request))
-
-
-class _Browser(requests.Session):
-    """An HTTP session that, like a browser, treats loopback as a secure context: Keycloak's cookies
-    are Secure, and a browser sends them to http://127.0.0.1 (Python's cookie jar would not)."""
-
-    def __init__(self):
-        super().__init__()
-        self.cookies.set_policy(_LoopbackIsSecure())
-
-    def prepare_request(self, request):
-        prepared = super().prepare_request(request)      # its cookies chosen by a jar of the default policy
-        prepared.headers.pop("Cookie", None)
-        header = requests.cookies.get_cookie_header(self.cookies, prepared)
-        if header:
-            prepared.headers["Cookie"] = header
-        return prepared
-
-
-def browser() -> requests.Session:
-    return _Browser()
 
 
 class Realm:
@@ -83,10 +54,7 @@ class Realm:
         return page, state, nonce, verifier
 
     def log_in(self, session: requests.Session, page: requests.Response, user: str, password: str):
-        form = re.search(r'<form[^>]*id="kc-form-login"[^>]*action="([^"]+)"', page.text)
-        assert form, f"no login form on the page ({page.status_code}): {page.text[:500]}"
-        return session.post(unescape(form.group(1)), data={"username": user, "password": password,
-                                                          "credentialId": ""}, timeout=30, allow_redirects=False)
+        return submit_login(session, page, user, password)
 
     def sign_in(self, user: str, password: str | None = None) -> dict:
         """The ID token's claims after signing in as `user` (checked: signature, issuer, audience, nonce)."""
@@ -168,9 +136,25 @@ def test_no_redirect_but_the_portals_and_no_password_grant(realm):
 def test_the_realm_file_and_the_secrets_are_the_labs_users_only(realm):
     files = [realm.lab / "keycloak" / "realm" / f"{access.REALM}.json",
              realm.lab / "secrets" / "keycloak" / f"{access.PORTAL_CLIENT}.secret",
+             realm.lab / "secrets" / "keycloak" / "platform-admin.password",
              *(realm.lab / "secrets" / "keycloak" / "users").iterdir()]
-    assert len(files) == 2 + len(TEAMS) + 1
+    assert len(files) == 3 + len(TEAMS) + 1
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
     conf = next((realm.lab / "keycloak").glob("keycloak-*/conf/keycloak.conf"))
     assert stat.S_IMODE(conf.stat().st_mode) == 0o600
+
+
+def test_no_one_can_make_an_administrator_from_the_welcome_page(realm):
+    """While the master realm has no administrator, Keycloak's welcome page lets anyone on loopback
+    create one; the role makes its own at once."""
+    server = realm.issuer.rsplit("/realms/", 1)[0]
+    with browser() as s:
+        welcome = s.get(f"{server}/", timeout=30)
+        assert "create an administrative user" not in welcome.text.lower()
+        # and a hand-made post of its form makes no one
+        s.post(f"{server}/", data={"username": "eve", "password": "eve-pw-1234", "passwordConfirmation": "eve-pw-1234"},
+               timeout=30, allow_redirects=False)
+        login = s.post(f"{server}/realms/master/protocol/openid-connect/token", timeout=30, data={
+            "grant_type": "password", "client_id": "admin-cli", "username": "eve", "password": "eve-pw-1234"})
+        assert login.status_code in (400, 401) and login.json()["error"] == "invalid_grant"
