@@ -36,12 +36,19 @@ $(VENV)/.installed: pyproject.toml
 	@$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-jars: $(JVM_DIR)/kafka/.fetched $(JVM_DIR)/spark/.fetched $(JVM_DIR)/spark/dagger-runtime-jvm.jar
+jars: $(JVM_DIR)/kafka/.fetched $(JVM_DIR)/spark/.fetched $(JVM_DIR)/spark/dagger-runtime-jvm.jar \
+      $(JVM_DIR)/keycloak/.fetched
 
 $(JVM_DIR)/kafka/.fetched: jvm/kafka/pom.xml
 	@echo ">> fetching the Kafka broker and MirrorMaker 2 (Maven)"
 	@rm -rf $(JVM_DIR)/kafka && mkdir -p $(JVM_DIR)/kafka
 	@cd jvm/kafka && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/kafka
+	@touch $@
+
+$(JVM_DIR)/keycloak/.fetched: jvm/keycloak/pom.xml
+	@echo ">> fetching Keycloak, the lab's sign-in (Maven)"
+	@rm -rf $(JVM_DIR)/keycloak && mkdir -p $(JVM_DIR)/keycloak
+	@cd jvm/keycloak && $(MVN) dependency:copy-dependencies -DincludeTypes=zip -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/keycloak
 	@touch $@
 
 $(JVM_DIR)/spark/.fetched: jvm/spark/pom.xml

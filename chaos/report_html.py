@@ -473,6 +473,18 @@ def _examples(case: Case) -> str:
                    '<table><thead><tr><th scope="col">window</th><th scope="col">key</th>'
                    '<th scope="col">expected</th><th scope="col">got</th></tr></thead>'
                    f"<tbody>{''.join(rows)}</tbody></table>")
+    if ex.late:
+        # verify.explain_late's rows: the window's start and the key's columns, flat
+        body = "".join(
+            f'<tr><td class="mono">{esc(fmt_value(r.get("window")))}</td><td>'
+            + esc(", ".join(f"{k}={fmt_value(v)}" for k, v in r.items() if k != "window")) + "</td></tr>"
+            if isinstance(r, dict) else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
+            for r in ex.late)
+        out.append(f"<h4>late windows ({len(ex.late)} of {fmt_count(case.windows_late)} shown): missing or wrong "
+                   "because messages came after the watermark had closed them (kept in the dead letters, "
+                   "kind late)</h4>"
+                   '<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
+                   f"<tbody>{body}</tbody></table>")
     return "".join(out)
 
 
@@ -516,7 +528,8 @@ def _case(case: Case, slug: str) -> str:
         "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)")
     data = ('<table class="data-verdict"><thead><tr>'
             + "".join(f'<th scope="col" class="num">{h}</th>' for h in ("expected", "matched", "missing", "extra", "wrong",
-                                                                       "late rows", "late messages"))
+                                                                       "late rows", "late messages",
+                                                                       "windows late"))
             + '<th scope="col" class="num">RPO</th></tr></thead><tbody><tr>'
             + _num(case.windows_expected) + _num(case.windows_matched)
             + _num(case.windows_missing, "bad" if case.windows_missing else "")
@@ -526,6 +539,8 @@ def _case(case: Case, slug: str) -> str:
                if case.late_rows_dropped is not None else '<td class="num">–</td>')
             + (_num(case.late_messages, "bad" if case.late_messages else "")
                if case.late_messages is not None else '<td class="num">–</td>')
+            + (_num(case.windows_late, "bad" if case.windows_late else "")
+               if case.windows_late is not None else '<td class="num">–</td>')
             + f'<td class="num{" bad" if case.rpo_seconds or case.rpo_messages else ""}">{esc(rpo)}</td>'
             + "</tr></tbody></table>")
     return f"""<article class="card c-{case.verdict}" id="case-{slug}" aria-labelledby="case-{slug}-name">
@@ -637,10 +652,13 @@ def write_markdown_summary(report: Report | dict | str | Path) -> str:
                + ("" if c.rto_target_seconds is None else f" / {c.rto_target_seconds:g} s"))
         rpo = "" if not (c.rpo_seconds or c.rpo_messages) else (
             f"; RPO {c.rpo_seconds or 0:g} s ({fmt_count(c.rpo_messages or 0)} messages)")
+        late = "" if not c.late_messages else (
+            f"; {fmt_count(c.late_messages)} late messages in the dead letters"
+            + ("" if c.windows_late is None else f", in {fmt_count(c.windows_late)} of those windows"))
         lines.append(f"- case {c.name} ({c.failover + ' failover' if c.failover else 'no failover'}): "
                      f"{c.verdict if c.verdict == 'pass' else c.verdict.upper()}: {rto}; windows "
                      f"{fmt_count(c.windows_matched)}/{fmt_count(c.windows_expected)} matched, {c.windows_missing} missing, "
-                     f"{c.windows_extra} extra, {c.windows_wrong} wrong{rpo}")
+                     f"{c.windows_extra} extra, {c.windows_wrong} wrong{late}{rpo}")
     if report.hypotheses:
         ok = sum(h.ok is True for h in report.hypotheses)
         bad = [f"{h.name} ({fmt_number(h.value, h.unit)}, tolerance {h.tolerance.describe(h.unit)})"

@@ -35,6 +35,8 @@ PLATFORM_OWNER = "@gojek/data-platform"
 # (platform_stack sets it on the cluster), so every owners' group is a group of this domain.
 GROUPS_DOMAIN = "daggers.dev"
 SECURITY_GROUP = f"gke-security-groups@{GROUPS_DOMAIN}"
+# The platform operators (@gojek/data-platform): every team's daggers in the portal, and failovers.
+OPERATORS_GROUP = f"dagger-platform-operators@{GROUPS_DOMAIN}"
 # Tiers from the least to the most a team may ask for (a grant of `standard` allows experimental).
 TIER_ORDER = ("experimental", "standard", "critical")
 QUOTA_FIELDS = ("cpu", "memory_gb", "pods")
@@ -111,6 +113,13 @@ def group_problem(group: str) -> str | None:
     return None
 
 
+def team_group_problem(group: str) -> str | None:
+    """Why `group` cannot be a team's owners' group (group_problem, or the operators' own), or None."""
+    if group == OPERATORS_GROUP:
+        return f"{group!a} is the platform operators' group (every team's daggers), not a team's"
+    return group_problem(group)
+
+
 def parse(text: str, *, source: str = "<memory>", team: str | None = None,
           kafka_clusters: Mapping[str, Iterable[str]] | None = None) -> Grant:
     """A grant from its text. team: the name the file must carry (its file name); kafka_clusters:
@@ -181,7 +190,7 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
                                 f"not {tier}")
     group = raw.get("rbac_group")
     if "rbac_group" in raw:
-        why = group_problem(group) if isinstance(group, str) else f"{group!a} is not a group address"
+        why = team_group_problem(group) if isinstance(group, str) else f"{group!a} is not a group address"
         if why:
             problems.append(f"{at('rbac_group')}: {why}")
     if problems:

@@ -185,3 +185,38 @@ def prometheus_password(lab: Path | None = None) -> str:
 def prometheus_auth(lab: Path | None = None) -> tuple[str, str]:
     """(user, password) for HTTP basic auth on the lab's Prometheus."""
     return METRICS_USER, prometheus_password(lab)
+
+
+# -- the sign-in (Keycloak, realm `daggers`): a user per team and the platform's operator ----------
+# The keycloak role generates each user's password and the portal's client secret once, 0600,
+# under <lab>/secrets/keycloak/. A team's people sign in as <team>-analyst (in the team's owners'
+# group of its grant); `operator` is in the platform operators' group.
+REALM = "daggers"
+PORTAL_CLIENT = "dagger-portal"
+OPERATOR = "operator"
+
+
+def analyst(team: str) -> str:
+    """The lab's user who signs in for `team`."""
+    return f"{_team(team)}-analyst"
+
+
+def sign_in_password(user: str, lab: Path | None = None) -> str:
+    """A sign-in user's password on the lab's Keycloak."""
+    if not _NAME.fullmatch(user):
+        raise ValueError(f"not a user name: {user!r}")
+    path = (lab or lab_dir()) / "secrets" / "keycloak" / "users" / f"{user}.password"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise NoCredential(f"no sign-in password for {user} ({path}): is it a user of the keycloak role, "
+                           "and is the lab up?") from None
+
+
+def portal_client_secret(lab: Path | None = None) -> str:
+    """The portal's OpenID Connect client secret on the lab's Keycloak."""
+    path = (lab or lab_dir()) / "secrets" / "keycloak" / f"{PORTAL_CLIENT}.secret"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise NoCredential(f"no client secret for {PORTAL_CLIENT} ({path}): is the lab up?") from None

@@ -50,7 +50,8 @@ SURGE_TEAM = "allocations"
 
 def ports() -> dict[str, int]:
     base = int(os.environ.get("DAGGER_LAB_PORT_BASE") or 19000)
-    return {"kafka": base + 192, "influx": base + 4086, "postgres": base + 4432, "prometheus": base + 4090}
+    return {"kafka": base + 192, "influx": base + 4086, "postgres": base + 4432, "prometheus": base + 4090,
+            "portal": base + 4080}
 
 
 def bootstrap() -> str:
@@ -259,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
 
     console.rule("5. where to look next")
     p = ports()
+    console.print(f"the portal                            http://127.0.0.1:{ports()['portal']}/ (sign in as "
+                  f"{access.analyst(SURGE_TEAM)}, password in "
+                  f"{lab_dir() / 'secrets' / 'keycloak' / 'users' / (access.analyst(SURGE_TEAM) + '.password')})")
     console.print(f"dagger status / list / logs NAME      --registry @{lab_dir() / 'secrets' / 'registry.url'}")
     console.print(f"Prometheus                            http://127.0.0.1:{p['prometheus']}/alerts "
                   "(the daggers' targets and alert rules)")

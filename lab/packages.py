@@ -25,6 +25,8 @@ PACKAGES = {
     # renders the drills' HTML reports headless (chaos/browser.py, the browser tests in
     # tests/test_chaos_report.py) and takes the README's screenshot of one
     "chromium": lambda: shutil.which("chromium"),
+    # drives chromium from the portal's browser tests (Selenium's WebDriver; the same release as chromium)
+    "chromium-driver": lambda: shutil.which("chromedriver"),
     # the network faults (chaos/faults/network.py): nft drops a broker's packets, tc throttles them
     "nftables": lambda: sbin("nft"),
     "iproute2": lambda: sbin("tc"),

@@ -32,7 +32,8 @@ def passing(d: dict) -> dict:
     d = copy.deepcopy(d)
     c = d["cases"][1]
     c.update(verdict="pass", rto_seconds=52.0, windows_matched=360, windows_missing=0, windows_wrong=0,
-             windows_extra=0, rpo_seconds=0, rpo_messages=0, examples={"missing": [], "extra": [], "wrong": []})
+             windows_extra=0, rpo_seconds=0, rpo_messages=0, late_messages=0, windows_late=0,
+             examples={"missing": [], "extra": [], "wrong": []})
     c["rto_steps"][-1]["seconds"] = 15.0
     d["hypotheses"][6].update(value=150, ok=True)
     d.update(verdict="pass", verdict_reasons=[])
@@ -280,6 +281,9 @@ def test_the_html_is_self_contained_and_says_the_verdict_cases_and_numbers(repor
     for value in ("1440", "355", "360", "3", "1", "2", "41559", "1236", "37.2"):
         assert f'data-value="{value}"' in text, value
     assert "14 s (560 messages)" in words
+    # late messages and the windows they fell in, with examples
+    assert 'data-value="17"' in text and "late windows (2 of 2 shown)" in words
+    assert "service=pricing-api, status=4xx" in words
     assert "PostgreSQL sink reconnect (longest)" in words
     # the examples, with the differing aggregate marked
     assert "service=booking-api, status=5xx" in words and "<mark>requests=2178</mark>" in text
@@ -382,7 +386,8 @@ def test_the_markdown_summary_has_a_line_per_case():
     assert lines[1] == ("- case surge-demand (kafka failover): pass: RTO 30.6 s / 60 s; windows 1,440/1,440 matched, "
                         "0 missing, 0 extra, 0 wrong")
     assert lines[2] == ("- case api-health (kafka failover): FAIL: RTO 74.2 s / 60 s; windows 355/360 matched, "
-                        "3 missing, 1 extra, 2 wrong; RPO 14 s (560 messages)")
+                        "3 missing, 1 extra, 2 wrong; 17 late messages in the dead letters, in 2 of those windows; "
+                        "RPO 14 s (560 messages)")
     assert lines[3] == "- hypotheses: 7/8 ok; failed: mirror-lag-recovered (641 messages, tolerance ≤ 200 messages)"
     assert lines[4] == "- faults: primary-down (cluster-down, undone)"
     assert len(lines) == 8 and all(line.startswith("- why: ") for line in lines[5:])

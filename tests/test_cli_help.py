@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ["chaos", "drill", "history"],
     ["chaos.history"], ["chaos.faults"],
     ["dagger_runtime", "warm"], ["dagger_runtime", "warm", "start"], ["dagger_runtime", "warm", "serve"],
-    ["dagger_runtime", "warm", "status"], ["dagger_runtime", "warm", "stop"],
+    ["dagger_runtime", "warm", "status"], ["dagger_runtime", "warm", "stop"], ["dagger_runtime", "portal"],
 ])
 def test_each_command_has_help(command):
     proc = subprocess.run([sys.executable, "-m", *command, "--help"], capture_output=True, text=True,

@@ -259,6 +259,9 @@ def test_a_broken_grant_refuses_its_teams_spec_naming_the_grant_file(tmp_path):
     ({"rbac_group": "dаgger-growth@daggers.dev"}, ":9: rbac_group: 'd\\u0430gger-growth@daggers.dev' is not plain ASCII"),
     ({"rbac_group": "gke-security-groups@daggers.dev"}, ":9: rbac_group: 'gke-security-groups@daggers.dev' is the "
                                                          "cluster's security group itself"),
+    # the operators' group would give the team every other team's daggers in the portal
+    ({"rbac_group": "dagger-platform-operators@daggers.dev"}, ":9: rbac_group: 'dagger-platform-operators@daggers.dev' "
+                                                               "is the platform operators' group"),
     ({"owners": ["@x"]}, ":10: owners: unknown field"),
 ])
 def test_a_grant_file_is_checked_naming_the_file_line_and_field(tmp_path, changes, expected):

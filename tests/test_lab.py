@@ -4,6 +4,7 @@ registry) and Prometheus under supervisord, idempotent, and down again."""
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import json
 import re
 import stat
@@ -289,7 +290,9 @@ def test_status_lists_every_component_up(lab_env):
                    ("spark green api-health worker", f"127.0.0.1:{PORT_BASE + 3091}", "4.0.0", True),
                    ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
                    ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
-                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True)}
+                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True),
+                   ("keycloak", f"127.0.0.1:{PORT_BASE + 4180}", "26.7.3", True),
+                   ("portal", f"127.0.0.1:{PORT_BASE + 4080}", importlib.metadata.version("daggers"), True)}
     # the Debian packages' own versions, as the servers report them (1.6.7~rc0, 15.18, 2.42.0+ds)
     assert all(re.fullmatch(r"\d+\.\d+\S*", v) for v in versions.values()), versions
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])

@@ -386,7 +386,8 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
     README's isolation table has a row for. Anything else is a server the table does not cover."""
     base = lab.base
     fixed = {base + 4086: "influxdb http", base + 4088: "influxdb rpc", base + 4090: "prometheus",
-             base + 4432: "postgresql"}
+             base + 4432: "postgresql", base + 4180: "keycloak", base + 4190: "keycloak management",
+             base + 4080: "portal"}
     for cluster, offset, nodes in (("primary", 0, 3), ("mirror", 1000, 1)):
         for node in range(1, nodes + 1):
             fixed[base + offset + 100 * node + 92] = f"kafka {cluster} {node}"

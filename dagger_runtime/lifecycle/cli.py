@@ -336,3 +336,8 @@ def add_commands(sub) -> None:
     lg.add_argument("-n", "--lines", type=int, default=50, help="how many lines from the end (0: all read)")
     lg.add_argument("--bytes", type=int, default=200_000, help="how many bytes to read from the end")
     lg.set_defaults(func=cmd_logs)
+
+    # the web portal calls these same operations; it lives in the portal package
+    from portal.serve import add_parser as add_portal, main as portal_main
+
+    add_portal(sub).set_defaults(func=portal_main)

@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -841,13 +842,22 @@ def health(dagger: Dagger, driver_state: str | None, metrics: dict[str, float] |
     return row
 
 
-def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: str | None = None) -> Outcome:
+def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: str | None = None,
+           teams: Collection[str] | None = None) -> Outcome:
+    """Each dagger's health and its clusters' state; `teams`: only those teams' daggers and
+    clusters (the portal's view of a user), nothing of the others asked or shown."""
     daggers = [registry.get(name)] if name else registry.list()
     if name and daggers[0] is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
+    if teams is not None:
+        daggers = [d for d in daggers if d is not None and d.team in teams]
+        if name and not daggers:
+            raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
     # each dagger on its team's cluster of its failure domain; without a name, every cluster
     every = load_all(clusters_dir)
     shown = every if not name else [c for c in every if c.name == daggers[0].cluster]
+    if teams is not None:
+        shown = [c for c in shown if c.team in teams]
     masters: dict[tuple[str, str | None], object] = {}
     for cluster in shown:
         try:
@@ -891,7 +901,8 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
     cluster_rows = [{"cluster": n, "team": t, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
                      "cores_used": m.cores_used if m else None, "cores": m.cores if m else None,
                      "memory_used_mb": m.memory_used_mb if m else None, "memory_mb": m.memory_mb if m else None}
-                    for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
+                    for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+                    if teams is None or t in teams]     # a shared cluster's totals hold other teams' use
     return Outcome(data={"daggers": rows, "clusters": cluster_rows})
 
 
