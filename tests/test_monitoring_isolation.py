@@ -408,7 +408,10 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
               "spark driver": "org.apache.spark.deploy.worker.DriverWrapper",
               "spark executor": "org.apache.spark.executor.CoarseGrainedExecutorBackend",
               "pyspark worker daemon": "-m pyspark.daemon",
-              "dagger driver": "dagger_runtime/driver.py"}
+              "dagger driver": "dagger_runtime/driver.py",
+              # Keycloak's JVM opens one loopback port of its own choosing beside its two fixed
+              # ones (a Vert.x/Quarkus acceptor; see the table's Sign-in row)
+              "keycloak": "io.quarkus.bootstrap.runner.QuarkusEntryPoint"}
     seen, unexplained = set(), []
     for process in lab_processes(lab):
         try:

@@ -134,6 +134,7 @@ def test_even_past_pg_hba_a_teams_role_holds_no_privilege_on_the_registry_or_the
                                  "'dagger-allocations') ORDER BY rolname").fetchall()
         assert {d: (c, t) for d, c, t in connect} == {
             "postgres": (False, False), "template1": (False, False), "daggers": (False, False),
+            "keycloak": (False, False),     # the sign-in's own database
             "allocations": (False, False), "api-health": (True, True)}
         assert all(not any(flags) for _, *flags in attrs) and len(attrs) == 3, attrs
         privileges = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER"
