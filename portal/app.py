@@ -314,5 +314,4 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None) -> Fla
     def viewer_in_templates():
         return {"viewer": g.get("viewer")}
 
-    app.extensions["dagger_registry"] = registry
     return app

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import secrets
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _session_key(path: Path) -> None:
     """A new random key, 0600, if the file does not exist yet."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "x", opener=lambda p, flags: __import__("os").open(p, flags, 0o600)) as f:
+        with open(path, "x", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
             f.write(secrets.token_urlsafe(48) + "\n")
 
 
