@@ -10,7 +10,9 @@ PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.di
 DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
 FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
 
-.PHONY: all venv jars flink conformance conformance-table servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
+PORTAL_MAP := portal/static/build/.built
+
+.PHONY: all venv jars flink portal-map conformance conformance-table docs servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
 all: test
 
 help:
@@ -20,10 +22,12 @@ help:
 	@echo "make dashboards - the Grafana dashboards as JSON into out/dashboards"
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
+	@echo "make portal-map - build the portal's map script and basemap with npm"
 	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
 	@echo "make flink  - fetch Apache Flink 1.20 (Maven) and build the conformance suite's runner"
 	@echo "make conformance - every case of the Flink conformance corpus on Flink and on ours"
 	@echo "make conformance-table - regenerate docs/reference/flink-conformance.md from the corpus"
+	@echo "make docs   - build the manual (docs/, mkdocs.yml) into .site/, strict: a broken link fails"
 	@echo "make lab-up / lab-status / lab-down - the lab on this machine, through playbooks/ (DAGGER_LAB_DIR, default .lab)"
 	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
 	@echo "make infra-check    - validate every team spec and check CODEOWNERS is current"
@@ -64,6 +68,14 @@ $(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fe
 	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(DECODER_SRC)
 	@jar cf $@ -C $(JVM_DIR)/build .
 
+# the portal's map: Leaflet and Natural Earth's land from npm, bundled into portal/static/build/
+# (served by the portal itself; npm is one of the Debian packages `make servers` installs)
+portal-map: $(PORTAL_MAP)
+$(PORTAL_MAP): portal/web/package.json portal/web/package-lock.json portal/web/map.js portal/web/build.mjs | servers
+	@echo ">> building the portal's map (npm)"
+	@cd portal/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+	@touch $@
+
 # Apache Flink 1.20 and the conformance runner (tests/test_conformance_flink.py, `make conformance`)
 flink: $(JVM_DIR)/flink/conformance-runner.jar
 
@@ -88,11 +100,14 @@ conformance: venv jars flink
 conformance-table: venv
 	$(PY) -m tests.conformance.table
 
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 # the Debian packages of the servers the tests start (InfluxDB, VictoriaMetrics, PostgreSQL)
 servers: venv
 	@$(PY) -m lab.packages
 
-test: venv jars flink servers
+test: venv jars flink servers portal-map
 	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: venv jars flink servers
@@ -109,10 +124,10 @@ infra-check: venv
 	$(PY) -m infra.validate
 	$(PY) -m infra.codeowners --check
 
-demo: venv jars servers
+demo: venv jars servers portal-map
 	$(PY) -m lab.demo
 
-demo-preview: venv jars servers
+demo-preview: venv jars
 	$(PY) -m dagger_runtime.demo
 
 dashboards: venv
@@ -121,7 +136,7 @@ dashboards: venv
 protos: venv
 	$(PY) -m protos compile
 
-lab-up: venv jars servers
+lab-up: venv jars servers portal-map
 	$(PY) -m lab up
 
 lab-status: venv
@@ -130,9 +145,11 @@ lab-status: venv
 lab-down: venv
 	$(PY) -m lab down
 
-bench: venv jars servers
+bench: venv jars servers portal-map
 	$(PY) -m bench
 	$(PY) -m bench.commands
+	$(PY) -m lab up
+	$(PY) -m bench.portal
 
 clean:
-	rm -rf $(JVM_DIR) $(VENV) .pytest_cache
+	rm -rf $(JVM_DIR) $(VENV) .pytest_cache portal/static/build portal/web/node_modules

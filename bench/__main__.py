@@ -30,8 +30,8 @@ def timed(label: str, fn, count: int, repeat: int) -> dict:
     return {"path": label, "items": count, "best_seconds": round(best, 4), "per_second": round(count / best)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("-n", "--messages", type=int, default=200_000, help="messages per measurement (default 200000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
     p.add_argument("--kafka-messages", type=int, default=2_000_000,

@@ -1,7 +1,7 @@
 """Drill playbooks from the command line: `python -m chaos drill ...`, or `daggers-drill ...`.
 
     list                    the playbooks of chaos/playbooks/: name, type, faults, downtime, failover
-    validate PLAYBOOK...    check playbooks without touching anything; exit 1 listing every problem
+    validate PLAYBOOK...    check playbooks without touching anything; exit 2 listing every problem
     run PLAYBOOK            run it on the lab, with live progress; the last line printed is the
                             path of the run's report.json (exit 0 pass, 3 fail, 4 aborted);
                             --dry-run prints the plan of steps with their times
@@ -17,12 +17,15 @@ import os
 import sys
 from pathlib import Path
 
+from dagger_runtime import exit_codes
+from dagger_runtime.closed_pipe import survives_closed_pipe
+
 from .runs import RUNS_DIR
 from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
 
-EXIT_INVALID = 1
-EXIT_FAIL = 3
-EXIT_ABORTED = 4
+EXIT_INVALID = exit_codes.REFUSED
+EXIT_FAIL = exit_codes.DRILL_FAILED
+EXIT_ABORTED = exit_codes.DRILL_ABORTED
 
 
 def resolve(arg: str, directory: Path = PLAYBOOKS_DIR) -> Path:
@@ -95,18 +98,26 @@ def cmd_list(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    status = 0
+    status, results = 0, []
     for arg in args.playbooks:
         try:
             book = load(resolve(arg))
         except PlaybookError as e:
             status = EXIT_INVALID
-            print(f"{arg}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})", file=sys.stderr)
-            for p in e.problems:
-                print(f"  {p}", file=sys.stderr)
+            results.append({"playbook": arg, "valid": False, "problems": list(e.problems)})
+            if not args.json:
+                print(f"{arg}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})",
+                      file=sys.stderr)
+                for p in e.problems:
+                    print(f"  {p}", file=sys.stderr)
             continue
-        faults = ", ".join(f.describe() for f in book.faults) or "no faults"
-        print(f"{book.source}: {book.name}: valid ({faults}; {fmt_duration(book.timeline.end)} in all)")
+        results.append({"playbook": arg, "valid": True, "name": book.name, "source": str(book.source),
+                        "faults": [f.describe() for f in book.faults], "seconds": book.timeline.end, "problems": []})
+        if not args.json:
+            faults = ", ".join(f.describe() for f in book.faults) or "no faults"
+            print(f"{book.source}: {book.name}: valid ({faults}; {fmt_duration(book.timeline.end)} in all)")
+    if args.json:
+        print(json.dumps(results, indent=2))
     return status
 
 
@@ -165,9 +176,10 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("validate", help="check playbooks, touching nothing",
                        description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
-                                   "specs, touching nothing. Every problem as file:line: field: message; exit 1 if "
+                                   "specs, touching nothing. Every problem as file:line: field: message; exit 2 if "
                                    "any.")
     p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
+    p.add_argument("--json", action="store_true", help="print one {playbook, valid, problems, ...} per playbook as JSON")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("run", help="run a drill on the lab (--dry-run: its plan)",
                        description="Run a drill on the lab: its daggers deployed, its feeders producing, its faults "
@@ -208,6 +220,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None):
     return args
 
 
+@survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
     """`daggers-drill list|validate|run`."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
@@ -217,6 +230,7 @@ def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
     return args.func(args)
 
 
+@survives_closed_pipe
 def chaos_main(argv: list[str] | None = None) -> int:
     """`python -m chaos drill list|validate|run`."""
     parser = argparse.ArgumentParser(prog="python -m chaos", description="Chaos and failover drills on the lab.")

@@ -31,6 +31,7 @@ from matplotlib.lines import Line2D
 
 from chaos.runs import RUNS_DIR
 from chaos.report_model import Report, iso, load_report, parse_report
+from dagger_runtime.closed_pipe import survives_closed_pipe
 
 HISTORY = "history.jsonl"
 ENTRY_SCHEMA = 1
@@ -378,6 +379,7 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
     console.print(summary_table)
 
 
+@survives_closed_pipe
 def main(argv: list[str] | None = None, console: Any = None) -> int:
     """`python -m chaos.history` (and `python -m chaos drill history`): the runs and trends per drill."""
     p = argparse.ArgumentParser(prog="python -m chaos.history", description=__doc__.splitlines()[0],

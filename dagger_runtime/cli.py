@@ -6,9 +6,11 @@ import json
 import logging
 import sys
 
+from . import exit_codes
+from .closed_pipe import survives_closed_pipe
 from .errors import DaggerError
 
-EXIT_USER_ERROR = 2
+EXIT_USER_ERROR = exit_codes.REFUSED
 
 
 def _load_plan(args):
@@ -62,6 +64,11 @@ def sink_target(sink) -> dict:
     return {"type": sink.type}
 
 
+# what only Spark's analysis of the query finds, which `validate --no-spark` leaves out
+NOT_CHECKED_WITHOUT_SPARK = ["the query's columns and their types against the messages' fields",
+                             "the output columns against the sink"]
+
+
 def _validate(args) -> int:
     plan = _load_plan(args)
     columns = None
@@ -86,13 +93,15 @@ def _validate(args) -> int:
         "parallelism": job.parallelism,
         "spark_sql": plan.query.spark_sql,
         "warnings": list(job.warnings),
+        "not_checked": [] if columns is not None else NOT_CHECKED_WITHOUT_SPARK,
     }
     if columns is not None:
         info["columns"] = columns
     if args.json:
         print(json.dumps(info, indent=2))
     else:
-        print(f"{job.name}: valid")
+        print(f"{job.name}: valid" if columns is not None else
+              f"{job.name}: valid as far as checked (--no-spark: not checked: {', '.join(NOT_CHECKED_WITHOUT_SPARK)})")
         print(f"  schema version  {info['schema_version']}"
               + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)"))
         for s in info["streams"]:
@@ -164,10 +173,15 @@ def _add_no_warm(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m dagger_runtime",
-        description="Run daggers: SQL aggregations over Kafka topics of protobuf messages, on Spark.")
+        prog="dagger",
+        description="Run daggers: SQL aggregations over Kafka topics of protobuf messages, on Spark; and the "
+                    "platform around them (the lab, drills, faults, load, schemas, team platforms).",
+        epilog="`dagger GROUP --help` for each of " + ", ".join(GROUPS) + ".")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    p.add_argument("--version", action="version", version=f"dagger {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_, what) in GROUPS.items():      # run by main before this parser; listed for --help
+        sub.add_parser(name, help=what, add_help=False)
 
     v = sub.add_parser("validate", help="check a job's config, schema and SQL without running it",
                        description="Check config, schema and SQL. Exits 2 with the problem named when "
@@ -245,9 +259,62 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# The platform's other command lines, as groups of `dagger` (each keeps its `python -m` form):
+# name -> (the module whose main it runs, or a group of its own, and what it is for). Imported
+# when asked for, so `dagger run` loads none of them (`team` needs Pulumi's packages, the runtime
+# does not).
+TEAM_COMMANDS = {
+    "validate": ("infra.validate", "check every team spec (or those named) and the platform's catalogue"),
+    "plan": ("infra.plan", "what a team's stack declares, under Pulumi's mocks (no cloud)"),
+    "codeowners": ("infra.codeowners", "write or check .github/CODEOWNERS from the specs"),
+    "inventory": ("infra.inventory_export", "a team stack's Ansible inventory from its outputs"),
+}
+GROUPS = {
+    "lab": ("lab.cli", "the lab: every server of the platform on this machine (up, status, down)"),
+    "drill": ("chaos.cli", "chaos and failover drills on the lab: list, validate, plan, run, history"),
+    "faults": ("chaos.faults.cli", "one fault on the lab: inject it, keep it, undo it"),
+    "load": ("loadtest.__main__", "traffic for drills: generate, produce at a rate, record, replay"),
+    "protos": ("protos.__main__", "schemas: compile, check compatibility, list versions, show a message"),
+    "team": (TEAM_COMMANDS, "a team's platform spec: validate, plan, codeowners, inventory"),
+    "bench": ("bench.__main__", "throughput of the hot paths against the machine's limits"),
+}
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("daggers")
+    except PackageNotFoundError:      # a checkout run without installing it
+        return "unknown"
+
+
+def _group(path: list[str], target, argv: list[str]) -> int:
+    """`dagger <path...> argv`: a module's main under its dagger name, or one more level of groups."""
+    import importlib
+
+    if argv[:1] == ["--version"]:
+        print(f"dagger {version()}")
+        return 0
+    prog = "dagger " + " ".join(path)
+    if isinstance(target, str):
+        return importlib.import_module(target).main(argv, prog=prog)
+    if argv and argv[0] in target:
+        return _group([*path, argv[0]], target[argv[0]][0], argv[1:])
+    asked = argv[:1] in (["-h"], ["--help"])
+    print(f"usage: {prog} {{{','.join(target)}}} ...\n\n{GROUPS[path[0]][1]}:\n"
+          + "".join(f"  {c:<11} {h}\n" for c, (_, h) in target.items()),
+          file=sys.stdout if asked else sys.stderr, end="")
+    return 0 if asked else EXIT_USER_ERROR
+
+
+@survives_closed_pipe
 def main(argv: list[str] | None = None, *, warm: bool = True) -> int:
     """warm=False: run here even when a warm process answers (the warm process itself)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in GROUPS:
+        return _group(argv[:1], GROUPS[argv[0]][0], argv[1:])
     args = build_parser().parse_args(argv)
     if warm and uses_warm(args):
         from .warm.client import forward

@@ -78,6 +78,7 @@ class Rehearsal:
 def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool = False) -> Rehearsal | None:
     """Start the rehearsal (None, said on `out`, when it cannot start); `oldest`: on the oldest
     records the topics keep (when the last minutes have none)."""
+    from .callbacks import authenticate_callbacks
     from .run import build_query
     from .sinks.base import Sink
 
@@ -102,6 +103,8 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool
     folder = None
     try:
         # beside the real checkpoint, in the dagger's folder: reachable from every executor
+        # its foreachBatch function is served to the JVM like the job's: behind the driver's token
+        authenticate_callbacks(spark)
         folder = Path(tempfile.mkdtemp(prefix=".rehearsal-", dir=checkpoint_root.parent))
         session = spark.newSession()
         results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,

@@ -34,6 +34,23 @@ def java_strings(spark, values) -> object:
     return out
 
 
+_CONSTANT_ARRAYS: dict[int, tuple] = {}
+
+
+def _constant_arrays(spark) -> tuple:
+    """The allowed functions' and the runtime UDFs' String[] (over four hundred names), made once
+    per JVM: element by element they were a Py4J round trip each, twice per check. The guard only
+    reads them."""
+    gateway = spark.sparkContext._gateway
+    known = _CONSTANT_ARRAYS.get(id(gateway))
+    if known is None or known[0] is not gateway:
+        known = (gateway, java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)),
+                 java_strings(spark, runtime_udfs()))
+        _CONSTANT_ARRAYS.clear()
+        _CONSTANT_ARRAYS[id(gateway)] = known
+    return known[1], known[2]
+
+
 def _raise(refusals, translation) -> None:
     if refusals:
         first, rest = refusals[0], refusals[1:]
@@ -42,8 +59,7 @@ def _raise(refusals, translation) -> None:
 
 
 def _arguments(spark, translation, tables):
-    return (java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)), java_strings(spark, runtime_udfs()),
-            java_strings(spark, sorted(tables)))
+    return (*_constant_arrays(spark), java_strings(spark, sorted(tables)))
 
 
 def check_parsed(spark, translation, tables) -> None:

@@ -45,4 +45,18 @@ def main() -> None:
         pulumi.export(name, value)
 
 
+def _outside_pulumi() -> int:
+    """`python -m infra` run by hand: this module is a Pulumi program, which only Pulumi's engine
+    (or its mocks, in the tests) can run. Say so instead of failing on a stack named `stack`."""
+    print(__doc__)
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        return 0
+    print("python -m infra: this is the Pulumi program of project `daggers`; run it with `pulumi preview` or "
+          "`pulumi up -s <stack>` in infra/ (`dagger team plan SPEC` shows a team's stack without a cloud)",
+          file=sys.stderr)
+    return 2
+
+
+if pulumi.runtime.settings.get_monitor() is None:
+    sys.exit(_outside_pulumi())
 main()

@@ -18,6 +18,8 @@ import difflib
 import sys
 from pathlib import Path
 
+from dagger_runtime.closed_pipe import survives_closed_pipe
+
 from . import spec, topics
 
 PLATFORM_OWNER = "@gojek/data-platform"
@@ -83,8 +85,9 @@ def render(specs: list[spec.TeamSpec], platform: spec.Platform | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.codeowners", description=__doc__.splitlines()[0])
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m infra.codeowners") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is stale; write nothing")
     parser.add_argument("--output", type=Path, default=CODEOWNERS_PATH, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

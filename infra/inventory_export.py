@@ -34,8 +34,8 @@ def stack_outputs(team: str) -> dict | None:
     return json.loads(stdout.getvalue())["outputs"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.inventory_export", description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.inventory_export") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="directory to write <stack>.json into (created)")
     parser.add_argument("teams", nargs="*", metavar="TEAM", help="team stacks to export (default: every team)")
     args = parser.parse_args(argv)

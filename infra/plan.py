@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from dagger_runtime.closed_pipe import survives_closed_pipe  # noqa: E402
+
 from .spec import SpecError, TeamSpec, load, load_platform  # noqa: E402
 from .yaml_lines import printable  # noqa: E402
 
@@ -264,8 +266,9 @@ def as_table(spec: TeamSpec, project: str, declared: Sequence, outputs: dict) ->
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.plan", description=__doc__.split("\n\n")[0])
+@survives_closed_pipe
+def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", type=Path, help="a team spec, infra/teams/<team>.yaml")
     parser.add_argument("--json", action="store_true", help="print JSON (every input, secrets redacted)")
     args = parser.parse_args(argv)

@@ -187,6 +187,13 @@ def load_platform(path: Path = PLATFORM_PATH) -> Platform:
                                    topics.parse_catalogue(name, c.get("topics"), restricted),
                                    str(ipaddress.IPv4Network(c["network_range"], strict=True)))
                 for name, c in raw["kafka_clusters"].items()}
+    described = [t for c in clusters.values() for t in c.topics if t.message]
+    if described:
+        from protos import registry as protos_registry
+
+        wrong = topics.message_problems(described, protos_registry.load())
+        if wrong:
+            raise topics.CatalogueError("; ".join(wrong))
     return Platform(raw["project"], raw["region"], raw["network"], ipaddress.IPv4Network(raw["network_range"]),
                     raw["gke_cluster"], clusters)
 

@@ -50,7 +50,11 @@ CRITICALITIES = ("critical", "standard", "low")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 # owners and readers are team names: dagger_runtime.names.TEAM_NAME (imported above), the one rule
 CONTACT = re.compile(r"@[A-Za-z0-9-]+(/[A-Za-z0-9._-]+)?|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[a-z]{2,}")
-ENTRY_KEYS = {"name", "prefix", "owner", "sensitivity", "criticality", "contact", "readers", "description"}
+ENTRY_KEYS = {"name", "prefix", "owner", "sensitivity", "criticality", "contact", "readers", "description",
+              "message", "event_time"}
+# a protobuf message's full name and a field's name (protobuf's own identifier rules)
+MESSAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_PATTERN = 1000
 
 
@@ -70,6 +74,8 @@ class Topic:
     contact: str
     readers: tuple[str, ...] = ()
     description: str = ""
+    message: str | None = None       # the protobuf message its values hold (a full name in protos/)
+    event_time: str | None = None    # that message's event-time field (a Timestamp)
 
     @property
     def label(self) -> str:
@@ -152,8 +158,14 @@ def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence
             raise CatalogueError(f"{where}: owner and readers are team names")
         if not isinstance(e.get("contact"), str) or not CONTACT.fullmatch(e["contact"]):
             raise CatalogueError(f"{where}: contact is a GitHub @user, @org/team or an email address")
+        message, event_time = e.get("message"), e.get("event_time")
+        if message is not None and not (isinstance(message, str) and MESSAGE_NAME.fullmatch(message)):
+            raise CatalogueError(f"{where}: message is a protobuf message's full name (package.Message), not {message!a}")
+        if event_time is not None and (message is None or not isinstance(event_time, str)
+                                       or not FIELD_NAME.fullmatch(event_time)):
+            raise CatalogueError(f"{where}: event_time names a field of the entry's message (and needs message)")
         out.append(Topic(cluster, value, "prefix" in e, e["owner"], e["sensitivity"], e["criticality"],
-                         e["contact"], tuple(readers), str(e.get("description", ""))))
+                         e["contact"], tuple(readers), str(e.get("description", "")), message, event_time))
     labels = [t.label for t in out]
     if len(set(labels)) != len(labels):
         raise CatalogueError(f"kafka_clusters.{cluster}.topics: an entry is listed twice")
@@ -163,6 +175,27 @@ def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence
         raise CatalogueError(f"{stray[0]}: grants a topic that is not a restricted entry of {cluster}'s catalogue "
                              "(infra/platform.yaml): remove it, or fix its path")
     return tuple(out)
+
+
+def message_problems(entries: Iterable[Topic], descriptor_set) -> list[str]:
+    """Each entry's message must be in the descriptor set (protos/) and its event_time a
+    google.protobuf.Timestamp field of it: the portal shows analysts these fields, and a dagger
+    reading the topic takes its rowtime from that field."""
+    problems = []
+    known = set(descriptor_set.messages())
+    for t in entries:
+        if t.message is None:
+            continue
+        where = f"kafka_clusters.{t.cluster}.topics {t.label}"
+        if t.message not in known:
+            problems.append(f"{where}: message {t.message} is not in the protobuf descriptor set (protos/)")
+            continue
+        if t.event_time is None:
+            continue
+        field = descriptor_set.message_descriptor(t.message).fields_by_name.get(t.event_time)
+        if field is None or field.message_type is None or field.message_type.full_name != "google.protobuf.Timestamp":
+            problems.append(f"{where}: event_time {t.event_time} is not a google.protobuf.Timestamp field of {t.message}")
+    return problems
 
 
 # -- the catalogue and the teams' own names ------------------------------------------------------------

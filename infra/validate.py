@@ -4,16 +4,20 @@ Each file is checked against the schema and the platform (infra/spec.py), agains
 platform team grants the team (infra/grants/<team>.yaml: tier, quota ceilings, Kafka clusters;
 infra/grants.py), then against every other team for overlapping ranges and duplicate names, so a
 pull request that adds one team is checked against all the teams already there. Every problem is
-printed, one a line, naming the file, the line and the field; the exit status is 1 if there was
+printed, one a line, naming the file, the line and the field; the exit status is 2 if there was
 any, else 0 with one line per team.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import yaml
+
+from dagger_runtime import exit_codes
+from dagger_runtime.closed_pipe import survives_closed_pipe
 
 from . import grants, spec, topics
 from .yaml_lines import printable
@@ -104,10 +108,20 @@ def summary(s: spec.TeamSpec) -> str:
             f"{' (mirrored: ' + ', '.join(mirrored) + ')' if mirrored else ''}, owners {' '.join(s.owners)}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.validate", description=__doc__.splitlines()[0])
+def as_json(s: spec.TeamSpec) -> dict:
+    return {"team": s.name, "source": str(s.source), "tier": s.tier, "flavour": s.spark.flavour,
+            "workers": s.spark.workers, "worker_cores": s.spark.worker_cores,
+            "worker_memory_gb": s.spark.worker_memory_gb, "cidr": str(s.cidr), "region": s.region,
+            "kafka": [{"cluster": k.cluster, "mirrored": k.mirrored} for k in s.kafka], "owners": list(s.owners)}
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path,
                         help="team specs to validate (default: every infra/teams/*.yaml)")
+    parser.add_argument("--json", action="store_true",
+                        help="print {valid, problems, teams} as JSON (ASCII: no spec text can print a line of its own)")
     args = parser.parse_args(argv)
     # What is printed goes to CI's log and the pull request's comment: each problem quotes the spec's
     # text itself (yaml_lines.shown), and every line goes out through printable() as well, so no
@@ -116,13 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs, problems = validate(args.files or None)
     except topics.CatalogueError as e:      # platform.yaml or a restricted topic's grant file
-        print(printable(f"the platform's topic catalogue is invalid, so no spec can be checked: {e}"))
-        return 1
+        problems, specs = [f"the platform's topic catalogue is invalid, so no spec can be checked: {e}"], []
+        if not args.json:
+            print(printable(problems[0]))
+            return exit_codes.REFUSED
+    if args.json:
+        print(json.dumps({"valid": not problems, "problems": problems,
+                          "teams": [] if problems else [as_json(s) for s in specs]}, indent=2, ensure_ascii=True))
+        return exit_codes.REFUSED if problems else exit_codes.OK
     for problem in problems:
         print(printable(problem))
     if problems:
         print(f"{len(problems)} problem(s) in the team specs", file=sys.stderr)
-        return 1
+        return exit_codes.REFUSED
     for s in specs:
         print(printable(summary(s)))
     return 0

@@ -104,10 +104,14 @@ def _team(team: str) -> str:
     return check_team(team)
 
 
-def _sink_secret(server: str, name: str, lab: Path | None) -> str:
+def _sink_path(server: str, name: str, lab: Path | None) -> Path:
     if not _NAME.fullmatch(name):
         raise ValueError(f"not a {server} user name: {name!r}")
-    path = (lab or lab_dir()) / "secrets" / server / f"{name}.password"
+    return (lab or lab_dir()) / "secrets" / server / f"{name}.password"
+
+
+def _sink_secret(server: str, name: str, lab: Path | None) -> str:
+    path = _sink_path(server, name, lab)
     try:
         return path.read_text().strip()
     except FileNotFoundError:
@@ -220,3 +224,12 @@ def portal_client_secret(lab: Path | None = None) -> str:
         return path.read_text().strip()
     except FileNotFoundError:
         raise NoCredential(f"no client secret for {PORTAL_CLIENT} ({path}): is the lab up?") from None
+
+
+def team_secret_files(team: str, lab: Path | None = None) -> dict[str, Path]:
+    """{variable: file} of the team's Kafka, PostgreSQL and InfluxDB passwords, as a deploy
+    tool (the portal) is given them."""
+    user = sink_user(team)
+    return {team_secret_env(team): _secret(team_principal(team), "primary", ".password", lab),
+            pg_secret_env(team): _sink_path("postgresql", user, lab),
+            influx_secret_env(team): _sink_path("influxdb", user, lab)}

@@ -20,6 +20,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dagger_runtime.closed_pipe import survives_closed_pipe
+
 REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "playbooks"
 INVENTORY = PLAYBOOKS / "inventories" / "lab" / "hosts.yml"
@@ -176,8 +178,9 @@ def show_status(found: list[Component], out=sys.stdout) -> None:
     Console(file=out).print(table)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__.split("\n\n")[0],
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True)

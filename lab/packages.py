@@ -22,6 +22,8 @@ PACKAGES = {
     "prometheus": lambda: shutil.which("promtool"),
     # runs the pull-request workflow's github-script verdict in tests/test_infra_pr_flow.py
     "nodejs": lambda: shutil.which("node"),
+    # builds the portal's map (portal/web: Leaflet and its basemap from npm, bundled by esbuild)
+    "npm": lambda: shutil.which("npm"),
     # renders the drills' HTML reports headless (chaos/browser.py, the browser tests in
     # tests/test_chaos_report.py) and takes the README's screenshot of one
     "chromium": lambda: shutil.which("chromium"),

@@ -4,12 +4,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dagger_runtime.closed_pipe import survives_closed_pipe
 
-def main(argv: list[str] | None = None) -> int:
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int:
     from . import producer, recording, shapes
 
     parser = argparse.ArgumentParser(
-        prog="python -m loadtest",
+        prog=prog,
         description="Kafka load for drills: generated protobuf traffic with a ledger of every delivery, "
                     "recordings and their replay, locust load shapes.",
         epilog="locust runs the shapes: .venv/bin/locust -f loadtest/locustfile.py --help")

@@ -13,6 +13,8 @@ from dagger_runtime.errors import DaggerError
 # http only on loopback (the lab); https anywhere else
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+_BOOTSTRAP = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}:[0-9]{1,5}(,[A-Za-z0-9][A-Za-z0-9.-]{0,252}:[0-9]{1,5})*")
 
 
 def _url(value: str, what: str) -> str:
@@ -49,13 +51,38 @@ class PortalConfig:
     registry_url: str
     clusters_dir: str | None = None
     grants_dir: str | None = None
+    # where new daggers read and write (portal.drafts.Servers); no Kafka: no creating in the portal
+    kafka: str | None = None
+    influx_url: str | None = None
+    postgres: tuple[str, int] | None = None
+    # the platform's Prometheus, for the daggers' charts and alerts (none: the pages show neither)
+    prometheus_url: str | None = None
+    prometheus_user: str | None = None
+    prometheus_password: str | None = None
 
     @classmethod
     def load(cls, *, url: str, issuer: str, client_id: str, client_secret_file: str, session_key_file: str,
-             registry_url: str, clusters_dir: str | None = None, grants_dir: str | None = None) -> PortalConfig:
+             registry_url: str, clusters_dir: str | None = None, grants_dir: str | None = None,
+             kafka: str | None = None, influx_url: str | None = None, postgres: str | None = None,
+             prometheus_url: str | None = None, prometheus_user: str | None = None,
+             prometheus_password_file: str | None = None) -> PortalConfig:
         if not _CLIENT_ID.fullmatch(client_id or ""):
             raise DaggerError(f"client id {client_id!r}: letters, digits, '.', '_' and '-'")
+        if kafka is not None and not _BOOTSTRAP.fullmatch(kafka):
+            raise DaggerError(f"Kafka's bootstrap servers {kafka!r}: HOST:PORT[,HOST:PORT...]")
+        pg = None
+        if postgres is not None:
+            host, _, port = postgres.rpartition(":")
+            if not _HOST.fullmatch(host) or not port.isdigit() or not 0 < int(port) < 65536:
+                raise DaggerError(f"PostgreSQL {postgres!r}: HOST:PORT")
+            pg = (host, int(port))
         return cls(url=_url(url, "the portal's URL"), issuer=_url(issuer, "the issuer"), client_id=client_id,
                    client_secret=_secret(client_secret_file, "client secret", min_length=24),
                    session_key=_secret(session_key_file, "session key", min_length=32),
-                   registry_url=registry_url, clusters_dir=clusters_dir, grants_dir=grants_dir)
+                   registry_url=registry_url, clusters_dir=clusters_dir, grants_dir=grants_dir,
+                   kafka=kafka, influx_url=None if influx_url is None else _url(influx_url, "InfluxDB's URL"),
+                   postgres=pg,
+                   prometheus_url=None if prometheus_url is None else _url(prometheus_url, "Prometheus's URL"),
+                   prometheus_user=prometheus_user,
+                   prometheus_password=None if prometheus_password_file is None else _secret(
+                       prometheus_password_file, "Prometheus password", min_length=16))

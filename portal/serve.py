@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-DEFAULT_THREADS = 8
+DEFAULT_THREADS = 32      # checks wait their turn for the one warm Spark: pages must not wait behind them
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -27,6 +27,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the key signing the session cookies (mode 0600); made if missing")
     p.add_argument("--registry", metavar="URL", help="the registry database, or @FILE (as for dagger status)")
     p.add_argument("--clusters", metavar="DIR", help="the directory of cluster definitions (as for dagger status)")
+    p.add_argument("--kafka", metavar="HOST:PORT[,...]",
+                   help="the Kafka bootstrap servers of the catalogue's topics, for daggers created in the portal "
+                        "(without it the portal shows and changes daggers but creates none)")
+    p.add_argument("--influx", metavar="URL", help="InfluxDB, for new daggers' influx sinks (the team's own database)")
+    p.add_argument("--postgres", metavar="HOST:PORT", help="PostgreSQL, for new daggers' postgres sinks")
+    p.add_argument("--prometheus", metavar="URL", help="the platform's Prometheus, for the daggers' charts and alerts")
+    p.add_argument("--prometheus-user", metavar="USER", help="its login (basic auth)")
+    p.add_argument("--prometheus-password-file", metavar="FILE", help="its password (mode 0600)")
+    p.add_argument("--team-secrets", metavar="DIR",
+                   help="a folder (0700) of the teams' secrets new daggers are deployed and previewed with: one "
+                        "file (0600) per variable, named DAGGER_SECRET_<TEAM>__<NAME>")
+    p.add_argument("--no-workbench", action="store_true",
+                   help="start no Spark for validating drafts (creating daggers is then refused)")
     p.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                    help="the address to serve on (default 127.0.0.1:8080)")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help=f"worker threads (default {DEFAULT_THREADS})")
@@ -53,8 +66,21 @@ def main(args) -> int:
     _session_key(Path(args.session_key_file))
     config = PortalConfig.load(url=args.url, issuer=args.issuer, client_id=args.client_id,
                                client_secret_file=args.client_secret_file, session_key_file=args.session_key_file,
-                               registry_url=resolve_url(args.registry), clusters_dir=args.clusters)
-    app = create_app(config, registry=Registry(config.registry_url))
+                               registry_url=resolve_url(args.registry), clusters_dir=args.clusters,
+                               kafka=args.kafka, influx_url=args.influx, postgres=args.postgres,
+                               prometheus_url=args.prometheus, prometheus_user=args.prometheus_user,
+                               prometheus_password_file=args.prometheus_password_file)
+    bench = None
+    if config.kafka and not args.no_workbench:
+        from .workbench import Workbench
+        bench = Workbench().start()
+    # after the workbench's JVM is launched: neither it nor its Python workers hold the secrets
+    if args.team_secrets:
+        from . import team_secrets
+
+        names = team_secrets.load(args.team_secrets)
+        logging.getLogger("portal").info("holding %d team secrets", len(names))
+    app = create_app(config, registry=Registry(config.registry_url), workbench=bench)
     host, _, port = args.listen.rpartition(":")
     logging.getLogger("portal").info("serving %s on %s", config.url, args.listen)
     waitress.serve(app, host=host, port=int(port), threads=args.threads, ident="daggers-portal")

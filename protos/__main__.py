@@ -8,6 +8,7 @@ from pathlib import Path
 
 from google.protobuf.descriptor import FieldDescriptor
 
+from dagger_runtime.closed_pipe import survives_closed_pipe
 from protos import compat, registry
 from protos import compile as compiler
 from protos.errors import SchemaError
@@ -89,8 +90,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m protos", description=__doc__)
+def build_parser(prog: str = "python -m protos") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__)
     sub = p.add_subparsers(dest="command", required=True, metavar="{compile,check,list,show}")
 
     c = sub.add_parser("compile", help="compile protos/src into a new descriptor set version (make protos)")
@@ -117,8 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m protos") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         return args.func(args)
     except SchemaError as e:

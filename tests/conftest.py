@@ -30,6 +30,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "lab_env" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("lab"))
+    # the tests that take the whole lab down and up again run after every other test of the lab:
+    # a lab that does not come back then fails them alone, not every test after them
+    items.sort(key=lambda item: item.get_closest_marker("lab_last") is not None)
 
 
 @pytest.fixture(scope="session")
@@ -118,7 +121,7 @@ def lab_env(request):
     os.chmod(lab_dir, 0o711)
     env = {**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
     failed_before = request.session.testsfailed
-    up = lab(["up"], env)
+    up = lab(["up"], env, timeout=1800)     # a hang guard: 11 minutes alone, 14 beside the suite
     if up.returncode != 0:      # the lab is kept, with its logs, for the post-mortem
         lab(["down"], env)
         raise AssertionError(f"lab up failed (lab kept at {lab_dir}):\n" + up.stdout[-3000:] + up.stderr[-5000:])

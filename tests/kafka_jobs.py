@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from loadtest import traffic
 
@@ -70,18 +71,44 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
 
 def consume_all(broker, topic: str, expected: int, timeout_s: float = 30) -> list:
     """Every record of a topic (waits until `expected` arrived or the timeout passes)."""
-    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=int(timeout_s * 1000))
-    records = []
-    for record in consumer:
-        records.append(record)
-        if len(records) >= expected:
-            break
-    # anything beyond what was expected is a duplicate: read on for a moment to see it
-    more = consumer.poll(timeout_ms=2000)
-    for batch in more.values():
-        records.extend(batch)
-    consumer.close()
+    return read_topic(broker.bootstrap_servers, topic, expected, timeout_s)
+
+
+def read_topic(bootstrap_servers: str, topic: str, expected: int, timeout_s: float = 30, *,
+               enough=None, **client) -> list:
+    """Every record of a topic from its start, until `expected` arrived (or `enough(records)`
+    says so) or `timeout_s` passed, then
+    2 s more, in which anything beyond `expected` (a duplicate) would show. The partitions are
+    assigned, not subscribed to, and polled with short timeouts: a subscription without a group
+    waits on metadata that a loaded machine may deliver after an iterator's timeout, and a
+    consumer once read nothing for three minutes from a topic holding every record (kafka-python
+    3.0). A topic the job has yet to create is waited for."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False, **client)
+    records: list = []
+    try:
+        deadline = time.monotonic() + timeout_s
+        partitions = set()
+        while not partitions and time.monotonic() < deadline:
+            partitions = consumer.partitions_for_topic(topic) or set()
+            if not partitions:
+                consumer.topics()           # asks the brokers again
+                time.sleep(0.5)
+        if not partitions:
+            return records
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+        consumer.assign(assigned)
+        consumer.seek_to_beginning(*assigned)
+        enough = enough or (lambda got: len(got) >= expected)
+        while not enough(records) and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500).values():
+                records.extend(batch)
+        # anything beyond what was expected is a duplicate: read on for a moment to see it
+        more_until = time.monotonic() + 2
+        while time.monotonic() < more_until:
+            for batch in consumer.poll(timeout_ms=200).values():
+                records.extend(batch)
+    finally:
+        consumer.close()
     return records
 
 
@@ -96,8 +123,6 @@ def wait_for(what: str, check, timeout_s: float = 600, proc: subprocess.Popen | 
     """Poll check() until it returns something truthy; fail with the job's log if the time passes
     or the job exits. The time is a guard against a hung job, not a speed limit: on a loaded 2-core
     machine (the lab's JVMs on the other worker) Spark alone took over 130 s to start a driver."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = check()

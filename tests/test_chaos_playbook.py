@@ -442,7 +442,7 @@ def test_drill_list_of_a_directory_with_a_bad_playbook_fails(capsys, tmp_path):
     (tmp_path / "good.yaml").write_text((PLAYBOOKS_DIR / "sink-down.yaml").read_text())
     (tmp_path / "bad.yaml").write_text((HOSTILE / "zero-percent.yaml").read_text())
     code, out, err = run(capsys, "drill", "list", "--dir", str(tmp_path))
-    assert code == 1
+    assert code == 2
     assert "sink-down" in out and "invalid: 1 problem(s)" in out
     assert "bad.yaml:19: chaos[0].failure_percentage: 0% fails nothing" in err
 
@@ -453,7 +453,7 @@ def test_drill_validate_exit_codes(capsys):
     assert "kafka-failover: valid (cluster-down primary (all 3 brokers); 11m in all)" in out
     assert "sink-down: valid" in out
     code, out, err = run(capsys, "drill", "validate", "sink-down", str(HOSTILE / "percent-150.yaml"))
-    assert code == 1
+    assert code == 2
     assert "sink-down: valid" in out
     assert "percent-150.yaml: invalid (1 problem)" in err
     assert "tests/fixtures/hostile_playbooks/percent-150.yaml:19: chaos[0].failure_percentage: 150%" in err
@@ -469,7 +469,7 @@ def test_drill_run_dry_run_prints_the_plan(capsys):
 
 def test_drill_run_refuses_an_invalid_playbook_and_aborts_without_a_lab(capsys, tmp_path):
     code, _, err = run(capsys, "drill", "run", str(HOSTILE / "yaml-tag.yaml"), "--dry-run")
-    assert code == 1 and "yaml-tag.yaml:3: description: the YAML tag" in err
+    assert code == 2 and "yaml-tag.yaml:3: description: the YAML tag" in err
     # no lab there: the run stops before touching anything, and its report says why
     code, out, _ = run(capsys, "drill", "run", "sink-down", "--lab", str(tmp_path / "no-lab"), "--port-base", "45000",
                        "--out", str(tmp_path / "runs"))

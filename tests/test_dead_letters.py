@@ -3,9 +3,9 @@ the task (and so the micro-batch, which then is not committed) fails."""
 from __future__ import annotations
 
 import pytest
-from kafka import KafkaConsumer
 
 from dagger_runtime import dead_letters
+from tests.kafka_jobs import consume_all
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -29,10 +29,7 @@ def test_each_dead_letter_is_stored_with_its_headers_and_counted_by_kind(spark, 
     kafka_broker.create_topic("dl-ok", partitions=1)
     writer = _register(spark, "__dl_ok", "dl-ok", bootstrap_servers=kafka_broker.bootstrap_servers)
     assert [r[0] for r in spark.sql(_send_sql("__dl_ok", 10)).collect()] == [False] * 3
-    consumer = KafkaConsumer("dl-ok", bootstrap_servers=kafka_broker.bootstrap_servers, auto_offset_reset="earliest",
-                             consumer_timeout_ms=5000)
-    records = sorted(consumer, key=lambda r: r.key)
-    consumer.close()
+    records = sorted(consume_all(kafka_broker, "dl-ok", expected=3, timeout_s=60), key=lambda r: r.key)
     assert [(r.key, r.value) for r in records] == [(str(i).encode(), bytes(10)) for i in range(3)]
     assert [{k: v.decode() for k, v in r.headers} for r in records][1] == {
         "dagger.errors.topic": "src", "dagger.errors.partition": "1", "dagger.errors.offset": "1",

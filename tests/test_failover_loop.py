@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from dagger_runtime import launches
@@ -27,7 +27,7 @@ from dagger_runtime.lifecycle.state import crash_loop
 from lab import access
 from loadtest import traffic
 from protos import registry as protos
-from tests.kafka_jobs import EXAMPLES, run_cli
+from tests.kafka_jobs import EXAMPLES, read_topic, run_cli
 from tests.reference import group, s2id, window_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
@@ -181,17 +181,16 @@ def test_driver_losses_in_a_row_each_resume_and_every_window_is_written(lab):
 def read_all(lab, expected: int, timeout_s: float = 120) -> dict:
     """The sink's rows by window and key; a row written again by a batch run again after a loss
     must carry the same count (at-least-once into Kafka), never another."""
-    consumer = KafkaConsumer(lab["out"], bootstrap_servers=lab["servers"], auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=2000, **lab["login"])
-    rows, deadline = {}, time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and len(rows) < expected:
-            for record in consumer:
-                value = json.loads(record.value)
-                window = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
-                key = (window, value["tag_city_id"], value["tag_s2id"], value["tag_vehicle_type"])
-                assert rows.get(key, value["num_of_bookings"]) == value["num_of_bookings"], (key, rows[key], value)
-                rows[key] = value["num_of_bookings"]
-    finally:
-        consumer.close()
-    return rows
+    def rows_of(records) -> dict:
+        rows = {}
+        for record in records:
+            value = json.loads(record.value)
+            window = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
+            key = (window, value["tag_city_id"], value["tag_s2id"], value["tag_vehicle_type"])
+            assert rows.get(key, value["num_of_bookings"]) == value["num_of_bookings"], (key, rows[key], value)
+            rows[key] = value["num_of_bookings"]
+        return rows
+
+    records = read_topic(lab["servers"], lab["out"], expected, timeout_s,
+                         enough=lambda got: len(rows_of(got)) >= expected, **lab["login"])
+    return rows_of(records)

@@ -81,7 +81,7 @@ def test_the_cli_prints_a_hostile_field_name_quoted_on_its_problems_line(name, e
     (UnicodeEncodeError), and printed a newline, a forged OK line and ESC [2J as themselves."""
     path = FIXTURES / f"{name}.yaml"
     run = cli("infra.validate", str(path), **({"PYTHONIOENCODING": encoding} if encoding else {}))
-    assert run.returncode == 1, run.stderr.decode(errors="replace")
+    assert run.returncode == 2, run.stderr.decode(errors="replace")
     assert_no_forged_line(run.stdout)
     assert_no_forged_line(run.stderr)
     label = str(path.relative_to(REPO))
@@ -125,7 +125,7 @@ def test_no_text_of_a_spec_prints_a_line_of_its_own(where, tmp_path, capsys):
     path = tmp_path / "hostile.yaml"
     path.write_text('team: hostile\nowners: ["@gojek/x"]\ntier: experimental\nnetwork: {cidr: 10.70.136.0/24}\n'
                     f"{HOSTILE_TEXT[where]}\n")
-    assert validate.main([str(path)]) == 1
+    assert validate.main([str(path)]) == 2
     out, _ = capsys.readouterr()
     assert_no_forged_line(out.encode("utf-8", "surrogatepass"))
     lines = out.splitlines()
@@ -137,7 +137,7 @@ def test_no_text_of_a_spec_prints_a_line_of_its_own(where, tmp_path, capsys):
 def test_a_file_name_prints_quoted_too(tmp_path, capsys):
     path = tmp_path / "gro\x1b[2Jwth\nOK x.yaml"
     path.write_text('team: growth\nowners: ["@gojek/x"]\ntier: experimental\nnetwork: {cidr: 10.70.137.0/24}\n')
-    assert validate.main([str(path)]) == 1
+    assert validate.main([str(path)]) == 2
     out, _ = capsys.readouterr()
     assert_no_forged_line(out.encode())
     assert "gro\\x1b[2Jwth\\nOK x.yaml" in out

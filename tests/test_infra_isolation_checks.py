@@ -65,7 +65,7 @@ def test_validate_exits_1_while_any_committed_spec_is_broken(tmp_path, capsys, m
     monkeypatch.setattr(spec, "TEAMS_DIR", teams)
     monkeypatch.setattr(validate.validate, "__defaults__", (None, teams) + validate.validate.__defaults__[2:])
     growth = teams / "growth.yaml"
-    assert validate.main([str(growth)]) == 1
+    assert validate.main([str(growth)]) == 2
     out = capsys.readouterr().out
     assert f"{fraud}:1: (file): this team spec does not load" in out and "OK growth" not in out
 
@@ -511,7 +511,7 @@ def test_a_deep_grant_file_is_refused_before_parsing(tmp_path):
 def test_a_stray_restricted_grant_stops_validate_and_codeowners_cleanly(monkeypatch, capsys):
     stray = {"infra/topic-grants/esb-critical/name/driver-location-ping.yaml": ("growth",)}
     monkeypatch.setattr(topics, "load_restricted_readers", lambda *a: stray)
-    assert validate.main([]) == 1
+    assert validate.main([]) == 2
     assert "infra/topic-grants/esb-critical/name/driver-location-ping.yaml: grants a topic that is not a restricted " \
            "entry of esb-critical's catalogue" in capsys.readouterr().out
     assert codeowners.main(["--check"]) == 1

@@ -153,7 +153,7 @@ def test_validate_prints_every_problem_and_fails(tmp_path, capsys):
         kafka: [{cluster: nowhere}]
         """))
     missing = tmp_path / "gone.yaml"
-    assert validate.main([str(bad), str(missing)]) == 1
+    assert validate.main([str(bad), str(missing)]) == 2
     out, err = capsys.readouterr()
     # (the line, `:5:`, where the spec loader names it)
     assert re.search(rf"^{re.escape(str(bad))}(:5)?: kafka\[0\]\.cluster: unknown Kafka cluster 'nowhere'", out, re.M)
@@ -166,7 +166,7 @@ def test_validate_checks_a_changed_file_against_every_committed_team(tmp_path, c
     taken = specs[0]
     new = tmp_path / "search.yaml"
     new.write_text(f'team: search\nowners: ["@gojek/search"]\ntier: standard\nnetwork: {{cidr: {taken.cidr}}}\n')
-    assert validate.main([str(new)]) == 1
+    assert validate.main([str(new)]) == 2
     assert f"overlaps {taken.name}'s {taken.cidr}" in capsys.readouterr().out
 
 

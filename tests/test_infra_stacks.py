@@ -714,11 +714,13 @@ def test_the_team_principals_acls_are_its_grants_and_its_groups(specs, platform)
         topic("playground", "growth", "sandbox-", "PREFIXED") | topic("playground", "growth", "campaign-triggers")
         | group("playground", "growth"))
     assert _acl_rows(acls_for(specs["api-health"], platform)) == (
-        topic("logstream", "api-health", "api-gateway-log", "PREFIXED") | group("logstream", "api-health"))
+        topic("logstream", "api-health", "api-gateway-log", "PREFIXED")
+        | topic("logstream", "api-health", "p-logstream-", "PREFIXED") | group("logstream", "api-health"))
     allocations = _acl_rows(acls_for(specs["allocations"], platform))
     assert allocations == (
         topic("esb-critical", "allocations", "GO_RIDE-booking-log") | topic("esb-critical", "allocations", "GO_CAR-booking-log")
-        | topic("esb-critical", "allocations", "driver-location-ping") | group("esb-critical", "allocations")
+        | topic("esb-critical", "allocations", "driver-location-ping")
+        | topic("esb-critical", "allocations", "available-driver-location-ping") | group("esb-critical", "allocations")
         | topic("mainstream", "allocations", "booking-events-", "PREFIXED")
         | topic("mainstream", "allocations", "campaign-", "PREFIXED") | group("mainstream", "allocations"))
     # nobody but fraud reads payments; nobody reads the restricted customer or audit topics

@@ -22,6 +22,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from lab import access
+from tests.kafka_jobs import read_topic
 from tests.labrun import PORT_BASE, lab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
@@ -72,10 +73,8 @@ def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost
             producer.send(topic, key=str(i).encode(), value=f"m{i}".encode())
         producer.flush(timeout=60)      # acks=all: two of three replicas in sync are enough
         producer.close()
-        consumer = KafkaConsumer(topic, bootstrap_servers=servers, auto_offset_reset="earliest",
-                                 consumer_timeout_ms=10000, **login(lab_env))
-        assert sorted(r.value for r in consumer) == sorted(f"m{i}".encode() for i in range(30))
-        consumer.close()
+        read = read_topic(servers, topic, 30, 120, **login(lab_env))
+        assert sorted(r.value for r in read) == sorted(f"m{i}".encode() for i in range(30))
         # with a second broker gone, one replica is in sync: min.insync.replicas=2 refuses the write
         subprocess.run([*ctl, "stop", "kafka-primary-3"], check=True, capture_output=True, timeout=120)
         producer = KafkaProducer(bootstrap_servers=bootstrap(0, 1), acks="all", retries=0, request_timeout_ms=5000,
@@ -298,6 +297,7 @@ def test_status_lists_every_component_up(lab_env):
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])
 
 
+@pytest.mark.lab_last
 def test_lab_down_stops_everything_and_status_says_down(lab_env):
     pids = [c["pid"] for c in json.loads(lab(["status", "--json"], lab_env).stdout)["components"]]
     down = lab(["down"], lab_env)

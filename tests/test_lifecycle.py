@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from lab import access
 from loadtest import traffic
 from protos import registry as protos
-from tests.kafka_jobs import EXAMPLES, run_cli
+from tests.kafka_jobs import EXAMPLES, read_topic, run_cli
 from tests.reference import group, s2id, window_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
@@ -47,21 +47,13 @@ def shifted(events, minutes: int) -> list[dict]:
 
 def read_results(setup, topic: str, expected: int, timeout_s: float = 240) -> dict:
     """The sink topic's rows by (window end, city, cell, vehicle); waits for `expected` rows."""
-    consumer = KafkaConsumer(topic, bootstrap_servers=setup["servers"], auto_offset_reset="earliest",
-                             enable_auto_commit=False, consumer_timeout_ms=2000, **setup["admin"])
-    rows, deadline = {}, time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            for record in consumer:
-                value = json.loads(record.value)
-                window = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
-                key = (window, value["tag_city_id"], value["tag_s2id"], value["tag_vehicle_type"])
-                assert key not in rows, f"{topic}: {key} written twice"
-                rows[key] = value["num_of_bookings"]
-            if len(rows) >= expected:
-                break
-    finally:
-        consumer.close()
+    rows = {}
+    for record in read_topic(setup["servers"], topic, expected, timeout_s, **setup["admin"]):
+        value = json.loads(record.value)
+        window = dt.datetime.fromisoformat(value["window_timestamp"].replace("Z", "+00:00"))
+        key = (window, value["tag_city_id"], value["tag_s2id"], value["tag_vehicle_type"])
+        assert key not in rows, f"{topic}: {key} written twice"
+        rows[key] = value["num_of_bookings"]
     return rows
 
 

@@ -535,3 +535,22 @@ def test_several_daggers_are_placed_one_after_the_other_on_what_the_workers_have
     assert unplaced([(1, 1024), (2, 1024)], [2]) == []
     assert unplaced([(1, 512), (2, 1024)], [2]) == [0]
     assert unplaced([], [1]) == [0]
+
+
+def test_the_registry_never_moves_a_dagger_to_another_team_nor_deploys_a_name_twice(tmp_path):
+    """Two deploys of one name may race past the checks made before them: the registry's own
+    transaction refuses the second, and a dagger's team never changes."""
+    from dagger_runtime.errors import DaggerError
+    from dagger_runtime.lifecycle.registry import Registry
+
+    reg = Registry(f"sqlite:///{tmp_path / 'r.db'}")
+    version = dict(cluster="blue", spec="x", spec_format=".yaml", spec_digest="d" * 64, state_key="k",
+                   checkpoint="/c/v1", start="latest", actor="a", submission_id="driver-1", metrics_port=None)
+    assert reg.record_version(name="surge", team="allocations", action="deploy", new=True, **version) == 1
+    with pytest.raises(DaggerError, match="deployed meanwhile"):
+        reg.record_version(name="surge", team="allocations", action="deploy", new=True, **version)
+    with pytest.raises(DaggerError, match="belongs to another team"):
+        reg.record_version(name="surge", team="api-health", action="edit", **version)
+    assert reg.record_version(name="surge", team="allocations", action="edit", **version) == 2
+    assert reg.get("surge").team == "allocations" and len(reg.versions("surge")) == 2
+    reg.close()

@@ -411,7 +411,11 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
               "dagger driver": "dagger_runtime/driver.py",
               # Keycloak's JVM opens one loopback port of its own choosing beside its two fixed
               # ones (a Vert.x/Quarkus acceptor; see the table's Sign-in row)
-              "keycloak": "io.quarkus.bootstrap.runner.QuarkusEntryPoint"}
+              "keycloak": "io.quarkus.bootstrap.runner.QuarkusEntryPoint",
+              # the portal's warm Spark (portal/workbench.py): a local Spark behind spark.authenticate
+              # and its Py4J gateway's and callback's token (see the table's Portal row)
+              "portal spark": "spark.app.name=dagger-portal",
+              "portal py4j": " portal --url="}
     seen, unexplained = set(), []
     for process in lab_processes(lab):
         try:

@@ -13,9 +13,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "playbooks"
-sys.path.insert(0, str(PLAYBOOKS / "filter_plugins"))
-from config_writers import java_properties, supervisor_ini, systemd_exec  # noqa: E402
-from ansible.errors import AnsibleFilterError  # noqa: E402
+from ansible.errors import AnsibleFilterError
+
+from tests.filter_plugins import plugin
+
+_writers = plugin("config_writers")
+java_properties, supervisor_ini, systemd_exec = _writers.java_properties, _writers.supervisor_ini, _writers.systemd_exec
 
 BIN = Path(sys.executable).parent
 
@@ -74,7 +77,7 @@ def test_systemd_arguments_are_quoted_and_expansions_escaped():
 
 def test_the_bcrypt_hash_is_kept_while_it_matches_and_made_anew_otherwise():
     bcrypt = pytest.importorskip("bcrypt")
-    from password_hashes import bcrypt_hash
+    bcrypt_hash = plugin("password_hashes").bcrypt_hash
 
     first = bcrypt_hash("s3cret-of-32-characters-xxxxxxxx")
     assert first.startswith("$2b$12$") and bcrypt.checkpw(b"s3cret-of-32-characters-xxxxxxxx", first.encode())
@@ -89,3 +92,12 @@ def test_the_bcrypt_hash_is_kept_while_it_matches_and_made_anew_otherwise():
     for bad in ("", "x" * 73, None):
         with pytest.raises(AnsibleFilterError):
             bcrypt_hash(bad)
+
+
+def test_no_filter_plugin_is_named_like_a_project_package():
+    # a test or tool that puts filter_plugins/ on sys.path would otherwise import the plugin in the
+    # package's place (a plugin named portal.py broke every later `import portal.serve` in a worker)
+    packages = {p.parent.name for p in REPO.glob("*/__init__.py")}
+    plugins = {p.stem for p in (PLAYBOOKS / "filter_plugins").glob("*.py")}
+    assert "portal" in packages and "sign_in" in plugins
+    assert not packages & plugins

@@ -41,16 +41,23 @@ def registry(tmp_path):
     reg.close()
 
 
-@pytest.fixture
-def app(tmp_path, registry):
+def portal_app(tmp_path, registry, clusters_dir=None, **settings):
+    """The portal over `registry`, signed in by hand (_signed_in), its clusters folder empty unless given."""
+    if clusters_dir is None:
+        clusters_dir = tmp_path / "no-clusters"
+        clusters_dir.mkdir(exist_ok=True)
     config = PortalConfig.load(url="http://127.0.0.1:23080", issuer="http://127.0.0.1:23180/realms/daggers",
                                client_id="dagger-portal", client_secret_file=_secret_file(tmp_path, "s", "x" * 40),
                                session_key_file=_secret_file(tmp_path, "k", "y" * 48),
-                               registry_url=registry.where, clusters_dir=str(tmp_path / "no-clusters"))
-    (tmp_path / "no-clusters").mkdir()
+                               registry_url=registry.where, clusters_dir=str(clusters_dir), **settings)
     app = create_app(config, registry=registry)
     app.config["TESTING"] = True
     return app
+
+
+@pytest.fixture
+def app(tmp_path, registry):
+    return portal_app(tmp_path, registry)
 
 
 def _signed_in(app, *, teams=(), operator=False, user="ana", at=None):
@@ -181,6 +188,19 @@ def test_the_config_refuses_plain_http_off_loopback_and_readable_secrets(tmp_pat
         PortalConfig.load(**{**good, "client_secret_file": _secret_file(tmp_path, "short", "abc")})
     with pytest.raises(DaggerError, match="not an http"):
         PortalConfig.load(**{**good, "issuer": "https://user:pw@sso.daggers.dev/realms/daggers"})
+    # where new daggers go: each one address of its kind, nothing that reaches a command or a file
+    made = PortalConfig.load(**good, kafka="k1.daggers.dev:9092,127.0.0.1:19192", postgres="127.0.0.1:5432",
+                             influx_url="https://influx.daggers.dev")
+    assert (made.kafka, made.postgres, made.influx_url) == ("k1.daggers.dev:9092,127.0.0.1:19192", ("127.0.0.1", 5432),
+                                                          "https://influx.daggers.dev")
+    for kafka in ("k1:9092;k2:9092", "k1", "k1:9092,", " k1:9092", "k1:9092\nk2:1", "-k:1"):
+        with pytest.raises(DaggerError, match="bootstrap servers"):
+            PortalConfig.load(**good, kafka=kafka)
+    for pg in ("127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "h ost:5432", "127.0.0.1:5432/db"):
+        with pytest.raises(DaggerError, match="PostgreSQL"):
+            PortalConfig.load(**good, postgres=pg)
+    with pytest.raises(DaggerError, match="http only on loopback"):
+        PortalConfig.load(**good, influx_url="http://influx.daggers.dev")
 
 
 def _token(client, path="/daggers"):
@@ -253,3 +273,74 @@ def test_a_failed_operation_tells_a_team_a_sentence_and_an_operator_the_cause(ap
     operator = _signed_in(app, operator=True, user="operator")
     operator.post("/daggers/surge-demand/stop", data={"csrf_token": _token(operator)})
     assert "no-clusters" in operator.get("/daggers/surge-demand").get_data(as_text=True)
+
+
+def test_another_teams_dagger_cannot_be_edited_by_page_or_request(app):
+    client = _signed_in(app, teams=["allocations"])
+    token = _token(client)
+    for path in ("/daggers/api-errors/edit", "/daggers/no-such-dagger/edit"):
+        assert client.get(path).status_code == 404
+    for path in ("/api/daggers/api-errors/validate", "/api/daggers/api-errors/edit"):
+        refused = client.post(path, json={"query": "SELECT 1"}, headers={"X-CSRFToken": token})
+        assert refused.status_code == 404 and b"api-health" not in refused.data
+    # without the session's token, even its own
+    assert client.post("/api/daggers/surge-demand/edit", json={"query": "SELECT 1"}).status_code == 400
+    # its own: the query shown as text in the editor
+    page = client.get("/daggers/surge-demand/edit").get_data(as_text=True)
+    assert SCRIPT not in page and "SELECT 1 -- &lt;script&gt;" in page
+
+
+def test_only_a_platform_operator_may_fail_a_dagger_over_and_only_to_a_cluster_offered(tmp_path, registry):
+    import json
+
+    clusters = tmp_path / "clusters"
+    (clusters / "kafka").mkdir(parents=True)
+    for name, port in (("blue", 1), ("green", 2)):
+        (clusters / f"{name}.allocations.json").write_text(json.dumps({
+            "name": name, "team": "allocations", "master": f"spark://127.0.0.1:{port}",
+            "web_ui": f"http://127.0.0.1:{port}", "checkpoint_root": str(tmp_path / "cp"), "spark_home": "/nowhere",
+            "python": "/nowhere/python", "jvm_dir": "/nowhere", "spec_dir": str(tmp_path / "specs"),
+            "metrics_ports": [port * 10000, port * 10000 + 9]}))
+    for name, extra in (("primary", {}), ("mirror", {"mirror_of": {"cluster": "primary", "topic_prefix": "primary."}})):
+        (clusters / "kafka" / f"{name}.json").write_text(json.dumps(
+            {"name": name, "bootstrap_servers": "127.0.0.1:9", **extra}))
+    app = portal_app(tmp_path, registry, clusters)
+    before = (registry.get("surge-demand"), len(registry.history("surge-demand")))
+
+    analyst = _signed_in(app, teams=["allocations"])
+    page = analyst.get("/daggers/surge-demand").get_data(as_text=True)
+    assert 'id="failover"' not in page
+    refused = analyst.post("/daggers/surge-demand/failover", data={"csrf_token": _token(analyst), "to": "spark/green"})
+    assert refused.status_code == 403
+    assert (registry.get("surge-demand"), len(registry.history("surge-demand"))) == before
+
+    operator = _signed_in(app, operator=True, user="olga")
+    page = operator.get("/daggers/surge-demand").get_data(as_text=True)
+    offered = re.findall(r'<option value="([^"]+)">', page[page.index('id="failover"'):])
+    assert offered == ["spark/green", "kafka/mirror", "kafka/primary"]       # not blue, where it runs
+    token = _token(operator)
+    for target in ("spark/blue", "spark/nowhere", "kafka/../primary", "green", ""):
+        moved = operator.post("/daggers/surge-demand/failover", data={"csrf_token": token, "to": target})
+        assert moved.status_code == 303
+        assert "choose one of the clusters offered" in operator.get("/daggers/surge-demand").get_data(as_text=True)
+    assert (registry.get("surge-demand"), len(registry.history("surge-demand"))) == before
+    # a target offered: the operation itself runs (here no Spark master answers, which it says, with the cause)
+    assert operator.post("/daggers/surge-demand/failover", data={"to": "spark/green"}).status_code == 400
+    operator.post("/daggers/surge-demand/failover", data={"csrf_token": token, "to": "spark/green"})
+    said = operator.get("/daggers/surge-demand").get_data(as_text=True)
+    assert "the failover of surge-demand to spark/green did not go through: " in said
+    assert registry.get("surge-demand").cluster == "blue"
+
+
+def test_the_daggers_list_without_live_numbers_still_lists_the_teams_daggers_and_says_why(tmp_path, registry):
+    clusters = tmp_path / "broken-clusters"
+    clusters.mkdir()
+    (clusters / "blue.json").write_text("{not json")
+    app = portal_app(tmp_path, registry, clusters)
+    client = _signed_in(app, teams=["allocations"])
+    page = client.get("/daggers")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200 and 'data-dagger="surge-demand"' in text and "api-errors" not in text
+    assert "live numbers cannot be read now" in text and "blue.json" not in text     # the cause is the operators'
+    answer = client.get("/api/daggers")
+    assert answer.status_code == 503 and "api-errors" not in answer.get_data(as_text=True)

@@ -14,7 +14,7 @@ import requests
 
 from dagger_runtime.lifecycle.registry import Registry
 from lab import access
-from tests.oidc_browser import browser, submit_form, submit_login
+from lab.oidc_browser import browser, submit_form, submit_login
 
 pytestmark = [pytest.mark.e2e]
 

@@ -35,6 +35,8 @@ def test_a_rehearsal_runs_the_query_on_recent_records_and_leaves_no_trace(kafka_
 
     rehearsal = rehearse(plan, spark, checkpoint, out=out)
     assert rehearsal is not None, out.getvalue()
+    # its foreachBatch function is served behind a token, as the job's is (run.start)
+    assert spark.sparkContext._gateway.callback_server_parameters.auth_token
     # it reads what the last 15 minutes hold (fewer records than a batch's bound), finds nothing
     # more, and says it is warm
     assert rehearsal.wait(240) is True, out.getvalue()

@@ -19,7 +19,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from lab import access
-from tests.oidc_browser import browser, submit_login
+from lab.oidc_browser import browser, submit_login
 
 pytestmark = [pytest.mark.e2e]
 

@@ -3,7 +3,6 @@ teams' grants, one confidential client (the portal) on the code flow only, and e
 reaches Keycloak or a file refused unless it is of the expected shape."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,10 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "playbooks" / "filter_plugins"))
-from sign_in import keycloak_realm, operators_group, team_group  # noqa: E402
+from tests.filter_plugins import plugin
+
+_sign_in = plugin("sign_in")
+keycloak_realm, operators_group, team_group = _sign_in.keycloak_realm, _sign_in.operators_group, _sign_in.team_group
 
 OPS = "dagger-platform-operators@daggers.dev"
 SECRET = "s" * 32
@@ -91,7 +92,7 @@ def test_the_jdk_is_read_from_its_release_file_and_the_labs_keycloak_is_the_role
     import base64
     import re
 
-    from sign_in import keycloak_jdk
+    keycloak_jdk = _sign_in.keycloak_jdk
 
     def slurped(text, path="/usr/lib/jvm/temurin-25-jdk-amd64/release"):
         return {"content": base64.b64encode(text.encode()).decode(), "source": path, "item": path}
@@ -108,7 +109,7 @@ def test_the_jdk_is_read_from_its_release_file_and_the_labs_keycloak_is_the_role
 
 
 def test_a_lab_user_is_in_its_teams_groups_and_an_unknown_field_is_refused():
-    from sign_in import keycloak_user_groups
+    keycloak_user_groups = _sign_in.keycloak_user_groups
 
     assert keycloak_user_groups({"username": "allocations-analyst", "teams": ["allocations"]}) == {
         "username": "allocations-analyst", "name": None, "groups": ["dagger-allocations-owners@daggers.dev"]}

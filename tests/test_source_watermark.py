@@ -123,15 +123,27 @@ def test_a_live_dagger_closes_its_windows_on_messages_its_where_drops(kafka_brok
         assert open_windows
         produce(kafka_broker, [topic], late, message)
         wait_for("the late messages to be read", lambda: _read(running) >= len(early) + len(late))
-        time.sleep(1)
-        got = windows_written(consume_all(kafka_broker, out, expected=len(want), timeout_s=120))
+        _wait_written(running, len(want))
+        got = windows_written(consume_all(kafka_broker, out, expected=len(want), timeout_s=60))
         assert got == want
     finally:
         running.query.stop()
-        spark.streams.removeListener(running.listener)
+        for listener in running.listeners():
+            spark.streams.removeListener(listener)
         running.sink.close()
         for writer in running.writers:
             writer.close()
+
+
+def _wait_written(running, rows: int) -> None:
+    """Until the sink has stored `rows` rows: the batch that closes the last windows runs when
+    Spark next triggers, which on a loaded machine may be minutes after the records were read.
+    A query that failed fails the wait at once, with its error."""
+    def written():
+        error = running.query.exception()
+        assert error is None, f"the query failed: {error}"
+        return running.sink.stats.rows >= rows
+    wait_for(f"{rows} rows in the sink", written)
 
 
 def _read(running) -> int:
@@ -200,7 +212,8 @@ def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka
         produce(kafka_broker, [busy], second, message)
         watermark = max(e["event_timestamp"] for e in busy_events) - dt.timedelta(seconds=DELAY_S)
         want = union_windows(busy_events + quiet_events, watermark)
-        records = consume_all(kafka_broker, out_idle, expected=len(want), timeout_s=120)
+        _wait_written(running, len(want))
+        records = consume_all(kafka_broker, out_idle, expected=len(want), timeout_s=60)
         got = windows_written(records, count="bookings")
         assert got == want, log.getvalue()[-2000:]
         assert log.getvalue().count("quiet idle for 2 s") == 1, "said once per idle spell, not per heartbeat"

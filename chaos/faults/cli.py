@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from chaos.catalog import FAULT_KINDS
+from dagger_runtime.closed_pipe import survives_closed_pipe
 
 from .base import HEALTH_TIMEOUT_S, iso, parse_duration
 from .errors import FaultError, Interrupted, RollbackError
@@ -161,8 +162,9 @@ def cmd_show(args) -> int:
     return 1 if journal.active() else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m chaos.faults", description=__doc__.split("\n\n")[0],
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -193,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("journal", metavar="JOURNAL")
 
     for sub in (inject,):
-        sub.add_argument("--lab-dir", help="the lab (default $DAGGER_LAB_DIR, else <repo>/.lab)")
+        # --lab as `drill run` spells it; --lab-dir, its first spelling here, still works
+        sub.add_argument("--lab", "--lab-dir", dest="lab_dir", metavar="DIR",
+                         help="the lab (default $DAGGER_LAB_DIR, else <repo>/.lab)")
         sub.add_argument("--port-base", type=int, help="its port base (default $DAGGER_LAB_PORT_BASE, else 19000)")
     args = parser.parse_args(argv)
     # kafka-python logs every refused connection while brokers are down: the health lines say it

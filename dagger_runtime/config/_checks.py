@@ -105,9 +105,15 @@ def show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice a misspelling of `word` most likely is, if any is close enough."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = closest(word, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def to_int(value: Any) -> Any:

@@ -190,6 +190,7 @@ def _validate(draft: Draft, *, label: str, source: str) -> JobSpec:
                 found.append((draft.namer(loc), message))
 
     if found or job is None:
+        found = _with_misspellings(found, draft)
         # the query's own refusals beside the config's problems: both fixed in one go
         if not _under(("sql",), claimed):
             found += [(draft.namer(("sql",)), m) for m in _sql_problems(draft.data)]
@@ -197,6 +198,23 @@ def _validate(draft: Draft, *, label: str, source: str) -> JobSpec:
         ordered = sorted(unique, key=lambda item: line_of(item[0], draft.lines) or float("inf"))
         raise ConfigError([_render(label, path, message, draft.lines) for path, message in ordered], source=source)
     return job
+
+
+def _with_misspellings(found: list[tuple[str, str]], draft: Draft) -> list[tuple[str, str]]:
+    """A required key that is missing while an unknown one close to it is there (a properties file's
+    unknown keys are only notes): the missing key's problem names the one that was meant."""
+    unknown = {path: path.rpartition(".")[2] for path, message in draft.notes if message.startswith("unknown key")}
+    out = []
+    for path, message in found:
+        if message == "is required" and unknown:
+            name = path.rpartition(".")[2]
+            close = _checks.closest(name, unknown.values())
+            if close:
+                written = next(p for p, n in unknown.items() if n == close)
+                line = line_of(written, draft.lines)
+                message += f"; {written}{f' (line {line})' if line else ''} is not a key: a misspelling of {name}?"
+        out.append((path, message))
+    return out
 
 
 def _sql_problems(data: Mapping[str, Any]) -> list[str]:

@@ -260,10 +260,15 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
         started = time.monotonic()
         driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
                                  port=port, passed_env=passed)
-        registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
-                                spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
-                                checkpoint=checkpoint, start=str(start), actor=actor, submission_id=driver,
-                                metrics_port=port, action="deploy")
+        try:
+            registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text,
+                                    spec_format=suffix, spec_digest=hashlib.sha256(text.encode()).hexdigest(),
+                                    state_key=key, checkpoint=checkpoint, start=str(start), actor=actor,
+                                    submission_id=driver, metrics_port=port, action="deploy", new=True)
+        except DaggerError:
+            # another deploy of the name won the race: this driver must not run unrecorded
+            spark_api.kill(cluster, driver)
+            raise
     _write_target(cluster, name, plan.job.team, port)
     out = Outcome()
     out.say(f"deployed {name} version {number} to {cluster.name} as {driver}")

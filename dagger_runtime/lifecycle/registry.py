@@ -231,12 +231,17 @@ class Registry:
     # --- writing -------------------------------------------------------------------------------
     def record_version(self, *, name: str, team: str | None, cluster: str, spec: str, spec_format: str,
                        spec_digest: str, state_key: str, checkpoint: str, start: str, actor: str,
-                       submission_id: str, metrics_port: int | None, action: str) -> int:
+                       submission_id: str, metrics_port: int | None, action: str, new: bool = False) -> int:
         """A deploy or an edit: a new version, the dagger's current row, an event. Returns the
-        version number."""
+        version number. Checked in the same transaction, as two deploys may race (the checks
+        before a deploy read the registry seconds earlier): a dagger never changes team, and a
+        `new` one (a first deploy) must not exist yet."""
         now = _now()
         with Session(self.engine) as s, s.begin():
             row = s.get(DaggerRow, name, with_for_update=True)
+            if row is not None and (new or row.team != team):
+                raise DaggerError(f"dagger {name} was deployed meanwhile by someone else; choose another name"
+                                  if new else f"dagger {name} belongs to another team: a dagger never changes team")
             number = (row.version + 1) if row else 1
             if row is None:
                 row = DaggerRow(name=name, created_at=now)

@@ -1,5 +1,5 @@
 """Write docs/reference/flink-conformance.md (each construct of the corpus and its recorded state)
-and the counts in README.md (between its conformance-counts marks).
+and the counts in docs/analyst/sql.md (between its conformance-counts marks).
 
     python -m tests.conformance.table            # (make conformance-table)
     python -m tests.conformance.table --check    # exit 1 if the file is not what it would write
@@ -81,7 +81,7 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "analyst" / "sql.md"     # the SQL page, which shows the counts
 MARKS = ("<!-- conformance-counts -->\n", "<!-- /conformance-counts -->")
 
 
@@ -93,7 +93,7 @@ def counts_line() -> str:
 
 
 def readme_with_counts(text: str) -> str:
-    """README's text with the counts between its two marks replaced."""
+    """The SQL page's text with the counts between its two marks replaced."""
     head, _, rest = text.partition(MARKS[0])
     _, _, tail = rest.partition(MARKS[1])
     return head + MARKS[0] + counts_line() + MARKS[1] + tail if rest else text
@@ -107,13 +107,13 @@ def main(argv=None) -> int:
     if args.check:
         readme = README.read_text()
         if not OUT.exists() or OUT.read_text() != text or readme_with_counts(readme) != readme:
-            print(f"{OUT} or README's counts are out of date: python -m tests.conformance.table", file=sys.stderr)
+            print(f"{OUT} or the SQL page's counts are out of date: python -m tests.conformance.table", file=sys.stderr)
             return 1
         return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text)
     README.write_text(readme_with_counts(README.read_text()))
-    print(f"wrote {OUT} and README's counts", file=sys.stderr)
+    print(f"wrote {OUT} and the SQL page's counts", file=sys.stderr)
     return 0
 
 

@@ -803,7 +803,14 @@ public final class ConstantGuard {
         "Spark took longer than " + (millis / 1000.0) + " s to evaluate the query's constant expressions");
   }
 
-  /** work() in a thread of its own for at most millis, else a TimeoutException saying timeout. */
+  /** How much longer than its CPU budget a check may take by the clock (a thread that waits, not computes). */
+  static final long WALL_FACTOR = 10;
+
+  /**
+   * work() in a thread of its own for at most millis of that thread's CPU time (what "cheap to
+   * compute" means: a busy machine slows the clock, not the cost), and at most WALL_FACTOR times
+   * that by the clock; else a TimeoutException saying timeout.
+   */
   @SuppressWarnings({"deprecation", "removal", "unchecked"})
   static <T> T budgeted(java.util.concurrent.Callable<T> work, long millis, String timeout) throws Exception {
     AtomicReference<Object> result = new AtomicReference<>();
@@ -815,8 +822,19 @@ public final class ConstantGuard {
       }
     }, "dagger-constant-folding");
     worker.setDaemon(true);
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    boolean cpuTimed = threads.isThreadCpuTimeSupported() && threads.isThreadCpuTimeEnabled();
+    long began = System.nanoTime();
     worker.start();
-    worker.join(millis);
+    long budgetNanos = millis * 1_000_000L;
+    while (worker.isAlive()) {
+      worker.join(Math.max(1, Math.min(millis, 50)));
+      long cpu = cpuTimed ? threads.getThreadCpuTime(worker.getId()) : -1;
+      long wall = System.nanoTime() - began;
+      if (cpu >= budgetNanos || wall >= (cpuTimed ? WALL_FACTOR : 1) * budgetNanos) {
+        break;
+      }
+    }
     if (worker.isAlive()) {
       worker.interrupt();
       try {

@@ -1,6 +1,6 @@
-"""Signing in to the lab's Keycloak from a test as a browser does: its login page's form, and a
-cookie jar that holds loopback for a secure context (Keycloak's cookies are Secure; a browser sends
-them to http://127.0.0.1, Python's cookie jar would not)."""
+"""Signing in to the lab's Keycloak from Python as a browser does (the tests, the portal's bench):
+its login page's form, and a cookie jar that holds loopback for a secure context (Keycloak's
+cookies are Secure; a browser sends them to http://127.0.0.1, Python's cookie jar would not)."""
 from __future__ import annotations
 
 import http.cookiejar
@@ -41,7 +41,8 @@ def browser() -> requests.Session:
 def submit_login(session: requests.Session, page: requests.Response, user: str, password: str) -> requests.Response:
     """Fill in and send Keycloak's login form of `page`; the response, not followed."""
     form = re.search(r'<form[^>]*id="kc-form-login"[^>]*action="([^"]+)"', page.text)
-    assert form, f"no login form on the page ({page.status_code}): {page.text[:500]}"
+    if not form:
+        raise RuntimeError(f"no login form on the page ({page.status_code}): {page.text[:500]}")
     return session.post(unescape(form.group(1)), data={"username": user, "password": password, "credentialId": ""},
                         timeout=30, allow_redirects=False)
 
@@ -49,7 +50,8 @@ def submit_login(session: requests.Session, page: requests.Response, user: str, 
 def submit_form(session: requests.Session, page: requests.Response) -> requests.Response:
     """Send the page's (first) form with its hidden fields, as a click on its button does."""
     form = re.search(r'<form[^>]*action="([^"]+)"[^>]*>(.*?)</form>', page.text, re.S)
-    assert form, f"no form on the page ({page.status_code}): {page.text[:500]}"
+    if not form:
+        raise RuntimeError(f"no form on the page ({page.status_code}): {page.text[:500]}")
     fields = dict(re.findall(r'<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"', form.group(2)))
     button = re.search(r'<(?:button|input)[^>]*type="submit"[^>]*name="([^"]+)"[^>]*value="([^"]*)"', form.group(2))
     if button:
