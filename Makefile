@@ -12,7 +12,7 @@ FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
 
 PORTAL_MAP := portal/static/build/.built
 
-.PHONY: all venv jars flink portal-map conformance conformance-table docs servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
+.PHONY: all venv jars flink portal-map conformance conformance-table docs lint servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
 all: test
 
 help:
@@ -27,6 +27,7 @@ help:
 	@echo "make flink  - fetch Apache Flink 1.20 (Maven) and build the conformance suite's runner"
 	@echo "make conformance - every case of the Flink conformance corpus on Flink and on ours"
 	@echo "make conformance-table - regenerate docs/reference/flink-conformance.md from the corpus"
+	@echo "make lint   - ruff over the Python (the rules: pyproject.toml [tool.ruff]); also in make test"
 	@echo "make docs   - build the manual (docs/, mkdocs.yml) into .site/, strict: a broken link fails"
 	@echo "make lab-up / lab-status / lab-down - the lab on this machine, through playbooks/ (DAGGER_LAB_DIR, default .lab)"
 	@echo "make plan TEAM=name - the resources a team's stack declares (Pulumi mocks, no cloud)"
@@ -99,6 +100,9 @@ conformance: venv jars flink
 
 conformance-table: venv
 	$(PY) -m tests.conformance.table
+
+lint: venv
+	$(PY) -m ruff check .
 
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

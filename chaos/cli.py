@@ -20,8 +20,8 @@ from pathlib import Path
 from dagger_runtime import exit_codes
 from dagger_runtime.closed_pipe import survives_closed_pipe
 
-from .runs import RUNS_DIR
 from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
+from .runs import RUNS_DIR
 
 EXIT_INVALID = exit_codes.REFUSED
 EXIT_FAIL = exit_codes.DRILL_FAILED
@@ -207,7 +207,7 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_history(args) -> int:
-    from .history import main as history_main      # matplotlib: only when it is asked for
+    from .history import main as history_main  # matplotlib: only when it is asked for
 
     return history_main(args.rest)
 

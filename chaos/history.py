@@ -29,8 +29,8 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from chaos.runs import RUNS_DIR
 from chaos.report_model import Report, iso, load_report, parse_report
+from chaos.runs import RUNS_DIR
 from dagger_runtime.closed_pipe import survives_closed_pipe
 
 HISTORY = "history.jsonl"

@@ -25,8 +25,8 @@ from typing import Any, Iterable
 
 import matplotlib
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from chaos.catalog import BY_NAME as FAULT_KINDS
@@ -254,7 +254,7 @@ def timeline_figure(report: Report) -> tuple[Figure, str] | None:
         fig = Figure(figsize=(11, 0.7 + 1.75 * len(panels)), layout="constrained")
         axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
         handles: list[Any] = []
-        for p, (ax, (name, series, ylabel)) in enumerate(zip(axes, panels)):
+        for p, (ax, (_name, series, ylabel)) in enumerate(zip(axes, panels)):
             for s, label, scale in series:
                 (line,) = ax.plot(x, _nan(tl.series(s), scale), color=SERIES_COLOURS[s], lw=1.4, label=label,
                                   marker="o" if len(x) < 30 else None, ms=2.5)
@@ -318,7 +318,7 @@ def rto_figure(case: Case, slug: str) -> Figure:
         fig = Figure(figsize=(5.4, 1.25), layout="constrained")
         ax = fig.subplots()
         left = 0.0
-        for j, (name, sec) in enumerate(steps):
+        for j, (_name, sec) in enumerate(steps):
             colour = STEP_COLOURS[j % len(STEP_COLOURS)]
             bar = ax.barh(0, sec, left=left, height=0.55, color=colour, edgecolor="white", lw=1)
             bar.patches[0].set_gid(f"step-{j}")

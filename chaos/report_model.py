@@ -32,8 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from chaos.catalog import BY_NAME as FAULT_KINDS
 
@@ -378,7 +377,7 @@ class Report(_Strict):
                 at = getattr(f, attr)
                 if at is not None and not start <= at <= end:
                     problems.append(f"faults[{i}] ({f.name}): {attr} {iso(at)} is outside {window}")
-        for i, e in enumerate(self.events):
+        for e in self.events:
             if not start <= e.at <= end:
                 problems.append(f"events ({e.kind} {e.text!r}): at {iso(e.at)} is outside {window}")
         if self.timeline.t:

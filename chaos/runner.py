@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 import yaml
 
-from .playbook import REPO, Playbook
 from .plan import Step, plan
+from .playbook import REPO, Playbook
 
 # how long the verdict waits for the sink to hold every window the fed messages close
 VERIFY_WAIT_S = 150.0
@@ -1044,9 +1044,9 @@ class DrillRun:
 
     def write_report(self, cases: list[dict] | None = None) -> Path:
         from . import history
+        from .probes import evaluate
         from .report_html import write_html
         from .report_model import dump_report, parse_report
-        from .probes import evaluate
 
         cases = cases or []
         ended = time.time()

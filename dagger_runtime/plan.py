@@ -43,7 +43,7 @@ def load_descriptor_set(job):
     urls = ",".join(job.schema.stencil_urls) if job.schema.stencil_urls else None
     try:
         return registry.load(urls, job.schema.version)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a set that cannot be fetched or read, whatever the cause, refuses the job
         raise DaggerError(f"schema: {e}") from None
 
 

@@ -362,7 +362,7 @@ def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_fa
         heartbeats.prepare()
     results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms,
                                          heartbeats.directories if heartbeats else None, checkpoint=checkpoint)
-    for i, stream in enumerate(plan.job.streams):
+    for stream in plan.job.streams:
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
             print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "

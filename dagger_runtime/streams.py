@@ -64,7 +64,7 @@ def plan_streams(job, descriptor_set) -> list[StreamPlan]:
                               "Schema is not supported yet")
         try:
             descriptor = descriptor_set.message_descriptor(stream.proto_class)
-        except Exception as e:  # SchemaError names the message and close matches
+        except Exception as e:  # noqa: BLE001 - SchemaError names the message and close matches
             raise DaggerError(f"{where}: {e}") from None
         field = resolve_event_time(stream, descriptor, where)
         if job.rowtime_attribute in descriptor.fields_by_name:

@@ -11,8 +11,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from .components.spark import (DAEMONSET_CPU_M, DAEMONSET_MEMORY_MI, MASTER_CPU_M, MASTER_MEMORY_MI, SPARE_NODES,
-                               WORKER_OVERHEAD_MI, gke_allocatable, worker_pod_resources)
+from .components.spark import (
+    DAEMONSET_CPU_M,
+    DAEMONSET_MEMORY_MI,
+    MASTER_CPU_M,
+    MASTER_MEMORY_MI,
+    SPARE_NODES,
+    WORKER_OVERHEAD_MI,
+    gke_allocatable,
+    worker_pod_resources,
+)
 from .tiers import CEILINGS, MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_MM2_CPU, MIRROR_MM2_MEMORY_GB
 
 # Spark refuses an executor under 450 MiB (1.5 x its 300 MiB reserve); a worker that cannot offer

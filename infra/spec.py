@@ -25,8 +25,15 @@ from dagger_runtime.names import team_problem
 
 from . import sizing, spec_file, topic_quota, topics
 from .policy.rules import gcp_name_limits, reserved_name_problem
-from .tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
-                    MIRROR_MM2_MEMORY_GB, SIZES, TIERS)
+from .tiers import (
+    MIRROR_BROKER_CPU,
+    MIRROR_BROKER_MEMORY_GB,
+    MIRROR_BROKERS,
+    MIRROR_MM2_CPU,
+    MIRROR_MM2_MEMORY_GB,
+    SIZES,
+    TIERS,
+)
 from .yaml_lines import Document, Problems, line_of, printable, shown
 from .yaml_lines import read_yaml as _read_yaml
 
@@ -335,7 +342,7 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
                  f"kafka[{i}].topics" if j < 0 else f"kafka[{i}].topics[{j}]")
         problems.add(where, message)
     kafka = []
-    for i, (c, mirrored, patterns) in enumerate(reads):
+    for c, mirrored, patterns in reads:
         # reaches only of a spec whose patterns all passed (a refused one never gets there: no Java)
         clean = c in catalogues and not pattern_problems
         reaches = tuple(t.label for t in topics.reached_entries(name, c, patterns, catalogues[c])) if clean else ()

@@ -21,10 +21,25 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from . import grants, kafka_access, platform_stack
-from .components import (CheckpointBucket, CheckpointBucketArgs, GkePlacement, KafkaMirror, KafkaMirrorArgs,
-                         MirrorOnGke, MirrorOnVms, NamespaceIsolation, Quota, SparkCluster, SparkClusterArgs,
-                         TeamIdentity, TeamIdentityArgs, TeamNetwork, TeamNetworkArgs, VmPlacement,
-                         WorkloadIdentity)
+from .components import (
+    CheckpointBucket,
+    CheckpointBucketArgs,
+    GkePlacement,
+    KafkaMirror,
+    KafkaMirrorArgs,
+    MirrorOnGke,
+    MirrorOnVms,
+    NamespaceIsolation,
+    Quota,
+    SparkCluster,
+    SparkClusterArgs,
+    TeamIdentity,
+    TeamIdentityArgs,
+    TeamNetwork,
+    TeamNetworkArgs,
+    VmPlacement,
+    WorkloadIdentity,
+)
 from .components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, component_type, merge_inventories
 from .spec import Platform, TeamSpec
 from .tiers import MIRROR_BROKERS

@@ -231,7 +231,7 @@ class _Parser:
                 "the flag would change every pattern after it (case, comments); only ( ) and (?: ) group")
 
     def quantifier(self, atom: _Part, start: int) -> None:
-        ch, at = self.peek(), self.i
+        ch = self.peek()
         if ch not in ("*", "+", "?", "{"):
             return
         many = ch != "?"

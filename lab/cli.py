@@ -78,7 +78,6 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
            "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"), "ANSIBLE_FILTER_PLUGINS": str(PLAYBOOKS / "filter_plugins")}
     if os.environ.get("DAGGER_LAB_PORT_BASE"):
         env["DAGGER_LAB_PORT_BASE"] = os.environ["DAGGER_LAB_PORT_BASE"]
-    status = None
     live = console.is_terminal and not quiet
     cm = console.status(f"{playbook}: starting") if live else _Nothing()
     with cm as status:

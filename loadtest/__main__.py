@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
         return commands[args.command][1](args)
     except (SettingsError, SchemaError, HintError, RecordingError, ShapeError) as e:
         # what the user gave is wrong: say what and where, without a traceback
-        print(f"python -m loadtest {args.command}: {e}", file=sys.stderr)
+        print(f"{prog} {args.command}: {e}", file=sys.stderr)
         return 2
 
 

@@ -6,7 +6,7 @@ writes the pool over and over in the JVM, each copy moved later in event time by
 ordered stretch of traffic and a dagger over it closes its windows as it would live. Keys are the
 pool position and the copy, so they stay distinct.
 
-    python -m loadtest.feeder BOOTSTRAP TOPIC -n 2000000
+    python -m loadtest.feeder -b BOOTSTRAP TOPIC -n 2000000
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from . import traffic
+from .settings import add_bootstrap_argument
 
 POOL = 100_000
 
@@ -74,7 +75,7 @@ def feed(spark, bootstrap_servers: str, topic: str, messages: int, *, minutes_pe
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m loadtest.feeder", description=__doc__.split("\n\n")[0])
-    p.add_argument("bootstrap_servers", help="host:port of the Kafka cluster")
+    add_bootstrap_argument(p)
     p.add_argument("topic", help="an existing topic")
     p.add_argument("-n", "--messages", type=int, default=1_000_000, help="how many (default 1000000)")
     p.add_argument("--minutes-per-pool", type=int, default=10, help="event-time span of each copy of the pool")

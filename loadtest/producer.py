@@ -1,6 +1,6 @@
 """Generated messages to Kafka at a steady rate, each delivery accounted for in a Ledger.
 
-    python -m loadtest produce 127.0.0.1:9092 GO_RIDE-booking-log --message BookingLogMessage \\
+    dagger load produce -b 127.0.0.1:9092 GO_RIDE-booking-log --message BookingLogMessage \\
         --rate 500 --duration 60 --key driver_id --hints hints.json --ledger run.parquet
 
 The producer is kafka-python's with acks=all and idempotence (no duplicates from its own
@@ -316,9 +316,9 @@ def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, 
 # ----------------------------------------------------------------------------- command line
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .settings import add_client_arguments, add_schema_arguments
+    from .settings import add_bootstrap_argument, add_client_arguments, add_schema_arguments
 
-    p.add_argument("bootstrap_servers", help="host:port[,host:port...] of the Kafka cluster")
+    add_bootstrap_argument(p)
     p.add_argument("topics", nargs="+", metavar="TOPIC", help="topic(s) to write, round-robin")
     p.add_argument("-m", "--message", required=True,
                    help="protobuf message name, full or simple (gojek.esb.booking.BookingLogMessage, BookingLogMessage)")
@@ -341,7 +341,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
 
     from .settings import SettingsError, client_kwargs, descriptor_set, load_json_or_file, resolve_message
 

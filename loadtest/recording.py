@@ -1,7 +1,7 @@
 """Record a topic to a file, and replay the file into Kafka with its timing, event time moved to now.
 
-    python -m loadtest record 127.0.0.1:9092 GO_RIDE-booking-log rides.rec
-    python -m loadtest replay 127.0.0.1:9092 rides.rec --topic drill-rides --speed 2 \\
+    dagger load record -b 127.0.0.1:9092 GO_RIDE-booking-log rides.rec
+    dagger load replay -b 127.0.0.1:9092 rides.rec --topic drill-rides --speed 2 \\
         --message BookingLogMessage
 
 A recording is length-delimited frames (a varint length, then the bytes: protobuf's
@@ -376,9 +376,9 @@ def _move(cls, field: str, value: bytes, wall0_ns: int, ts0_ns: int, speed: floa
 # ----------------------------------------------------------------------------- command line
 
 def add_record_arguments(p: argparse.ArgumentParser) -> None:
-    from .settings import add_client_arguments
+    from .settings import add_bootstrap_argument, add_client_arguments
 
-    p.add_argument("bootstrap_servers", help="host:port[,host:port...] of the Kafka cluster")
+    add_bootstrap_argument(p)
     p.add_argument("topic", help="the topic to record")
     p.add_argument("output", help="the recording file to write")
     p.add_argument("--from-end", action="store_true",
@@ -407,9 +407,9 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def add_replay_arguments(p: argparse.ArgumentParser) -> None:
-    from .settings import add_client_arguments, add_schema_arguments
+    from .settings import add_bootstrap_argument, add_client_arguments, add_schema_arguments
 
-    p.add_argument("bootstrap_servers", help="host:port[,host:port...] of the Kafka cluster")
+    add_bootstrap_argument(p)
     p.add_argument("recording", help="a file written by `python -m loadtest record`")
     p.add_argument("--topic", help="write every message here (default: the topic each was recorded from)")
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 replays twice as fast (default 1)")

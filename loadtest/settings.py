@@ -8,12 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_client_arguments", "add_schema_arguments", "client_kwargs", "descriptor_set", "resolve_message",
+__all__ = ["add_bootstrap_argument", "add_client_arguments", "add_schema_arguments", "client_kwargs", "descriptor_set", "resolve_message",
            "load_json_or_file", "SettingsError"]
 
 
 class SettingsError(ValueError):
     """A command-line setting that cannot be used, with what and where."""
+
+
+def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
+    """Kafka's address as Kafka's own tools take it (kafka-console-producer.sh --bootstrap-server)."""
+    parser.add_argument("-b", "--bootstrap-server", "--bootstrap-servers", dest="bootstrap_servers", required=True,
+                        metavar="HOST:PORT[,HOST:PORT...]", help="the Kafka cluster to connect to")
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,18 +76,9 @@ def descriptor_set(args: argparse.Namespace):
 
 
 def resolve_message(dset, name: str) -> str:
-    """A full message name from a full one or a unique simple one (BookingLogMessage)."""
-    full = name.lstrip(".")
-    names = dset.messages()
-    if full in names:
-        return full
-    simple = [m for m in names if m.rsplit(".", 1)[-1] == full]
-    if len(simple) == 1:
-        return simple[0]
-    if len(simple) > 1:
-        raise SettingsError(f"message {name!r} is ambiguous: {', '.join(simple)}")
-    dset.message_descriptor(full)       # raises SchemaError with its did-you-mean
-    return full
+    """A full message name from a full, Java or unique simple one (BookingLogMessage); protos
+    resolves it, so `dagger protos show` takes the same names."""
+    return dset.resolve(name)
 
 
 def load_json_or_file(value: str | None, what: str) -> Any:

@@ -15,8 +15,12 @@ with warnings.catch_warnings():
     from grafana_foundation_sdk.builders.common import ReduceDataOptions, VizLegendOptions
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
     from grafana_foundation_sdk.models.common import DataSourceRef, LegendDisplayMode, LegendPlacement
-    from grafana_foundation_sdk.models.dashboard import (DashboardCursorSync, DashboardLinkType, VariableRefresh,
-                                                         VariableSort)
+    from grafana_foundation_sdk.models.dashboard import (
+        DashboardCursorSync,
+        DashboardLinkType,
+        VariableRefresh,
+        VariableSort,
+    )
 
 # Every panel and query reads the Prometheus picked in the dashboard's `datasource` variable.
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")

@@ -196,7 +196,7 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     def callback():
         try:
             token = provider.authorize_access_token()    # checks state, the code's PKCE, the ID token and its nonce
-        except Exception as e:     # authlib's OAuthError and the ID token's checks: sign in again
+        except Exception as e:  # noqa: BLE001 - authlib's OAuthError and the ID token's checks: sign in again
             app.logger.warning("sign-in refused: %s", type(e).__name__)
             return render_template("error.html", code=401, message="The sign-in did not complete. Try again."), 401
         claims = token.get("userinfo") or {}

@@ -79,7 +79,7 @@ def _field_type(f: FieldDescriptor) -> str:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     ds = registry.load(args.urls, args.version, descriptors_dir=Path(args.dir))
-    msg = ds.message_descriptor(args.message)
+    msg = ds.message_descriptor(ds.resolve(args.message))
     print(f"{msg.full_name} ({msg.file.name}, schema version {ds.digest})")
     for f in sorted(msg.fields, key=lambda f: f.number):
         print(f"  {f.number:>4}  {f.name:<28} {_field_type(f)}")
@@ -110,7 +110,8 @@ def build_parser(prog: str = "python -m protos") -> argparse.ArgumentParser:
     ls.set_defaults(func=_cmd_list)
 
     s = sub.add_parser("show", help="print a message's fields (number, name, type)")
-    s.add_argument("message", help="fully qualified name, e.g. gojek.esb.booking.BookingLogMessage")
+    s.add_argument("message", help="full, Java or unique simple name, e.g. gojek.esb.booking.BookingLogMessage "
+                                   "or BookingLogMessage")
     s.add_argument("--version", help="schema version (>= 8 hex digits); default: latest")
     s.add_argument("--urls", help="stencil URLs (SCHEMA_REGISTRY_STENCIL_URLS) instead of local versions")
     s.add_argument("--dir", default=str(DESCRIPTORS_DIR), help="versions folder (default: %(default)s)")

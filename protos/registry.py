@@ -94,6 +94,22 @@ class DescriptorSet:
                 return self.pool.FindMessageTypeByName(self.java_names[name])
             raise SchemaError(self._unknown_message(name)) from None
 
+    def resolve(self, name: str) -> str:
+        """A message's proto name from any name a user gives it: the proto name, the Java class
+        name, or the simple name when one message has it (BookingLogMessage)."""
+        full = name.lstrip(".")
+        known = self.messages()
+        if full in known:
+            return full
+        if full in self.java_names:
+            return self.java_names[full]
+        simple = [m for m in known if m.rsplit(".", 1)[-1] == full]
+        if len(simple) == 1:
+            return simple[0]
+        if simple:
+            raise SchemaError(f"message {name!r} is ambiguous: {', '.join(simple)}")
+        return self.message_descriptor(full).full_name      # unknown: SchemaError with its did-you-mean
+
     @cached_property
     def java_names(self) -> dict[str, str]:
         """Each message's Java class name(s) -> its proto name, as protoc's Java generator names

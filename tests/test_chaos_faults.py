@@ -87,7 +87,7 @@ def poll(check, timeout_s: float, what: str, every: float = 0.5):
     while True:
         try:
             result = check()
-        except Exception as e:      # a client failing while the servers come and go: ask again
+        except Exception as e:  # noqa: BLE001 - a client failing while the servers come and go: ask again
             result, last = None, e
         else:
             last = result
@@ -578,7 +578,7 @@ def test_spark_worker_kill_master_kill_and_cluster_down(lab_env, faults):
     assert f.undo(fault) == []
     for t in TEAMS:
         assert master_json(lab_env, "blue", t)["status"] == "ALIVE"
-        assert poll(lambda: worker_state(lab_env, "blue", states[f"spark-blue-{t}-worker"], t) == "ALIVE", 30,
+        assert poll(lambda: worker_state(lab_env, "blue", states[f"spark-blue-{t}-worker"], t) == "ALIVE", 30,  # noqa: B023 - polled before the loop moves on
                     f"{t}'s blue worker registered again")
 
     states = status(lab_env)

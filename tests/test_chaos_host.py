@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from chaos.faults import FaultError
-from chaos.faults import host
+from chaos.faults import FaultError, host
 from chaos.faults.disk import fill
 
 

@@ -18,9 +18,19 @@ import yaml
 
 from chaos import cli
 from chaos.catalog import BY_NAME
-from chaos.playbook import (PLAYBOOKS_DIR, Lab, PlaybookError, duration, flag, fmt_duration, lab_inventory, load,
-                            parse, percentage)
 from chaos.plan import ACTIONS, plan, render
+from chaos.playbook import (
+    PLAYBOOKS_DIR,
+    Lab,
+    PlaybookError,
+    duration,
+    flag,
+    fmt_duration,
+    lab_inventory,
+    load,
+    parse,
+    percentage,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 HOSTILE = REPO / "tests" / "fixtures" / "hostile_playbooks"

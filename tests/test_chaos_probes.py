@@ -8,7 +8,14 @@ import types
 
 import pytest
 
-from chaos.probes import Sampler, end_offsets, evaluate, mirror_lag_seconds, safeguard_breach, under_replicated_partitions
+from chaos.probes import (
+    Sampler,
+    end_offsets,
+    evaluate,
+    mirror_lag_seconds,
+    safeguard_breach,
+    under_replicated_partitions,
+)
 
 
 def sampler_with(samples: list[dict]) -> Sampler:

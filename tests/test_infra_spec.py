@@ -193,8 +193,13 @@ def test_a_label_that_breaks_gcps_rules_is_refused():
 
 
 def test_a_quota_too_small_for_the_spark_cluster_and_its_mirrors_is_refused():
-    from infra.tiers import (MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_BROKERS, MIRROR_MM2_CPU,
-                             MIRROR_MM2_MEMORY_GB)
+    from infra.tiers import (
+        MIRROR_BROKER_CPU,
+        MIRROR_BROKER_MEMORY_GB,
+        MIRROR_BROKERS,
+        MIRROR_MM2_CPU,
+        MIRROR_MM2_MEMORY_GB,
+    )
 
     size = SIZES[TIERS["standard"]["spark"]["size"]]
     mirrors = sum(1 for k in TIERS["standard"]["kafka"] if k["mirrored"])

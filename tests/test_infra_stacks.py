@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from infra import platform_stack
-
 from infra.components import PlacementError
 from infra.components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, TEAM_LABEL
 from infra.components.kafka_mirror import IDENTITY_POLICY, LOCAL_ALIAS
@@ -797,7 +796,7 @@ def test_spark_pods_mount_the_conf_read_only_and_run_as_the_images_user(team):
     secret, _ = spark_conf(team)
     workloads = spark_workloads(team)
     assert set(workloads) == {"spark-master", "spark-worker"}
-    for name, w in workloads.items():
+    for _name, w in workloads.items():
         pod = w.get("spec.template.spec")
         ctx = pod["securityContext"]
         assert (ctx["runAsNonRoot"], ctx["runAsUser"], ctx["runAsGroup"]) == (True, SPARK_USER, SPARK_USER), \

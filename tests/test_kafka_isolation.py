@@ -16,8 +16,12 @@ import javaproperties
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import (ClusterAuthorizationFailedError, GroupAuthorizationFailedError, KafkaError,
-                          TopicAuthorizationFailedError)
+from kafka.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+)
 
 from lab import access
 from tests.labrun import PORT_BASE

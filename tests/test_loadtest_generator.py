@@ -65,7 +65,7 @@ def trip_set() -> DescriptorSet:
     stop.field.add(name="mode", number=4, type=T.TYPE_ENUM, label=L.LABEL_OPTIONAL, type_name=".drill.Mode")
     stop.field.add(name="next", number=5, type=T.TYPE_MESSAGE, label=L.LABEL_OPTIONAL,
                    type_name=".drill.Trip.Stop")
-    for name, number, value_type, type_name in [("StopsByNameEntry", 4, T.TYPE_MESSAGE, ".drill.Trip.Stop"),
+    for name, _number, value_type, type_name in [("StopsByNameEntry", 4, T.TYPE_MESSAGE, ".drill.Trip.Stop"),
                                                 ("CountersEntry", 5, T.TYPE_INT64, None)]:
         entry = trip.nested_type.add(name=name)
         entry.options.map_entry = True
@@ -200,7 +200,7 @@ def test_the_same_seed_and_index_give_the_same_values_and_only_timestamps_follow
 def test_defaults_follow_the_field_types(dset):
     rows = generate(trip_set(), TRIP, 400, seed=5)
     modes, lengths, payments = Counter(), Counter(), Counter()
-    for msg, facts in rows:
+    for msg, _facts in rows:
         assert msg.started_at.ToMilliseconds() == NOW
         assert all(p.ToMilliseconds() == NOW for p in msg.pings)
         assert msg.HasField("passengers") and msg.HasField("note") and msg.HasField("fare")

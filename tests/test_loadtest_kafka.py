@@ -179,3 +179,34 @@ def test_locust_headless_with_a_steps_shape_counts_what_the_ledger_and_topic_hol
     assert max(users) == 5                  # the shape's middle step: 50 msg/s at 10 per user
     assert 150 <= requests <= 330           # about 80 + 200 + 30 nominal, less while users spawn
     assert ledger.meta["shape"] == "steps"
+
+
+def test_the_documented_commands_produce_by_a_short_name_and_record_what_the_ledger_holds(kafka_broker, tmp_path):
+    """`dagger load produce -b … -m BookingLogMessage` as docs/sre/drills.md shows it, then
+    `dagger load record -b …`: the ledger, the recording and the topic (read here with a plain
+    consumer) hold the same messages; Kafka's address given positionally, as before, is refused."""
+    import sys
+
+    topic = kafka_broker.create_topic(unique("lt-cli"), partitions=2)
+    bootstrap = kafka_broker.bootstrap_servers
+    dagger = [sys.executable, "-m", "dagger_runtime"]
+    ledger_path, rec = tmp_path / "run.parquet", tmp_path / "rides.rec"
+    produced = subprocess.run([*dagger, "load", "produce", "-b", bootstrap, topic, "-m", "BookingLogMessage",
+                               "--rate", "200", "-n", "120", "--key", "driver_id", "--ledger", str(ledger_path)],
+                              capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert produced.returncode == 0, produced.stderr
+    recorded = subprocess.run([*dagger, "load", "record", "--bootstrap-server", bootstrap, topic, str(rec)],
+                              capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "recorded 120 messages" in recorded.stderr
+
+    records, _ = read_topic(bootstrap, topic)
+    ledger = Ledger.load(ledger_path).frame()
+    assert len(records) == len(ledger) == 120
+    assert sorted((r.partition, r.offset) for r in records) == sorted(zip(ledger["partition"], ledger["offset"]))
+    assert sorted((f.partition, f.offset, f.value) for f in read_recording(rec)) == \
+        sorted((r.partition, r.offset, r.value) for r in records)
+
+    old_form = subprocess.run([*dagger, "load", "produce", bootstrap, topic, "-m", "BookingLogMessage", "-n", "1"],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert old_form.returncode == 2 and "--bootstrap-server" in old_form.stderr

@@ -314,8 +314,9 @@ def test_no_other_local_user_can_stop_or_start_the_labs_programs(lab, user):
 
 
 def rpc_processes(lab) -> list[dict]:
-    from supervisor.xmlrpc import SupervisorTransport
     import xmlrpc.client
+
+    from supervisor.xmlrpc import SupervisorTransport
 
     transport = SupervisorTransport(None, None, f"unix://{lab.supervisor / 'supervisor.sock'}")
     proxy = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=transport)

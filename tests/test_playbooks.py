@@ -10,12 +10,12 @@ from pathlib import Path
 
 import javaproperties
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-PLAYBOOKS = REPO / "playbooks"
 from ansible.errors import AnsibleFilterError
 
 from tests.filter_plugins import plugin
+
+REPO = Path(__file__).resolve().parent.parent
+PLAYBOOKS = REPO / "playbooks"
 
 _writers = plugin("config_writers")
 java_properties, supervisor_ini, systemd_exec = _writers.java_properties, _writers.supervisor_ini, _writers.systemd_exec

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from infra import spec
-from infra.topics import CatalogueError, parse_catalogue, message_problems
+from infra.topics import CatalogueError, message_problems, parse_catalogue
 from portal import drafts
 from portal.platform_rules import RULES
 from protos import registry as protos

@@ -4,11 +4,10 @@ began) and run by `dagger preview`'s own code on the portal's warm Spark, every 
 rows are compared with a count computed here from the messages that were sent."""
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from dagger_runtime import inputs

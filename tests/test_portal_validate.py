@@ -11,11 +11,13 @@ import time
 import pytest
 
 from portal.app import create_app
-from portal.workbench import Workbench
-from tests.test_portal import _secret_file, _signed_in  # the portal's fixtures: one way to sign in
-from tests.test_portal import registry  # noqa: F401 - the fixture
-
 from portal.config import PortalConfig
+from portal.workbench import Workbench
+from tests.test_portal import (  # the portal's fixtures: one way to sign in
+    _secret_file,
+    _signed_in,
+    registry,  # noqa: F401 - the fixture
+)
 
 pytestmark = pytest.mark.spark
 

@@ -152,7 +152,7 @@ def test_every_log_message_has_event_timestamp_as_field_5():
 def test_a_message_class_round_trips_a_booking(booking_set):
     cls = DescriptorSet(booking_set).message_class("t.booking.BookingLogMessage")
     msg = cls(order_number="A-1", lat=-6.2, metadata={"k": "v"})
-    setattr(msg, "long", 106.8)  # `long` is a field name here, as in the analysts' queries
+    msg.long = 106.8  # `long` is a field name here, as in the analysts' queries
     msg.event_timestamp.seconds = 1_700_000_000
     back = cls.FromString(msg.SerializeToString())
     assert (back.order_number, back.long, back.metadata["k"], back.event_timestamp.seconds) == \
@@ -412,3 +412,22 @@ def test_java_class_names_follow_protocs_java_rules():
     assert "com.x.b.Ride" not in names             # not a class of its own without java_multiple_files
     ds = DescriptorSet(files.SerializeToString())
     assert ds.message_descriptor("com.x.b.RideLog$Ride").full_name == "p.b.Ride"
+
+
+def test_show_takes_the_names_loadtest_takes_a_simple_a_java_and_an_ambiguous_one(tmp_path, capsys):
+    """`protos show` resolves a message as `load produce -m` does: its simple name when one message
+    has it, its Java class name, and an ambiguous simple name refused naming every candidate."""
+    assert cli(["show", "BookingLogMessage"]) == 0
+    assert capsys.readouterr().out.startswith("gojek.esb.booking.BookingLogMessage (")
+    assert cli(["show", "com.gojek.esb.booking.BookingLogMessage"]) == 0
+    assert capsys.readouterr().out.startswith("gojek.esb.booking.BookingLogMessage (")
+
+    two = {"a/x.proto": 'syntax = "proto3";\npackage a;\nmessage Ping { string id = 1; }\n',
+           "b/x.proto": 'syntax = "proto3";\npackage b;\nmessage Ping { int64 id = 1; }\n'}
+    out = tmp_path / "out"
+    assert cli(["compile", "--src", str(write_src(tmp_path, two)), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli(["show", "Ping", "--dir", str(out)]) == 2
+    assert "message 'Ping' is ambiguous: a.Ping, b.Ping" in capsys.readouterr().err
+    assert cli(["show", "b.Ping", "--dir", str(out)]) == 0
+    assert "1  id                           int64" in capsys.readouterr().out

@@ -124,9 +124,9 @@ def test_a_constant_past_the_size_caps_is_refused_with_the_cap(tmp_path, spark, 
 
 
 def test_a_string_literal_over_1_mb_is_refused_before_spark(tmp_path, capsys):
-    from dagger_runtime.sql import guard
     from sqlglot import exp
 
+    from dagger_runtime.sql import guard
     from dagger_runtime.sql.translate import parse
 
     big = "x" * (allowlist.MAX_STRING_LITERAL + 1)

@@ -9,8 +9,9 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-REPO = Path(__file__).resolve().parent.parent
 from tests.filter_plugins import plugin
+
+REPO = Path(__file__).resolve().parent.parent
 
 _sign_in = plugin("sign_in")
 keycloak_realm, operators_group, team_group = _sign_in.keycloak_realm, _sign_in.operators_group, _sign_in.team_group

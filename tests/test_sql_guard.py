@@ -2,8 +2,7 @@
 import pytest
 
 from dagger_runtime.errors import QueryError
-from dagger_runtime.sql import translate
-from dagger_runtime.sql import guard
+from dagger_runtime.sql import guard, translate
 
 TABLES = ["data_stream"]
 

@@ -17,8 +17,7 @@ from dagger_runtime import lease
 from dagger_runtime.lifecycle import spark as spark_api
 from dagger_runtime.lifecycle.clusters import get_cluster
 from tests.reference import group, s2id, window_end
-from tests.test_failover_loop import (DELAY_S, TEAM, cli, current, feed, kill_driver, make_lab, read_all,
-                                      wait_own_commit)
+from tests.test_failover_loop import DELAY_S, TEAM, cli, current, feed, kill_driver, make_lab, read_all, wait_own_commit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
 

@@ -121,7 +121,7 @@ class Fault:
             return []
         try:
             self._restore()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - an undo that fails is reported with the others, never raised mid-undo
             error = f"undo {self.kind} on {self.label}: {e}"
             self.errors.append(error)
             self._changed()
@@ -138,7 +138,7 @@ class Fault:
         while True:
             try:
                 problems = self.health()
-            except Exception as e:        # a check that cannot run is a problem, not a crash
+            except Exception as e:  # noqa: BLE001 - a check that cannot run is a problem, not a crash
                 problems = [f"health check failed: {e}"]
             if not problems:
                 self.healthy_at = self.healthy_at or time.time()

@@ -27,7 +27,7 @@ def cluster_health(lab: Lab, cluster: str, node_ids: list[int]) -> list[str]:
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap(live), client_id="chaos-faults-health",
                                  request_timeout_ms=5000, **kafka_python("admin", cluster, lab.dir))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - no connection, for any reason, is a health problem to report
         return problems + [f"cluster {cluster}: no admin connection ({type(e).__name__}: {e})"]
     try:
         registered = {b["broker_id"]: b for b in admin.describe_cluster()["brokers"]}
@@ -52,7 +52,7 @@ def cluster_health(lab: Lab, cluster: str, node_ids: list[int]) -> list[str]:
             problems.append(f"{len(offline)} partitions of {cluster} without a leader: {', '.join(offline[:5])}")
         if lagging:
             problems.append(f"{len(lagging)} under-replicated partitions on {cluster}: {', '.join(lagging[:5])}")
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a cluster that cannot be described is a health problem to report
         problems.append(f"cluster {cluster}: cannot describe it ({type(e).__name__}: {e})")
     finally:
         admin.close()

@@ -98,7 +98,7 @@ def secret_references(text: str, fmt: Format) -> tuple[str, ...]:
     front = native if fmt == "yaml" else dagger_properties
     try:
         draft = front.parse(text, default_name="job")
-    except Exception:       # a spec that does not parse resolves nothing; load reports why
+    except Exception:  # noqa: BLE001 - a spec that does not parse resolves nothing; load reports why
         return ()
     names: set[str] = set()
     for _, container, key in _secret_slots(draft.data):

@@ -296,7 +296,7 @@ def parse(text: str, *, default_name: str) -> Draft:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        from infra.yaml_lines import yaml_hint     # one table of YAML fixes, for team specs and jobs
+        from infra.yaml_lines import yaml_hint  # one table of YAML fixes, for team specs and jobs
 
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -338,6 +338,7 @@ def add_commands(sub) -> None:
     lg.set_defaults(func=cmd_logs)
 
     # the web portal calls these same operations; it lives in the portal package
-    from portal.serve import add_parser as add_portal, main as portal_main
+    from portal.serve import add_parser as add_portal
+    from portal.serve import main as portal_main
 
     add_portal(sub).set_defaults(func=portal_main)

@@ -52,7 +52,7 @@ class Cluster(BaseModel):
                      "auth_secret_file", "ui_key_file")
     @classmethod
     def _absolute(cls, value):
-        if value is not None and not (value.startswith("/") or value.startswith("gs://")):
+        if value is not None and not (value.startswith(("/", "gs://"))):
             raise ValueError("must be an absolute path")
         if value is not None and any(ord(c) < 32 for c in value):
             raise ValueError("must not contain control characters")

@@ -109,7 +109,7 @@ def moved_spec(text: str, to: str, clusters: dict[str, KafkaCluster]) -> str:
 
             def rename(topic, p=prefix, i=i):
                 if not topic.startswith(p):
-                    raise DaggerError(f"streams[{i}] reads {topic} on {source.name}, which is not a copy of "
+                    raise DaggerError(f"streams[{i}] reads {topic} on {source.name}, which is not a copy of "  # noqa: B023 - rename is called in this iteration
                                       f"{target.name} (no {p} prefix)")
                 return topic[len(p):]
 

@@ -6,8 +6,6 @@ through Spark's interfaces (spark.py) and records what happened.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import hashlib
 import json
 import os
@@ -17,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Collection
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 

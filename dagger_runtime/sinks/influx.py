@@ -121,7 +121,7 @@ class InfluxSink(Sink):
         size = self.spec.batch_size or len(batch) or 1
         for start in range(0, len(batch), size):
             chunk = batch[start:start + size]
-            self._retry(f"batch {batch_id}", lambda: self._post(chunk))
+            self._retry(f"batch {batch_id}", lambda: self._post(chunk))  # noqa: B023 - called before the loop moves on
         self.stats.rows += len(batch)
         self.stats.batches += 1
         return len(batch)

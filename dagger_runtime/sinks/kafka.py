@@ -49,7 +49,7 @@ def type_problem(spark_type: str, field) -> str | None:
     if t == FD.TYPE_ENUM:
         return None if spark_type == "string" or spark_type in _INTEGRAL else "an enum field needs a name or a number"
     if field.message_type.full_name == TIMESTAMP:
-        ok = spark_type.startswith("timestamp") or spark_type.startswith("struct<seconds:")
+        ok = spark_type.startswith(("timestamp", "struct<seconds:"))
         return None if ok else "a google.protobuf.Timestamp field needs a timestamp"
     return None if spark_type.startswith("struct<") else f"a {field.message_type.full_name} field needs a struct"
 

@@ -119,7 +119,7 @@ def _own_nodes(select: exp.Select):
         for root in (value if isinstance(value, list) else [value]):
             if root is None:
                 continue
-            for node in root.walk(prune=lambda n: isinstance(n, exp.Query) and n is not root):
+            for node in root.walk(prune=lambda n: isinstance(n, exp.Query) and n is not root):  # noqa: B023 - walk calls it before the loop moves on
                 if isinstance(node, exp.Query) and node is not root:
                     continue
                 yield node
@@ -131,7 +131,7 @@ def rewrite(sql: str, tree: exp.Expression, rowtime: str) -> list[GroupWindow]:
     for select in reversed(list(tree.find_all(exp.Select))):
         group = select.args.get("group")
         window = spark_call = None
-        for i, g in enumerate(list(group.expressions) if group else []):
+        for g in list(group.expressions) if group else []:
             kind = _name(g)
             if kind in GROUP_FUNCS:
                 if window is not None:

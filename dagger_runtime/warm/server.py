@@ -260,7 +260,7 @@ class Server:
                         raise
                     print(f"error: {e}", file=sys.stderr)
                     return 1
-                except Exception:  # a bug: the client sees the traceback, the process goes on
+                except Exception:  # noqa: BLE001 - a bug: the client sees the traceback, the process goes on
                     traceback.print_exc()
                     return 1
         finally:

@@ -32,10 +32,21 @@ import javaproperties
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .common import (KAFKA_CONTROLLER_PORT, KAFKA_IMAGE, KAFKA_PORT, ansible_group, child_opts, component_type,
-                     internal_ip, inventory_of, k8s_labels, private_instance, team_node_selector, team_tolerations)
-
 from ..tiers import MIRROR_BROKER_CPU, MIRROR_BROKER_MEMORY_GB, MIRROR_MM2_CPU, MIRROR_MM2_MEMORY_GB
+from .common import (
+    KAFKA_CONTROLLER_PORT,
+    KAFKA_IMAGE,
+    KAFKA_PORT,
+    ansible_group,
+    child_opts,
+    component_type,
+    internal_ip,
+    inventory_of,
+    k8s_labels,
+    private_instance,
+    team_node_selector,
+    team_tolerations,
+)
 
 IDENTITY_POLICY = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 LOCAL_ALIAS = "local"

@@ -34,9 +34,22 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from .. import spark_auth
-from .common import (SPARK_IMAGE, SPARK_MASTER_PORT, SPARK_MASTER_UI_PORT, SPARK_WORKER_PORT,
-                     SPARK_WORKER_UI_PORT, TEAM_LABEL, child_opts, component_type, internal_ip, inventory_of,
-                     k8s_labels, private_instance, team_node_selector, team_tolerations)
+from .common import (
+    SPARK_IMAGE,
+    SPARK_MASTER_PORT,
+    SPARK_MASTER_UI_PORT,
+    SPARK_WORKER_PORT,
+    SPARK_WORKER_UI_PORT,
+    TEAM_LABEL,
+    child_opts,
+    component_type,
+    internal_ip,
+    inventory_of,
+    k8s_labels,
+    private_instance,
+    team_node_selector,
+    team_tolerations,
+)
 
 MASTER_MACHINE_TYPE = "e2-standard-4"
 MASTER_CPU_M = 1000

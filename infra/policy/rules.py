@@ -17,6 +17,8 @@ arrive as UNKNOWN and are never judged (the rules run again at `pulumi up`, on k
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import json
 import re
@@ -24,9 +26,6 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
-import base64
-import binascii
 
 import javaproperties
 
@@ -375,7 +374,7 @@ def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
     names another team's identity, namespace or bucket; every namespaced Kubernetes object lives in
     the team's namespace; no firewall rule or NetworkPolicy ipBlock admits another team's range; no
     project-wide role that would reach every team."""
-    if not is_team_stack(team, teams) or not (resource_type.startswith("gcp:") or resource_type.startswith("kubernetes:")):
+    if not is_team_stack(team, teams) or not (resource_type.startswith(("gcp:", "kubernetes:"))):
         return []
     teams = teams or Teams()
     out = []

@@ -19,7 +19,6 @@ import re
 import subprocess
 
 import javaproperties
-
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
 from ansible.utils.unsafe_proxy import wrap_var

@@ -88,9 +88,19 @@ def main() -> None:
         module.fail_json(msg="; ".join(problems))
     try:
         from kafka import KafkaConsumer
-        from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
-                                 KafkaAdminClient, ResourcePattern, ResourcePatternFilter, ResourceType,
-                                 ScramMechanism, UserScramCredentialUpsertion)
+        from kafka.admin import (
+            ACL,
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            KafkaAdminClient,
+            ResourcePattern,
+            ResourcePatternFilter,
+            ResourceType,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
         from kafka.errors import KafkaError
     except ImportError:
         module.fail_json(msg="kafka_access needs kafka-python on the controller (pip install kafka-python)")
@@ -171,7 +181,7 @@ def main() -> None:
             if result.get("failed"):
                 module.fail_json(msg=f"ACLs not created: {result['failed']}")
         if extra and not module.check_mode:
-            for _, deleted, error in admin.delete_acls([ACLFilter(
+            for _, _deleted, error in admin.delete_acls([ACLFilter(
                     principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type,
                     resource_pattern=ResourcePatternFilter(a.resource_pattern.resource_type,
                                                            a.resource_pattern.resource_name,
