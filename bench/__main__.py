@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
     p.add_argument("--kafka-messages", type=int, default=2_000_000,
                    help="messages pre-loaded into Kafka for the streaming rows (default 2000000; 0 skips them)")
-    p.add_argument("--out", default=str(REPO / "bench" / "results" / "latest.json"))
+    p.add_argument("--out", default=str(REPO / "bench" / "results" / "latest.json"), metavar="PATH",
+                   help="where the JSON line of results goes (default: bench/results/latest.json)")
     args = p.parse_args(argv)
 
     import numpy as np

@@ -1,4 +1,4 @@
-"""Drill playbooks from the command line: `python -m chaos drill ...`, or `daggers-drill ...`.
+"""Drill playbooks from the command line: `dagger drill ...` (also `daggers-drill ...`).
 
     list                    the playbooks of chaos/playbooks/: name, type, faults, downtime, failover
     validate PLAYBOOK...    check playbooks without touching anything; exit 2 listing every problem
@@ -169,10 +169,10 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,validate,run}")
     p = sub.add_parser("list", help="the playbooks of chaos/playbooks/",
                        description="The drill playbooks in a directory (chaos/playbooks/): name, type, faults, "
-                                   "downtime, failover, description. Exit 1 if one is invalid.")
+                                   "downtime, failover, description. Exit 2 if one is invalid.")
     p.add_argument("--json", action="store_true", help="one JSON document, for machines")
     p.add_argument("--dir", default=str(PLAYBOOKS_DIR), metavar="DIR",
-                   help="where the playbooks are (default: %(default)s)")
+                   help=f"where the playbooks are (default: {_shown(PLAYBOOKS_DIR)})")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("validate", help="check playbooks, touching nothing",
                        description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
@@ -185,7 +185,7 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
                        description="Run a drill on the lab: its daggers deployed, its feeders producing, its faults "
                                    "injected and undone, the failover, then the verdict from what was fed. Progress "
                                    "goes to stderr; the last line on stdout is the path of the run's report.json. "
-                                   "Exit 0 pass, 1 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
+                                   "Exit 0 pass, 2 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
                                    "every step with its time from the drill's start.")
     p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
     p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
@@ -193,7 +193,7 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--port-base", type=int, default=None, metavar="N",
                    help="the lab's port base (default: DAGGER_LAB_PORT_BASE or 19000)")
     p.add_argument("--out", metavar="DIR", default=str(RUNS_DIR),
-                   help=f"where the run's record goes (default: $DAGGER_DRILL_RUNS or {RUNS_DIR})")
+                   help="where the run's record goes (default: $DAGGER_DRILL_RUNS, else out/drills)")
     p.add_argument("--seed", type=int, default=None,
                    help="chooses the instances a failure_percentage hits (default: random, recorded in the run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan of steps with their times and exit")
@@ -202,14 +202,14 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
                         "(default: refuse, naming them)")
     p.set_defaults(func=cmd_run)
     # its own options are chaos.history's (parsed there, so matplotlib loads only for it)
-    p = sub.add_parser("history", add_help=False, help="past runs and trends per drill (python -m chaos.history)")
-    p.set_defaults(func=cmd_history)
+    p = sub.add_parser("history", add_help=False, help="past runs and trends per drill")
+    p.set_defaults(func=cmd_history, history_prog=f"{parser.prog} history")
 
 
 def cmd_history(args) -> int:
     from .history import main as history_main  # matplotlib: only when it is asked for
 
-    return history_main(args.rest)
+    return history_main(args.rest, prog=args.history_prog)
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str] | None):

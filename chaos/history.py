@@ -380,12 +380,11 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
 
 
 @survives_closed_pipe
-def main(argv: list[str] | None = None, console: Any = None) -> int:
-    """`python -m chaos.history` (and `python -m chaos drill history`): the runs and trends per drill."""
-    p = argparse.ArgumentParser(prog="python -m chaos.history", description=__doc__.splitlines()[0],
-                                epilog="Also `python -m chaos drill history`.")
+def main(argv: list[str] | None = None, console: Any = None, prog: str = "python -m chaos.history") -> int:
+    """`dagger drill history` (and `python -m chaos.history`): the runs and trends per drill."""
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("runs_dir", nargs="?", type=Path, default=DEFAULT_RUNS_DIR,
-                   help=f"folder of the drill runs, holding {HISTORY} (default: $DAGGER_DRILL_RUNS or {DEFAULT_RUNS_DIR})")
+                   help=f"folder of the drill runs, holding {HISTORY} (default: $DAGGER_DRILL_RUNS, else out/drills)")
     p.add_argument("--json", action="store_true", help="print the trends as JSON instead of tables")
     p.add_argument("--html", type=Path, metavar="PATH", help="also write the trends as a self-contained HTML page")
     p.add_argument("--drill", help="only this drill")

@@ -1,4 +1,4 @@
-"""Generate .github/CODEOWNERS from the team specs: `python -m infra.codeowners [--check]`.
+"""Generate .github/CODEOWNERS from the team specs: `dagger team codeowners [--check]`.
 
 Each team's spec is routed to the owners its spec names and to the platform team (GitHub asks
 for one approval from any owner on the line, so the team may approve its own spec); everything

@@ -1,4 +1,4 @@
-"""Validate team specs: `python -m infra.validate [FILES...]` (default: every infra/teams/*.yaml).
+"""Validate team specs: `dagger team validate [FILES...]` (default: every infra/teams/*.yaml).
 
 Each file is checked against the schema and the platform (infra/spec.py), against what the
 platform team grants the team (infra/grants/<team>.yaml: tier, quota ceilings, Kafka clusters;

@@ -1,4 +1,4 @@
-"""`python -m lab up|status|down`: the lab on this machine, through the project's Ansible playbooks.
+"""`dagger lab up|status|down`: the lab on this machine, through the project's Ansible playbooks.
 
     up      converge playbooks/site.yml onto the lab inventory (supervisord, Kafka primary and
             mirror, ...), showing each task as it runs; a lab that is already up changes nothing

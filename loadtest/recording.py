@@ -410,7 +410,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     from .settings import add_bootstrap_argument, add_client_arguments, add_schema_arguments
 
     add_bootstrap_argument(p)
-    p.add_argument("recording", help="a file written by `python -m loadtest record`")
+    p.add_argument("recording", help="a file written by `dagger load record`")
     p.add_argument("--topic", help="write every message here (default: the topic each was recorded from)")
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 replays twice as fast (default 1)")
     p.add_argument("-m", "--message",

@@ -106,3 +106,13 @@ def test_the_lab_is_named_by_the_same_option_in_drills_and_faults():
     for group in (["drill", "run"], ["faults", "inject"]):
         shown = dagger(*group, "--help").stdout
         assert "--lab DIR" in shown and "--port-base" in shown, group
+
+
+def test_faults_kinds_as_json_is_the_catalogue():
+    from chaos.catalog import FAULT_KINDS
+
+    shown = dagger("faults", "kinds", "--json")
+    assert shown.returncode == 0, shown.stderr
+    kinds = json.loads(shown.stdout)
+    assert [(k["name"], k["system"], k["does"]) for k in kinds] == [(k.name, k.system, k.does) for k in FAULT_KINDS]
+    assert all(isinstance(k["implemented"], bool) for k in kinds)

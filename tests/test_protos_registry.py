@@ -431,3 +431,25 @@ def test_show_takes_the_names_loadtest_takes_a_simple_a_java_and_an_ambiguous_on
     assert "message 'Ping' is ambiguous: a.Ping, b.Ping" in capsys.readouterr().err
     assert cli(["show", "b.Ping", "--dir", str(out)]) == 0
     assert "1  id                           int64" in capsys.readouterr().out
+
+
+def test_list_show_and_check_answer_json_with_what_the_text_says(capsys):
+    import json as _json
+
+    assert cli(["show", "BookingLogMessage", "--json"]) == 0
+    shown = _json.loads(capsys.readouterr().out)
+    descriptor = registry.load(None, None).message_descriptor("gojek.esb.booking.BookingLogMessage")
+    assert [(f["number"], f["name"]) for f in shown["fields"]] == \
+        sorted((f.number, f.name) for f in descriptor.fields)
+    status = descriptor.fields_by_name["status"].enum_type
+    assert shown["enums"][status.full_name] == {v.name: v.number for v in status.values}
+
+    assert cli(["list", "--json"]) == 0
+    versions = _json.loads(capsys.readouterr().out)
+    index = read_index(DESCRIPTORS_DIR)
+    assert {v["version"] for v in versions} == set(index.versions)
+    assert [v["version"] for v in versions if v["latest"]] == [index.latest]
+
+    assert cli(["check", "--json"]) == 0
+    checked = _json.loads(capsys.readouterr().out)
+    assert checked["breaking"] is False and all(not c["breaking"] for c in checked["changes"])

@@ -1,4 +1,4 @@
-"""`python -m chaos.faults kinds|inject|undo|show`: the drills' faults by hand, on the lab.
+"""`dagger faults kinds|inject|undo|show`: the drills' faults by hand, on the lab.
 
     kinds   the catalogue's fault kinds, and which are implemented
     inject  inject one fault, keep it for --downtime, undo it and wait until the targets are
@@ -10,17 +10,19 @@ The lab is DAGGER_LAB_DIR / DAGGER_LAB_PORT_BASE (or --lab-dir / --port-base); a
 its own lab. Targets: --target CLUSTER[:ID,...] (a Kafka or Spark cluster, and broker ids, worker
 programs or addresses, driver ids or dagger names), or a sink's name (influxdb, postgresql).
 
-    python -m chaos.faults inject broker-kill --target primary:2 --downtime 30s
-    python -m chaos.faults inject broker-stop --target primary --failure-percentage 50 --seed 7
-    python -m chaos.faults inject sink-down --target influxdb --keep
-    python -m chaos.faults undo .lab/chaos/faults-20261123T220000Z-sink-down.json
+    dagger faults inject broker-kill --target primary:2 --downtime 30s
+    dagger faults inject broker-stop --target primary --failure-percentage 50 --seed 7
+    dagger faults inject sink-down --target influxdb --keep
+    dagger faults undo .lab/chaos/faults-20261123T220000Z-sink-down.json
 
 Exit status: 0 done and healthy, 1 something still unhealthy or not undone, 2 refused.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import json
 import logging
 import os
 import sys
@@ -87,6 +89,9 @@ def _show(console, faults) -> None:
 def cmd_kinds(args) -> int:
     from rich.table import Table
 
+    if args.json:
+        print(json.dumps([{**dataclasses.asdict(k), "implemented": in_scope(k.name)} for k in FAULT_KINDS], indent=2))
+        return 0
     table = Table(title="fault kinds (chaos/catalog.py)")
     for column in ("kind", "system", "hits", "does", "undo", "here"):
         table.add_column(column)
@@ -155,6 +160,12 @@ def cmd_undo(args) -> int:
 
 def cmd_show(args) -> int:
     journal = Journal.load(Path(args.journal))
+    if args.json:
+        print(json.dumps({"journal": str(args.journal), "lab": journal.lab.as_dict(),
+                          "drill": {**(journal.drill or {}), "running": journal.drill_alive()},
+                          "active": [f.kind for f in journal.active()],
+                          "faults": [f.to_dict() for f in journal.faults]}, indent=2, default=str))
+        return 1 if journal.active() else 0
     console = _console()
     console.print(f"journal {args.journal}: lab {journal.lab.dir} (port base {journal.lab.port_base}), "
                   f"drill pid {journal.drill.get('pid')}{' (still running)' if journal.drill_alive() else ''}")
@@ -168,7 +179,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") ->
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("kinds", help="the catalogue's fault kinds")
+    kinds = commands.add_parser("kinds", help="the catalogue's fault kinds")
+    kinds.add_argument("--json", action="store_true", help="print the kinds as JSON")
 
     inject = commands.add_parser("inject", help="inject one fault, keep it for --downtime, undo it")
     inject.add_argument("kind", choices=[k.name for k in FAULT_KINDS], metavar="KIND",
@@ -193,6 +205,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") ->
 
     show = commands.add_parser("show", help="what a journal records")
     show.add_argument("journal", metavar="JOURNAL")
+    show.add_argument("--json", action="store_true", help="print the journal's faults as JSON")
 
     for sub in (inject,):
         # --lab as `drill run` spells it; --lab-dir, its first spelling here, still works

@@ -1,0 +1,135 @@
+"""Every command under `dagger`, with the options its parser declares: docs/reference/commands.md.
+
+The tree is read from the parsers themselves (each group's module builds its own; its subcommands
+are its parser's), and each page section is what `dagger … --help` prints, at a fixed width of
+100 columns so the page does not depend on the terminal that wrote it.
+
+`python -m dagger_runtime.cli_reference` writes the page; `--check` says whether the committed
+one is current (tests/test_cli_reference.py runs it).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+from dagger_runtime import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "reference" / "commands.md"
+WIDTH = "100"
+# subcommands whose options another module parses (argparse hands it the rest of the line)
+DELEGATED = {("drill", "history")}
+
+
+class _Parsed(Exception):
+    def __init__(self, parser: argparse.ArgumentParser):
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
+def _raise_parser(self, *_args, **_kwargs):
+    raise _Parsed(self)
+
+
+def _module_parser(module: str, prog: str) -> argparse.ArgumentParser:
+    """The parser a group's module builds, caught as its main is about to parse."""
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", _raise_parser), \
+            mock.patch.object(argparse.ArgumentParser, "parse_known_args", _raise_parser):
+        try:
+            importlib.import_module(module).main([], prog=prog)
+        except _Parsed as caught:
+            return caught.parser
+    raise RuntimeError(f"{module}.main returned without parsing its arguments")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:      # argparse keeps no public list of a parser's subcommands
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def commands() -> Iterator[tuple[str, ...]]:
+    """Every command path under dagger, in the order `--help` lists them: () is dagger itself."""
+    yield ()
+    for name, sub in _subcommands(cli.build_parser()).items():
+        if name in cli.GROUPS:
+            yield from _group((name,), cli.GROUPS[name][0])
+        else:
+            yield from _walk((name,), sub)
+
+
+def _group(path: tuple[str, ...], target) -> Iterator[tuple[str, ...]]:
+    if isinstance(target, str):
+        yield from _walk(path, _module_parser(target, "dagger " + " ".join(path)))
+        return
+    yield path
+    for name, (sub, _) in target.items():
+        yield from _group((*path, name), sub)
+
+
+def _walk(path: tuple[str, ...], parser: argparse.ArgumentParser) -> Iterator[tuple[str, ...]]:
+    yield path
+    if path in DELEGATED:
+        return
+    for name, sub in _subcommands(parser).items():
+        yield from _walk((*path, name), sub)
+
+
+def help_text(path: tuple[str, ...]) -> str:
+    """What `dagger PATH --help` prints, at the page's width."""
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": WIDTH}), contextlib.redirect_stdout(out):
+        try:
+            code = cli.main([*path, "--help"], warm=False)
+        except SystemExit as e:
+            code = e.code
+    if code not in (0, None):
+        raise RuntimeError(f"dagger {' '.join(path)} --help exited {code}")
+    return out.getvalue().rstrip() + "\n"
+
+
+def render() -> str:
+    paths = list(commands())
+    lines = ["# Commands", "",
+             "Every command under `dagger`, as its `--help` prints it. Generated from the parsers by",
+             "`python -m dagger_runtime.cli_reference`; do not edit by hand. Exit codes: "
+             "[exit codes](exit-codes.md).", ""]
+    for path in paths[1:]:
+        indent = "  " * (len(path) - 1)
+        lines.append(f"{indent}- [`dagger {' '.join(path)}`](#{_anchor(path)})")
+    for path in paths:
+        lines += ["", f"## dagger {' '.join(path)}".rstrip(), "", "```text", help_text(path).rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _anchor(path: tuple[str, ...]) -> str:
+    """mkdocs' (Python-Markdown toc's) slug of the section's heading."""
+    return "-".join(("dagger", *path)).lower()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dagger_runtime.cli_reference",
+                                     description="Write docs/reference/commands.md from the commands' parsers.")
+    parser.add_argument("--check", action="store_true", help="only say whether the committed page is current")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        if not PAGE.exists() or PAGE.read_text() != text:
+            print(f"{PAGE.relative_to(ROOT)} is out of date: python -m dagger_runtime.cli_reference", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text)
+    print(f"wrote {PAGE.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
