@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
-from dagger_runtime import cli
+from dagger_runtime import cli, generated_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reference" / "commands.md"
@@ -116,19 +116,9 @@ def _anchor(path: tuple[str, ...]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dagger_runtime.cli_reference",
-                                     description="Write docs/reference/commands.md from the commands' parsers.")
-    parser.add_argument("--check", action="store_true", help="only say whether the committed page is current")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: python -m dagger_runtime.cli_reference", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}", file=sys.stderr)
-    return 0
+    return generated_pages.main(argv, prog="python -m dagger_runtime.cli_reference",
+                                description="Write docs/reference/commands.md from the commands' parsers.",
+                                render=lambda: {PAGE: render()})
 
 
 if __name__ == "__main__":

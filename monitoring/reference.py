@@ -6,13 +6,13 @@ and the recording and alerting rules Prometheus loads (monitoring/rules/daggers.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
 
+from dagger_runtime import generated_pages
 from dagger_runtime.metrics import DaggerCollector
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,19 +67,8 @@ def page() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m monitoring.reference",
-                                     description="Write docs/reference/metrics-and-alerts.md.")
-    parser.add_argument("--check", action="store_true", help="only say whether the committed page is current")
-    args = parser.parse_args(argv)
-    text = page()
-    if args.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: python -m monitoring.reference", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}", file=sys.stderr)
-    return 0
+    return generated_pages.main(argv, prog="python -m monitoring.reference",
+                                description="Write docs/reference/metrics-and-alerts.md.", render=lambda: {PAGE: page()})
 
 
 if __name__ == "__main__":

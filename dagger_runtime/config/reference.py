@@ -11,7 +11,6 @@ applies the rules a schema cannot say (one sink section, PROTO needs `proto`, ..
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import typing
@@ -20,6 +19,7 @@ from typing import Any
 
 from pydantic import BeforeValidator
 
+from dagger_runtime import generated_pages
 from dagger_runtime.config import _checks
 from dagger_runtime.config import model as m
 from dagger_runtime.config.native import _SECTIONS, _Key
@@ -205,21 +205,9 @@ def render() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dagger_runtime.config.reference",
-                                     description="Write the job file's JSON Schema and its keys' reference page.")
-    parser.add_argument("--check", action="store_true", help="only say whether the committed files are current")
-    args = parser.parse_args(argv)
-    stale = [path for path, text in render().items() if not path.exists() or path.read_text() != text]
-    if args.check:
-        for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: python -m dagger_runtime.config.reference",
-                  file=sys.stderr)
-        return 1 if stale else 0
-    for path, text in render().items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
-    return 0
+    return generated_pages.main(argv, prog="python -m dagger_runtime.config.reference",
+                                description="Write the job file's JSON Schema and its keys' reference page.",
+                                render=render)
 
 
 if __name__ == "__main__":
