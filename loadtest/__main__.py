@@ -1,4 +1,4 @@
-"""Load for drills: python -m loadtest {produce,record,replay,shapes} ... (each with --help)."""
+"""Load for drills: dagger load {produce,record,replay,shapes,sample} ... (each with --help)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,7 @@ from dagger_runtime.closed_pipe import survives_closed_pipe
 
 @survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int:
-    from . import producer, recording, shapes
+    from . import producer, recording, shapes, traffic
 
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
         "replay": (recording.add_replay_arguments, recording.run_replay,
                    "send a recording with its timing, event time moved to now"),
         "shapes": (shapes.add_arguments, shapes.run, "check a load shape and print its plan and locust command"),
+        "sample": (traffic.add_sample_arguments, traffic.run_sample,
+                   "write sample messages to a file, for preview (no Kafka)"),
     }
     for name, (add, _, summary) in commands.items():
         p = sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",

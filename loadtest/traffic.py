@@ -140,18 +140,35 @@ def write_sample(message: str, n: int, path: str | Path, *, minutes: int = 5, se
     return events
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m loadtest.traffic",
-                                description="Write sample protobuf traffic, length-delimited, to a file.")
-    p.add_argument("message", choices=sorted(GENERATORS), help="fully qualified message name")
-    p.add_argument("output", help="file to write (writeDelimitedTo format)")
+def add_sample_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("message", help="the message: " + ", ".join(sorted(GENERATORS)) + " (or its simple name)")
+    p.add_argument("output", help="file to write (writeDelimitedTo format; its folder is created)")
     p.add_argument("-n", "--count", type=int, default=1000, help="number of messages (default 1000)")
     p.add_argument("--minutes", type=int, default=5, help="event-time span in minutes (default 5)")
     p.add_argument("--seed", type=int, help="random seed (default: fixed per message type)")
-    args = p.parse_args(argv)
-    write_sample(args.message, args.count, args.output, minutes=args.minutes, seed=args.seed)
-    print(f"wrote {args.count} {args.message} messages to {args.output}", file=sys.stderr)
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    from protos import registry
+
+    from .settings import SettingsError
+
+    dset = registry.load()
+    message = dset.resolve(args.message)
+    if message not in GENERATORS:
+        raise SettingsError(f"no sample traffic for {message}: there is for {', '.join(sorted(GENERATORS))}")
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    write_sample(message, args.count, args.output, minutes=args.minutes, seed=args.seed, descriptor_set=dset)
+    print(f"wrote {args.count} {message} messages to {args.output}", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m loadtest.traffic`, also `dagger load sample`."""
+    p = argparse.ArgumentParser(prog="python -m loadtest.traffic",
+                                description="Write sample protobuf traffic, length-delimited, to a file.")
+    add_sample_arguments(p)
+    return run_sample(p.parse_args(argv))
 
 
 if __name__ == "__main__":
