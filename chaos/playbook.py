@@ -80,6 +80,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 
+from dagger_runtime import durations
 from infra.yaml_lines import Document, Problems, field_name, line_of, read_yaml
 
 from .catalog import BY_NAME, FAULT_KINDS
@@ -154,24 +155,9 @@ def did_you_mean(value: str, choices) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?")
-
-
 def duration(value: Any) -> float:
-    """LOKI's "20m", "90s", "1h30m" (and "500ms") -> seconds."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"expected a duration such as 90s, 20m or 1h30m, got {_kind(value)}")
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} has no unit: write {value}s, {value}m or {value}h")
-    text = value.strip()
-    if text.startswith("-"):
-        raise ValueError(f"{value!r} is negative: a duration is a length of time (90s, 20m, 1h30m)")
-    m = _DURATION.fullmatch(text)
-    if not text or not m:
-        raise ValueError(f"{value!r} is not a duration: write whole numbers each with its unit, no spaces, "
-                         "largest first: h, m, s, ms (90s, 20m, 1h30m)")
-    h, mi, s, ms = (int(x or 0) for x in m.groups())
-    return h * 3600 + mi * 60 + s + ms / 1000
+    """LOKI's "20m", "90s", "1h30m" (and "500ms") -> seconds (dagger_runtime.durations)."""
+    return durations.seconds(value)
 
 
 def _positive_duration(seconds: float) -> float:
@@ -877,15 +863,7 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def fmt_duration(seconds: float) -> str:
-    """1200 -> "20m", 5400 -> "1h30m", 90 -> "1m30s", 0.5 -> "500ms"."""
-    if seconds and seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    s = int(round(seconds))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
-    return out or "0s"
+fmt_duration = durations.text
 
 
 _DISK = ("disk-break", "disk-fill")

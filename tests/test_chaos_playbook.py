@@ -49,15 +49,18 @@ def timed(steps, *actions: str) -> list[tuple[float, str]]:
 # -- scalars as LOKI writes them ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, seconds", [("20m", 1200), ("90s", 90), ("1h30m", 5400), ("2h", 7200),
-                                           ("1m30s", 90), ("500ms", 0.5), ("0s", 0)])
+                                           ("1m30s", 90), ("500ms", 0.5), ("0s", 0), ("1.5h", 5400),
+                                           ("30s1m", 90)])
 def test_durations_are_loki_strings(text, seconds):
+    """Go's duration grammar, which LOKI's are: decimals, and parts in any order, each with its unit."""
     assert duration(text) == seconds
 
 
 @pytest.mark.parametrize("text, fragment", [("20 mins", "is not a duration"), ("-20m", "is negative"),
-                                            (20, "has no unit"), ("1.5h", "is not a duration"),
-                                            ("m", "is not a duration"), (True, "expected a duration")])
-def test_a_duration_needs_a_unit_and_no_spaces(text, fragment):
+                                            (20, "has no unit"), ("1h30", "is not a duration"),
+                                            ("m", "is not a duration"), (True, "expected a duration"),
+                                            ("20", "has no unit"), ("1.5.2s", "is not a duration")])
+def test_a_duration_needs_a_unit_on_every_number(text, fragment):
     with pytest.raises(ValueError, match=fragment):
         duration(text)
 

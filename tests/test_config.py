@@ -410,14 +410,14 @@ BAD_INPUTS = [
     pytest.param(minimal(parallelism="two"), ["job.yaml: parallelism: expected an integer, got 'two'"], id="parallelism-text"),
     pytest.param(minimal(parallelism=True), ["job.yaml: parallelism: expected an integer, got True"], id="parallelism-bool"),
     pytest.param(minimal(watermark_delay_ms=-1), ["job.yaml: watermark_delay_ms: must be at least 0, got -1"], id="delay-negative"),
-    pytest.param(minimal(watermark_delay=60), ["job.yaml: watermark_delay: a duration needs a unit (ms, s, m, h or d)"], id="duration-no-unit"),
-    pytest.param(minimal(watermark_delay="soon"), ["job.yaml: watermark_delay: expected a duration like '500ms'"], id="duration-text"),
+    pytest.param(minimal(watermark_delay=60), ["job.yaml: watermark_delay: 60 has no unit: write 60s, 60m or 60h"], id="duration-no-unit"),
+    pytest.param(minimal(watermark_delay="soon"), ["job.yaml: watermark_delay: 'soon' is not a duration"], id="duration-text"),
     pytest.param(
         minimal(watermark_delay="1s", watermark_delay_ms=1000),
         ["job.yaml: watermark_delay_ms: give either watermark_delay or watermark_delay_ms, not both"],
         id="duration-twice",
     ),
-    pytest.param(minimal(idle_timeout="soon"), ["job.yaml: idle_timeout: expected a duration like '500ms'"], id="idle-timeout"),
+    pytest.param(minimal(idle_timeout="soon"), ["job.yaml: idle_timeout: 'soon' is not a duration"], id="idle-timeout"),
     pytest.param(minimal(name="completed bookings"), ["job.yaml: name: a job name is 1-128 letters", "'completed bookings'"], id="name"),
     pytest.param(minimal(team="Allocations"), ["job.yaml: team: a team name is a DNS label"], id="team"),
     # DAGGER_SECRET_API__HEALTH__* would fall under team api's secrets (DAGGER_SECRET_API__*)

@@ -7,12 +7,12 @@ took down and nothing another fault or an operator stopped.
 from __future__ import annotations
 
 import datetime as dt
-import re
 import signal
 import time
 from typing import Callable, ClassVar
 
 from chaos.catalog import BY_NAME, FaultKind
+from dagger_runtime import durations
 
 from . import procs
 from .errors import FaultError
@@ -26,21 +26,13 @@ START_TIMEOUT_S = 60.0
 
 
 def parse_duration(value: str | float | int | None) -> float:
-    """Seconds from 30, 30s, 2m, 1m30s, 1h, 250ms."""
+    """Seconds from 30 (seconds), 30s, 2m, 1m30s, 1h, 250ms; nothing is 0."""
     if value is None or value == "":
         return 0.0
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    else:
-        text = value.strip().lower()
-        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)?", text)
-        if not parts or "".join(n + (u or "") for n, u in parts) != text.replace(" ", ""):
-            raise FaultError(f"not a duration: {value!r} (use 30s, 2m, 1m30s)")
-        unit = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}
-        seconds = sum(float(n) * unit[u] for n, u in parts)
-    if seconds < 0:
-        raise FaultError(f"a duration cannot be negative: {value!r}")
-    return seconds
+    try:
+        return durations.seconds(value, bare_unit="s")
+    except ValueError as e:
+        raise FaultError(str(e)) from None
 
 
 def iso(t: float | None) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BeforeValidator
 
-from dagger_runtime import generated_pages
+from dagger_runtime import durations, generated_pages
 from dagger_runtime.config import _checks
 from dagger_runtime.config import model as m
 from dagger_runtime.config.native import _SECTIONS, _Key
@@ -41,8 +41,6 @@ TITLES = {
 }
 # in a YAML file the job's name may be left out: it is taken from the file's name
 NOT_REQUIRED_IN_YAML = {("job", "name")}
-DURATION_PATTERN = r"^\s*(\d+\s*(ms|s|m|h|d)\s*)+$"
-assert set(_checks.DURATION_UNITS_MS) == {"ms", "s", "m", "h", "d"}, "DURATION_PATTERN names the units"
 
 
 def _field_schema(model: type, field: str, *, widened: bool = True) -> dict[str, Any]:
@@ -85,7 +83,7 @@ def _key_schema(section: str, key: str, spec: _Key) -> dict[str, Any]:
     elif kind == "list":
         node = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
     elif kind == "duration_ms":
-        node = {"type": "string", "pattern": DURATION_PATTERN}
+        node = {"type": "string", "pattern": durations.PATTERN}
     elif kind == "event_time":
         node = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer", "minimum": 1},
                           {"$ref": "#/$defs/event_time"}]}
@@ -116,7 +114,7 @@ def _default(section: str, spec: _Key) -> Any:
 def _duration_text(ms: int) -> str:
     """Milliseconds as the largest whole unit a job file writes: 10000 -> '10s'."""
     for unit in ("d", "h", "m", "s"):
-        size = _checks.DURATION_UNITS_MS[unit]
+        size = round(durations.UNITS_S[unit] * 1000)
         if ms and ms % size == 0:
             return f"{ms // size}{unit}"
     return f"{ms}ms"
