@@ -98,10 +98,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
         "versions": {**_versions(), "java": java},
     })
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
-    width = max(len(r["path"]) for r in results)
-    print(f"{'path'.ljust(width)}  {'items/s':>12}  {'best s':>8}")
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="hot paths", title_justify="left")
+    table.add_column("path")
+    table.add_column("items/s", justify="right")
+    table.add_column("best s", justify="right")
     for r in results:
-        print(f"{r['path'].ljust(width)}  {r['per_second']:>12,}  {r['best_seconds']:>8.2f}")
+        table.add_row(r["path"], f"{r['per_second']:,}", f"{r['best_seconds']:.2f}")
+    Console().print(table)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine, "results": results, "summary": summary}, indent=2) + "\n")

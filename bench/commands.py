@@ -117,12 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     with out.open("a") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
-    print(f"{'command':<9} {'job':<34} {'mode':<5} {'before':>8} {'now':>8} {'query':>7}")
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"commands, best of {args.repeat}", title_justify="left")
+    for column, justify in (("command", "left"), ("job", "left"), ("mode", "left"), ("before", "right"),
+                            ("now", "right"), ("query", "right")):
+        table.add_column(column, justify=justify)
     for row in rows:
         before = previous.get((row["command"], row["job"], row["mode"]))
-        print(f"{row['command']:<9} {row['job']:<34} {row['mode']:<5} "
-              f"{(str(before['best_seconds']) + ' s') if before else '-':>8} {row['best_seconds']:>6} s "
-              f"{(str(row['query_seconds']) + ' s') if row['query_seconds'] is not None else '-':>7}")
+        table.add_row(row["command"], row["job"], row["mode"], f"{before['best_seconds']} s" if before else "-",
+                      f"{row['best_seconds']} s",
+                      f"{row['query_seconds']} s" if row["query_seconds"] is not None else "-")
+    Console().print(table)
     return 0
 
 

@@ -25,17 +25,17 @@ INPUTS = {
 }
 
 
-def table(rows: list[dict], limit: int) -> str:
-    if not rows:
-        return "  (no rows)"
-    cols = list(rows[0])
-    shown = rows[:limit]
-    width = {c: max(len(c), *(len(_cell(r[c])) for r in shown)) for c in cols}
-    line = "  " + "  ".join(c.ljust(width[c]) for c in cols)
-    rule = "  " + "  ".join("-" * width[c] for c in cols)
-    body = ["  " + "  ".join(_cell(r[c]).ljust(width[c]) for c in cols) for r in shown]
-    more = [f"  ... {len(rows) - limit} more rows"] if len(rows) > limit else []
-    return "\n".join([line, rule, *body, *more])
+def table(rows: list[dict], limit: int, title: str):
+    """The first `limit` rows as a rich Table (a caption says how many more there are)."""
+    from rich.table import Table
+
+    shown = Table(title=title, title_justify="left", caption=f"{len(rows) - limit} more rows" if len(rows) > limit
+                  else None, caption_justify="left")
+    for column in (rows[0] if rows else {"(no rows)": None}):
+        shown.add_column(column, overflow="fold")
+    for row in rows[:limit]:
+        shown.add_row(*(_cell(v) for v in row.values()))
+    return shown
 
 
 def _cell(v) -> str:
@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=8, help="result rows to show per dagger (default 8)")
     p.add_argument("--out", default=str(REPO_ROOT / "out" / "demo"), help="where the sample traffic goes")
     args = p.parse_args(argv)
+
+    from rich.console import Console
 
     from loadtest.traffic import write_sample
     from protos import registry
@@ -69,13 +71,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print("[demo] starting Spark (local, loopback only)...", file=sys.stderr)
     spark = build_session("dagger-demo", parallelism=2)
+    console = Console(width=None if sys.stdout.isatty() else 200)     # a file or pipe: rows unfolded
     for name, tables in INPUTS.items():
         started = time.monotonic()
         plan = plan_job(load_job(EXAMPLES / name))
         report = run_preview(plan, {t: str(files[m]) for t, m in tables.items()}, spark=spark)
-        print(f"\n== {plan.job.name}  ({name}, {len(report.rows)} rows, "
-              f"{time.monotonic() - started:.1f}s)")
-        print(table(report.rows, args.rows))
+        console.print(table(report.rows, args.rows, f"{plan.job.name} ({name}, {len(report.rows)} rows, "
+                                                    f"{time.monotonic() - started:.1f}s)"))
     spark.stop()
     return 0
 
