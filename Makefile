@@ -114,8 +114,9 @@ servers: venv
 test: venv jars flink servers portal-map
 	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup $(PYTEST_ARGS)
 
-test-fast: venv jars flink servers
-	$(PY) -m pytest -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS)
+# no JVM, no server, no root: what a change to the Python can be checked with in a few minutes
+test-fast: venv
+	$(PY) -m pytest -p no:cacheprovider -n 2 -m "not (spark or kafka or servers or e2e or browser)" $(PYTEST_ARGS)
 
 test-infra: venv
 	$(PY) -m pytest -p no:cacheprovider tests/test_infra_*.py $(PYTEST_ARGS)

@@ -10,6 +10,10 @@ from dagger_runtime.session import SHORT_LIVED_JVM
 
 # the tests' JVMs are short-lived: the JIT's first tier (C1) only, as in spark-conf/spark-defaults.conf
 JIT_FIRST_TIER = [SHORT_LIVED_JVM]
+# a test that uses one of these fixtures gets its mark, so `make test-fast` (no JVM, no server)
+# can leave it out without each file saying so
+FIXTURE_MARKS = {"spark": "spark", "kafka_broker": "kafka", "influxdb": "servers", "victoria_metrics": "servers",
+                 "postgres": "servers", "lab_env": "e2e"}
 
 
 def pytest_configure(config):
@@ -28,8 +32,12 @@ def pytest_collection_modifyitems(config, items):
     tryfirst: this conftest loads before xdist's worker plugin, whose own hook turns the marks
     into groups, and would otherwise run after it (pytest-xdist#1241)."""
     for item in items:
-        if "lab_env" in getattr(item, "fixturenames", ()):
+        used = getattr(item, "fixturenames", ())
+        if "lab_env" in used:
             item.add_marker(pytest.mark.xdist_group("lab"))
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in used:
+                item.add_marker(mark)
     # the tests that take the whole lab down and up again run after every other test of the lab:
     # a lab that does not come back then fails them alone, not every test after them
     items.sort(key=lambda item: item.get_closest_marker("lab_last") is not None)

@@ -73,6 +73,21 @@ def test_the_registry_runs_on_postgresql_and_never_shows_its_password(postgres, 
     assert rows == [("surge", 1, "ana"), ("surge", 2, "ben"), ("supply", 1, "ana")]
 
 
+def test_the_registry_reconnects_after_postgresql_drops_its_connections(postgres):
+    """A server restart (a drill's, in the lab) ends every pooled connection: the next call opens a
+    new one rather than failing (the portal answered 500 once, after one)."""
+    postgres.create_database("registry_reconnect")
+    password = urllib.parse.quote(postgres.password, safe="")
+    reg = Registry(f"postgresql+psycopg://{SUPERUSER}:{password}@127.0.0.1:{postgres.port}/registry_reconnect")
+    exercise(reg)
+    assert [d.name for d in reg.list()] == ["supply", "surge"]          # a pooled connection now
+    with postgres.connect("postgres") as conn:
+        ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = 'registry_reconnect'").fetchone()[0]
+    assert ended >= 1
+    assert [d.name for d in reg.list()] == ["supply", "surge"]
+
+
 def test_a_registry_that_is_not_a_database_or_not_reachable_is_refused_clearly(tmp_path):
     with pytest.raises(DaggerError, match="not a database URL"):
         Registry("registry.db")

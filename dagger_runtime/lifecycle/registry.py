@@ -170,7 +170,9 @@ class Registry:
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         # the URL may hold a password: say where, never the URL itself
         self.where = parsed.render_as_string(hide_password=True)
-        self.engine = create_engine(parsed)
+        # a pooled connection outlives a server restart (the portal's did, after a drill restarted
+        # PostgreSQL): check it before each use and reconnect, rather than fail the request
+        self.engine = create_engine(parsed, pool_pre_ping=True)
         try:
             _Base.metadata.create_all(self.engine)
         except (OperationalError, ProgrammingError) as e:
