@@ -81,7 +81,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 
 from dagger_runtime import durations
-from infra.yaml_lines import Document, Problems, field_name, line_of, read_yaml
+from dagger_runtime.yaml_lines import Document, Problems, field_name, line_of, read_yaml
 
 from .catalog import BY_NAME, FAULT_KINDS
 from .verify import parse_key, parse_measure

@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     from .warm.cli import add_command
-    add_command(sub)
+    add_command(sub, commands=sys.modules[__name__])     # the warm process runs its commands with this module
 
     from .lifecycle.cli import add_commands
     add_commands(sub)

@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+from .query import build_query
+
 LOOKBACK_S = 900            # it reads the topics from this long ago ...
 MAX_OFFSETS = 2000          # ... at most this many records a batch ...
 BATCHES = 2                 # ... for this many batches with data (the second restores state)
@@ -79,7 +81,6 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool
     """Start the rehearsal (None, said on `out`, when it cannot start); `oldest`: on the oldest
     records the topics keep (when the last minutes have none)."""
     from .callbacks import authenticate_callbacks
-    from .run import build_query
     from .sinks.base import Sink
 
     class Counted(Sink):

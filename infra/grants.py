@@ -23,9 +23,10 @@ from pathlib import Path
 
 import yaml
 
+from dagger_runtime.yaml_lines import field_name
+
 from . import spec_file
 from .tiers import TIERS
-from .yaml_lines import field_name
 
 INFRA = Path(__file__).resolve().parent
 GRANTS_DIR = INFRA / "grants"

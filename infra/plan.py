@@ -22,9 +22,9 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from dagger_runtime.closed_pipe import survives_closed_pipe  # noqa: E402
+from dagger_runtime.yaml_lines import printable  # noqa: E402
 
 from .spec import SpecError, TeamSpec, load, load_platform  # noqa: E402
-from .yaml_lines import printable  # noqa: E402
 
 REDACTED = "[secret]"
 # components first in this order, then anything else by name

@@ -22,6 +22,8 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from dagger_runtime.names import team_problem
+from dagger_runtime.yaml_lines import Document, Problems, line_of, printable, shown
+from dagger_runtime.yaml_lines import read_yaml as _read_yaml
 
 from . import sizing, spec_file, topic_quota, topics
 from .policy.rules import gcp_name_limits, reserved_name_problem
@@ -34,8 +36,6 @@ from .tiers import (
     SIZES,
     TIERS,
 )
-from .yaml_lines import Document, Problems, line_of, printable, shown
-from .yaml_lines import read_yaml as _read_yaml
 
 INFRA = Path(__file__).resolve().parent
 TEAMS_DIR = INFRA / "teams"
@@ -142,7 +142,7 @@ class TeamSpec:
         return {**self.labels, "team": self.name, "tier": self.tier, "managed-by": "daggers-infra"}
 
 
-# -- where a field is, and reading the YAML (infra/yaml_lines.py, shared with chaos/playbook.py) ----------
+# -- where a field is, and reading the YAML (dagger_runtime/yaml_lines.py, shared with chaos/playbook.py and the job loader) ----------
 
 _TEAM_SPEC = Document(error=SpecError, holds="a team spec", gets="the platform gets",
                       needs="a spec needs team, owners, tier and network")

@@ -18,9 +18,9 @@ import yaml
 
 from dagger_runtime import exit_codes
 from dagger_runtime.closed_pipe import survives_closed_pipe
+from dagger_runtime.yaml_lines import printable
 
 from . import grants, spec, topics
-from .yaml_lines import printable
 
 
 def where(s: spec.TeamSpec, field: str) -> str:

@@ -55,7 +55,7 @@ def test_on_a_stream_only_windows_ending_after_the_boundary_are_written_and_they
     """A replay: events from 10:00:00 to 10:04:59, a previous version having written the windows
     that ended by 10:02:00. The filtered query must write 10:02-10:03 and later with their full
     counts, and nothing for 10:00 and 10:01 (whose events it sees only in part here)."""
-    from dagger_runtime.run import WINDOW_END, only_windows_after
+    from dagger_runtime.query import WINDOW_END, only_windows_after
 
     events = []
     for i in range(300):                                   # one event a second, keys a/b/c

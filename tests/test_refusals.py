@@ -442,7 +442,7 @@ def test_a_warm_command_past_its_time_limit_has_its_jobs_cancelled_and_the_proce
 
     monkeypatch.setattr(wire, "fingerprint", lambda: "this code")  # others may edit the runtime meanwhile
     spark = _Spark()
-    warm = server.Server(Path("/nonexistent/warm.sock"), idle_timeout=60, command_timeout=1.0)
+    warm = server.Server(Path("/nonexistent/warm.sock"), idle_timeout=60, command_timeout=1.0, commands=None)
     warm.spark = spark
     ran = []
 

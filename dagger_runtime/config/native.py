@@ -92,6 +92,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from dagger_runtime.config import _checks
 from dagger_runtime.config._draft import Draft, Loc, render_loc
 from dagger_runtime.config.model import IGNORED_SETTINGS
+from dagger_runtime.yaml_lines import yaml_hint  # one table of YAML fixes, for team specs and jobs
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -296,8 +297,6 @@ def parse(text: str, *, default_name: str) -> Draft:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        from infra.yaml_lines import yaml_hint  # one table of YAML fixes, for team specs and jobs
-
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         reason = " ".join(x for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x) or str(exc)

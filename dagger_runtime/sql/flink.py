@@ -24,8 +24,8 @@ import re
 from sqlglot import exp
 
 from ..errors import QueryError
-from .functions import Budget, DaggerFunction, refuse_reserved_names, register, template
-from .positions import locate
+from . import flink_json
+from .functions import Budget, DaggerFunction, refuse, refuse_reserved_names, register, string_literal, template
 
 _MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000,
        "WEEK": 7 * 86_400_000}
@@ -33,11 +33,7 @@ _MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
 _TRUNC_UNITS = ("MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
 
 
-def _refuse(sql: str, node: exp.Expression, what: str) -> QueryError:
-    if not sql:  # inside a macro: functions.rewrite adds where the call is
-        return QueryError(f"refused: {what}")
-    line, col = locate(sql, node)
-    return QueryError(f"refused: {what}", line=line, col=col, sql=sql)
+_refuse = refuse
 
 
 _UNITS = ("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
@@ -51,8 +47,7 @@ def _unit(node: exp.Expression) -> str:
     return ""
 
 
-def _string_literal(node: exp.Expression) -> str | None:
-    return node.this if isinstance(node, exp.Literal) and node.is_string else None
+_string_literal = string_literal
 
 
 def _int_literal(node: exp.Expression) -> int | None:
@@ -386,36 +381,6 @@ def _sha2(args: list[exp.Expression]) -> exp.Expression:
     return template("CASE WHEN {1} IN (224, 256, 384, 512) THEN sha2({0}, {1}) END")(args)
 
 
-# Member and index steps only. An index fits Spark's int (variant_get parses it as one: a larger
-# one passes validation, then fails every message); digits are ASCII (Python's \d also takes '٣',
-# Java's does not); a quoted key has a character other than space, holds no '*' (get_json_object
-# finds nothing for '*', ' ' or '' where Flink does), and a double-quoted one no ' (rewritten to
-# the single-quoted form Spark reads).
-_JSON_PATH = re.compile(r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\]"""
-                        r"""|\['[^'\]*]*[^'\]*\s][^'\]*]*'\]|\["[^"'\]*]*[^"'\]*\s][^"'\]*]*"\])*""", re.ASCII)
-
-
-def _json_value(args: list[exp.Expression]) -> exp.Expression:
-    json, path = args
-    text = _string_literal(path)
-    if text is None:
-        raise QueryError("refused: JSON_VALUE(json, path): the path must be a string literal such as '$.a.b'")
-    body = re.sub(r"^\s*(lax|strict)\s+", "", text, flags=re.IGNORECASE).strip()
-    if not _JSON_PATH.fullmatch(body):
-        raise QueryError(f"refused: JSON_VALUE path '{text}': only member and index steps are supported "
-                         "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not")
-    spark_path = re.sub(r'\["([^"\]]*)"\]', r"['\1']", body)
-    spark = exp.Literal.string(spark_path)
-    # Flink returns scalars only: an object or an array gives NULL (Spark's get_json_object returns
-    # its JSON text); numbers, strings, booleans are rendered as Spark's get_json_object does, the
-    # same as Flink's Jackson (1.50 -> 1.5, 1e3 -> 1000.0)
-    return template("""
-      CASE WHEN schema_of_variant(variant_get(try_parse_json({0}), {1})) LIKE 'OBJECT%'
-             OR schema_of_variant(variant_get(try_parse_json({0}), {1})) LIKE 'ARRAY%' THEN NULL
-           ELSE get_json_object({0}, {1}) END
-    """)([json, spark])
-
-
 def _row(args: list[exp.Expression]) -> exp.Expression:
     # Flink names the fields of ROW(a, b) EXPR$0, EXPR$1
     fields: list[exp.Expression] = []
@@ -493,7 +458,7 @@ _fn("RTRIM", ("string", "characters"), _trim("TRAILING"), optional=1)
 _fn("SHA2", ("string", "bits"), _sha2)
 for _name, _bits in _HASHES.items():
     _fn(_name, ("string",), lambda a, b=_bits: _call("sha2", a[0], exp.Literal.number(b)))
-_fn("JSON_VALUE", ("json", "path"), _json_value)
+_fn("JSON_VALUE", ("json", "path"), flink_json.json_value_plain)
 register(DaggerFunction("ROW", ("value", "..."), build=_row, optional=1, variadic=True))
 # Flink's FIRST_VALUE/LAST_VALUE skip NULLs (Spark's keep them unless told); Spark's own
 # (value, ignore_nulls) form is left as written
@@ -798,5 +763,3 @@ def explain_unparsable(sql: str) -> tuple[str, int] | None:
                 f"TABLE({kind}(TABLE stream, DESCRIPTOR(rowtime), INTERVAL ...))", tvf.start())
     return None
 
-
-from . import flink_json  # noqa: E402  (JSON functions; it imports from this module)

@@ -24,7 +24,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from ..errors import QueryError
-from .functions import DaggerFunction, register, template
+from .functions import DaggerFunction, refuse, register, string_literal, template
 
 
 class FlinkJson(exp.Expression, exp.Func):
@@ -131,9 +131,7 @@ FUNCTION_PARSERS = {name: _parser(name) for name in _NAMES}
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-def _refuse(sql: str, node: exp.Expression, what: str) -> QueryError:
-    from .flink import _refuse as refuse
-    return refuse(sql, node, what)
+_refuse = refuse
 
 
 def _literal(node: exp.Expression | None) -> str | None:
@@ -279,7 +277,6 @@ def _json_string(sql: str, node: FlinkJson) -> exp.Expression:
 # --- paths: JSON_QUERY, JSON_EXISTS, JSON_VALUE's clauses ------------------------------------------------
 def _path(sql: str, node: FlinkJson) -> tuple[exp.Expression, str, bool]:
     """(json, Spark path, lax) from the call's arguments; the path allow-listed as JSON_VALUE's."""
-    from .flink import _JSON_PATH
     name = node.name.upper()
     if len(node.expressions) != 2:
         raise _refuse(sql, node, f"{name} takes 2 arguments: {name}(json, path); got {len(node.expressions)}")
@@ -359,7 +356,7 @@ _TYPED_VALUE = {
 
 
 def _json_value(sql: str, node: FlinkJson) -> exp.Expression:
-    from .flink import _json_value as plain
+    plain = json_value_plain
     _no_error_clause(sql, node)
     returning = node.args.get("returning")
     kind = "STRING"
@@ -465,3 +462,35 @@ def _map_union(args: list[exp.Expression]) -> exp.Expression:
 
 
 register(DaggerFunction("MAP_UNION", ("map", "..."), build=_map_union, optional=1, variadic=True))
+
+
+# --- JSON_VALUE(json, path): the plain form (flink.py registers it) --------------------------------
+# Member and index steps only. An index fits Spark's int (variant_get parses it as one: a larger
+# one passes validation, then fails every message); digits are ASCII (Python's \d also takes '٣',
+# Java's does not); a quoted key has a character other than space, holds no '*' (get_json_object
+# finds nothing for '*', ' ' or '' where Flink does), and a double-quoted one no ' (rewritten to
+# the single-quoted form Spark reads).
+_JSON_PATH = re.compile(r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\]"""
+                        r"""|\['[^'\]*]*[^'\]*\s][^'\]*]*'\]|\["[^"'\]*]*[^"'\]*\s][^"'\]*]*"\])*""", re.ASCII)
+
+
+def json_value_plain(args: list[exp.Expression]) -> exp.Expression:
+    """JSON_VALUE(json, path) without clauses: Spark's get_json_object on an allow-listed path."""
+    json, path = args
+    text = string_literal(path)
+    if text is None:
+        raise QueryError("refused: JSON_VALUE(json, path): the path must be a string literal such as '$.a.b'")
+    body = re.sub(r"^\s*(lax|strict)\s+", "", text, flags=re.IGNORECASE).strip()
+    if not _JSON_PATH.fullmatch(body):
+        raise QueryError(f"refused: JSON_VALUE path '{text}': only member and index steps are supported "
+                         "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not")
+    spark_path = re.sub(r'\["([^"\]]*)"\]', r"['\1']", body)
+    spark = exp.Literal.string(spark_path)
+    # Flink returns scalars only: an object or an array gives NULL (Spark's get_json_object returns
+    # its JSON text); numbers, strings, booleans are rendered as Spark's get_json_object does, the
+    # same as Flink's Jackson (1.50 -> 1.5, 1e3 -> 1000.0)
+    return template("""
+      CASE WHEN schema_of_variant(variant_get(try_parse_json({0}), {1})) LIKE 'OBJECT%'
+             OR schema_of_variant(variant_get(try_parse_json({0}), {1})) LIKE 'ARRAY%' THEN NULL
+           ELSE get_json_object({0}, {1}) END
+    """)([json, spark])

@@ -182,4 +182,15 @@ def _count(fn: DaggerFunction) -> str:
 
 _TYPED: dict[type, str] = {exp.RegexpSplit: "Split"}
 
-from . import catalog, flink  # noqa: E402,F401  (register the functions)
+
+def refuse(sql: str, node: exp.Expression, what: str) -> QueryError:
+    """A refusal at the node's line and column in the query (none inside a macro: functions.rewrite
+    adds where the call is)."""
+    if not sql:
+        return QueryError(f"refused: {what}")
+    line, col = locate(sql, node)
+    return QueryError(f"refused: {what}", line=line, col=col, sql=sql)
+
+
+def string_literal(node: exp.Expression) -> str | None:
+    return node.this if isinstance(node, exp.Literal) and node.is_string else None

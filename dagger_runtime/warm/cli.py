@@ -15,7 +15,9 @@ DEFAULT_COMMAND_TIMEOUT_S = 60.0  # as server.DEFAULT_COMMAND_TIMEOUT_S (not imp
 DEFAULT_IDLE_S = 3 * 3600.0
 
 
-def add_command(sub) -> None:
+def add_command(sub, commands) -> None:
+    """`dagger warm`; `commands`, dagger's command line (dagger_runtime.cli), runs what the warm
+    process is handed: passed in, not imported, as it is the module that imports this one."""
     w = sub.add_parser(
         "warm", help="keep a Spark running so validate and preview answer in a second or two",
         description="Start, stop or look at this user's warm Spark process. While one runs, `validate` and "
@@ -41,7 +43,7 @@ def add_command(sub) -> None:
                            description="Say whether a warm process answers (exit 0) or not (exit 3).")
     status.add_argument("--json", action="store_true", help="print the answer as JSON")
     ws.add_parser("stop", help="stop the warm process", description="Stop the warm process, if one runs.")
-    w.set_defaults(func=_run)
+    w.set_defaults(func=_run, commands=commands)
 
 
 def _run(args) -> int:
@@ -50,7 +52,7 @@ def _run(args) -> int:
     path = wire.socket_path()
     if args.warm_command == "serve":
         from .server import Server
-        return Server(path, args.idle_timeout, args.command_timeout).serve()
+        return Server(path, args.idle_timeout, args.command_timeout, commands=args.commands).serve()
     answer = ask("status")
     if args.warm_command == "status":
         if args.json:

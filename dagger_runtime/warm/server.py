@@ -51,8 +51,12 @@ CANCEL_GRACE_S = 15.0
 
 
 class Server:
-    def __init__(self, path: Path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S):
+    def __init__(self, path: Path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S, *,
+                 commands):
+        """commands: dagger's command line (dagger_runtime.cli: build_parser, uses_warm, run_command,
+        main), handed in, as it is what imports this module."""
         self.path, self.idle_timeout, self.command_timeout = path, idle_timeout, command_timeout
+        self.commands = commands
         self.started, self.served, self.spark, self.code = time.time(), 0, None, wire.fingerprint()
         self.stopping = False
         self.timed_out = False
@@ -112,14 +116,13 @@ class Server:
     def _warm_up(self) -> None:
         """Validate one example job, unseen: the JVM loads and compiles the classes every
         command needs (analyser, decoder, UDFs) before the first analyst waits for them."""
-        from .. import cli
         from ..session import sessions_of
 
         examples = sorted((wire.REPO / "examples" / "daggers").glob("*.yaml"))[:1]
         for job in examples:
             sink = io.StringIO()
             with sessions_of(self.spark), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                cli.main(["validate", str(job)], warm=False)
+                self.commands.main(["validate", str(job)], warm=False)
         _log_here()
 
     def _handle(self, conn: socket.socket) -> bool:
@@ -229,7 +232,6 @@ class Server:
                 "current": request.get("fingerprint") == self.code}
 
     def _run(self, conn: socket.socket, request: dict) -> int:
-        from .. import cli
         from ..session import sessions_of
 
         argv, cwd, env, umask = (request.get(k) for k in ("argv", "cwd", "env", "umask"))
@@ -247,12 +249,12 @@ class Server:
                     os.environ.update(env)
                     # the command word is checked before argparse reads anything else of argv
                     command = next((a for a in argv if not a.startswith("-")), None)
-                    args = cli.build_parser().parse_args(argv) if command in wire.COMMANDS else None
-                    if args is None or not cli.uses_warm(args):
+                    args = self.commands.build_parser().parse_args(argv) if command in wire.COMMANDS else None
+                    if args is None or not self.commands.uses_warm(args):
                         print(f"error: the warm process runs {' and '.join(wire.COMMANDS)} only", file=sys.stderr)
-                        return cli.EXIT_USER_ERROR
+                        return self.commands.EXIT_USER_ERROR
                     with sessions_of(self.spark):
-                        return cli.run_command(args)
+                        return self.commands.run_command(args)
                 except SystemExit as e:  # argparse: --help, or a usage error already printed
                     return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
                 except OSError as e:

@@ -1,0 +1,113 @@
+"""House rules a reviewer would otherwise have to remember: the runtime's modules import each other
+without circles (every import counted, those inside functions too), and the analyst's runtime
+needs nothing of the platform's infrastructure code (infra/, Pulumi)."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["dagger_runtime", "protos", "loadtest", "chaos", "infra", "lab", "portal", "monitoring", "bench"]
+
+
+def modules(package: str) -> dict[str, Path]:
+    out = {}
+    for path in (ROOT / package).rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The known modules `name` imports, wherever in the file (a lazy import is still an edge)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = name.split(".")
+                keep = len(parts) - node.level + (1 if path.name == "__init__.py" else 0)
+                base = ".".join(parts[:keep] + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_a_circle_through_a_lazy_import(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("from . import b\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    from .a import x\n")
+    (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    known = modules("pkg")
+    assert cycles({m: imports(m, p, known) for m, p in known.items()}) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_runtime_imports_without_circles():
+    known = {}
+    for package in PACKAGES:
+        known.update(modules(package))
+    graph = {m: imports(m, p, known) for m, p in known.items()}
+    runtime = {m: deps for m, deps in graph.items() if m.startswith("dagger_runtime")}
+    assert cycles({m: {d for d in deps if d in runtime} for m, deps in runtime.items()}) == []
+
+
+def test_the_runtime_needs_nothing_of_the_infrastructure_code():
+    """What an analyst's commands load (validate, preview, run, the lifecycle, the warm process)
+    holds no module of infra/ and not Pulumi: the runtime installs without the platform's tools."""
+    probe = ("import json, sys\n"
+             "import dagger_runtime.cli, dagger_runtime.run, dagger_runtime.preview, dagger_runtime.validate\n"
+             "import dagger_runtime.lifecycle.cli, dagger_runtime.warm.server\n"
+             "from dagger_runtime.config import load_job\n"
+             "load_job('examples/daggers/completed_bookings_by_s2.yaml')\n"
+             "load_job('examples/daggers/supply_per_minute.properties')\n"
+             "print(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    assert [m for m in loaded if m.split(".")[0] in ("infra", "pulumi", "pulumi_gcp", "pulumi_kubernetes")] == []
+    assert "dagger_runtime.config.native" in loaded          # the probe did load the job files
