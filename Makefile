@@ -116,7 +116,7 @@ test: venv jars flink servers portal-map
 
 # no JVM, no server, no root: what a change to the Python can be checked with in a few minutes
 test-fast: venv
-	$(PY) -m pytest -p no:cacheprovider -n 2 -m "not (spark or kafka or servers or e2e or browser)" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n 2 -m "not (spark or kafka or jvm or servers or e2e or browser)" $(PYTEST_ARGS)
 
 test-infra: venv
 	$(PY) -m pytest -p no:cacheprovider tests/test_infra_*.py $(PYTEST_ARGS)

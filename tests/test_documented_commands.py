@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.spark]        # validate and preview start Spark (one warm process for the module)
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"])
 BLOCK = re.compile(r"^```console\n(.*?)^```$", re.M | re.S)

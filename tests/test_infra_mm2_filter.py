@@ -25,9 +25,9 @@ ACCEPTED = REPO / "tests" / "fixtures" / "accepted_teams"
 ACCEPTED_GRANTS = REPO / "tests" / "fixtures" / "accepted_grants"
 
 # skipped on a developer's machine without the jars; never in CI (`make test` fetches them first)
-pytestmark = pytest.mark.skipif(not os.environ.get("CI") and (not any(KAFKA_JARS.glob("connect-mirror-*.jar"))
+pytestmark = [pytest.mark.jvm, pytest.mark.skipif(not os.environ.get("CI") and (not any(KAFKA_JARS.glob("connect-mirror-*.jar"))
                                                              or not shutil.which("java")),
-                                reason="needs Java and Kafka's jars in .jvm/kafka (make jars)")
+                                reason="needs Java and Kafka's jars in .jvm/kafka (make jars)")]
 
 # Teams whose patterns select part of what they are granted: the names they must replicate, by hand.
 NARROWED = {("promo-stats", "mainstream"): {"campaign-clicks", "campaign-views", "campaign-impressions-x1",
