@@ -1,6 +1,6 @@
 """YAML documents read with the line of every field, for problems reported as `file:line: field: message`.
 
-Shared by the team specs (infra/spec.py) and the drill playbooks (chaos/playbook.py). Only plain
+Shared by the team specs (infra/spec.py) and the drill playbooks (chaos/playbook/). Only plain
 YAML is taken: strings, numbers, booleans, lists and mappings. Tags, aliases, merge keys and keys
 given twice are refused, so that what a reviewer reads is what the program gets.
 

@@ -142,7 +142,7 @@ class TeamSpec:
         return {**self.labels, "team": self.name, "tier": self.tier, "managed-by": "daggers-infra"}
 
 
-# -- where a field is, and reading the YAML (dagger_runtime/yaml_lines.py, shared with chaos/playbook.py and the job loader) ----------
+# -- where a field is, and reading the YAML (dagger_runtime/yaml_lines.py, shared with chaos/playbook/ and the job loader) ----------
 
 _TEAM_SPEC = Document(error=SpecError, holds="a team spec", gets="the platform gets",
                       needs="a spec needs team, owners, tier and network")

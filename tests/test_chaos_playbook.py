@@ -1,4 +1,4 @@
-"""Drill playbooks (chaos/playbook.py): the samples load and plan their faults at the times their
+"""Drill playbooks (chaos/playbook/): the samples load and plan their faults at the times their
 YAML says; LOKI's own document loads with its strings normalised; hostile playbooks are refused
 naming the file, the line and the field; the `python -m chaos drill` commands.
 
