@@ -1,13 +1,13 @@
 """Drill playbooks from the command line: `dagger drill ...` (also `daggers-drill ...`).
 
-    list                    the playbooks of chaos/playbooks/: name, type, faults, downtime, failover
+    list                    the playbooks of chaos/drills/: name, type, faults, downtime, failover
     validate PLAYBOOK...    check playbooks without touching anything; exit 2 listing every problem
     run PLAYBOOK            run it on the lab, with live progress; the last line printed is the
                             path of the run's report.json (exit 0 pass, 3 fail, 4 aborted);
                             --dry-run prints the plan of steps with their times
     history [RUNS_DIR]      past runs and trends per drill
 
-A PLAYBOOK is a file, or the name of one in chaos/playbooks/ (kafka-failover).
+A PLAYBOOK is a file, or the name of one in chaos/drills/ (kafka-failover).
 """
 from __future__ import annotations
 
@@ -167,8 +167,8 @@ def _shown(path: Path) -> str:
 
 def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,validate,run}")
-    p = sub.add_parser("list", help="the playbooks of chaos/playbooks/",
-                       description="The drill playbooks in a directory (chaos/playbooks/): name, type, faults, "
+    p = sub.add_parser("list", help="the playbooks of chaos/drills/",
+                       description="The drill playbooks in a directory (chaos/drills/): name, type, faults, "
                                    "downtime, failover, description. Exit 2 if one is invalid.")
     p.add_argument("--json", action="store_true", help="one JSON document, for machines")
     p.add_argument("--dir", default=str(PLAYBOOKS_DIR), metavar="DIR",
@@ -178,7 +178,7 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
                        description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
                                    "specs, touching nothing. Every problem as file:line: field: message; exit 2 if "
                                    "any.")
-    p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
+    p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/drills/")
     p.add_argument("--json", action="store_true", help="print one {playbook, valid, problems, ...} per playbook as JSON")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("run", help="run a drill on the lab (--dry-run: its plan)",
@@ -187,7 +187,7 @@ def add_drill_commands(parser: argparse.ArgumentParser) -> None:
                                    "goes to stderr; the last line on stdout is the path of the run's report.json. "
                                    "Exit 0 pass, 2 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
                                    "every step with its time from the drill's start.")
-    p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/playbooks/")
+    p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/drills/")
     p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
                    help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)")
     p.add_argument("--port-base", type=int, default=None, metavar="N",

@@ -239,8 +239,8 @@ def test_a_json_playbook_is_the_same_drill(tmp_path):
 
 def test_where_names_the_line_of_a_field():
     book = sample("kafka-failover")
-    assert book.where("chaos[0].downtime") == "chaos/playbooks/kafka-failover.yaml:53: chaos[0].downtime"
-    assert book.where("failover.rto_target") == "chaos/playbooks/kafka-failover.yaml:84: failover.rto_target"
+    assert book.where("chaos[0].downtime") == "chaos/drills/kafka-failover.yaml:53: chaos[0].downtime"
+    assert book.where("failover.rto_target") == "chaos/drills/kafka-failover.yaml:84: failover.rto_target"
 
 
 # -- LOKI's own document -------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
-"""Drill playbooks (chaos/playbooks/<drill>.yaml): LOKI's simulation document, plus what a failover
+"""Drill playbooks (chaos/drills/<drill>.yaml): LOKI's simulation document, plus what a failover
 drill on the lab needs. `load(path)` refuses an invalid playbook before anything is touched, with
 every problem as `file:line: field.path: message`.
 
     from chaos.playbook import load, PlaybookError
     try:
-        drill = load("chaos/playbooks/kafka-failover.yaml")
+        drill = load("chaos/drills/kafka-failover.yaml")
     except PlaybookError as e:
         print("\\n".join(e.problems))
 

@@ -16,7 +16,7 @@ from dagger_runtime.yaml_lines import Document
 from ..catalog import BY_NAME, FAULT_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS_DIR = REPO / "chaos" / "playbooks"
+PLAYBOOKS_DIR = REPO / "chaos" / "drills"
 LAB_INVENTORY = REPO / "playbooks" / "inventories" / "lab"
 
 MAX_DOWNTIME_S = 2 * 3600       # LOKI's longest scenarios are 90 minutes
