@@ -9,11 +9,12 @@ for). Pure: the analyst's parsed query and the streams' descriptors.
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from sqlglot import exp
+
+from dagger_runtime.suggest import closest
 
 from .errors import QueryError
 from .sql.positions import locate
@@ -82,7 +83,7 @@ def _judge(field: FieldDescriptor, column: exp.Expression, literals: list[exp.Ex
             if value in names:
                 continue
             close = [n for n in names if n.lower() == value.lower()] or \
-                difflib.get_close_matches(value, names, n=3, cutoff=0.6)
+                closest(value, names)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
             out.append(Problem(f"{value!r} is not a value of {enum.full_name} ({_path(column)}): it matches "
                                f"nothing{hint} Its values: {_listing(names)}", literal))

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 from google.protobuf.descriptor import FieldDescriptor
 
+from dagger_runtime.suggest import closest
+
 from .errors import DaggerError
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -37,11 +39,10 @@ def resolve_event_time(stream, descriptor, where: str):
     else:
         field = descriptor.fields_by_name.get(name)
         if field is None:
-            import difflib
 
             timestamps = [f.name for f in descriptor.fields
                           if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP]
-            close = difflib.get_close_matches(str(name), list(descriptor.fields_by_name), n=1, cutoff=0.6)
+            close = closest(name, descriptor.fields_by_name, n=1)
             raise DaggerError(f"{where}: {descriptor.full_name} has no field named {name!r}"
                               + (f"; did you mean {close[0]}?" if close else "")
                               + (f" Its timestamp fields: {', '.join(timestamps)}" if timestamps else ""))

@@ -1,8 +1,9 @@
 """Spark's analysis of a planned query against the streams' schemas: names and types, no data."""
 from __future__ import annotations
 
-import difflib
 import logging
+
+from dagger_runtime.suggest import closest
 
 from .constants import check_constants, check_regexes, optimize, spark_failure
 from .errors import QueryError
@@ -181,14 +182,14 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
         leaf = name.split(".")[-1].lower()
         node = next((c for c in tree.find_all(exp.Column) if c.name.lower() == leaf), None)
         # suggest from the streams' own columns (Spark also proposes its internal `window`)
-        proposals = difflib.get_close_matches(leaf, sorted(set(columns)), n=1, cutoff=0.5)
+        proposals = closest(leaf, columns, n=1)
         message = f"unknown column `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
     elif condition.startswith("FIELD_NOT_FOUND"):
         name = _unquote(params.get("fieldName", ""))
         fields = [_unquote(f.strip()) for f in params.get("fields", "").split(",") if f.strip()]
         node = next((c for c in tree.find_all(exp.Column) if c.name.lower() == name.lower()), None)
         written = node.sql(dialect="spark").replace("`", "") if node is not None else name
-        proposals = difflib.get_close_matches(name.lower(), fields, n=1, cutoff=0.5)
+        proposals = closest(name, fields, n=1)
         parent = written.rsplit(".", 1)[0] if "." in written else "the message"
         message = (f"{parent} has no field `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
                    + (f" (its fields: {', '.join(fields)})" if fields else ""))

@@ -8,8 +8,9 @@ Also here: the GCP regions and machine types a spec may name (allow-lists, with 
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
+
+from dagger_runtime.suggest import closest
 
 from .components.spark import (
     DAEMONSET_CPU_M,
@@ -65,7 +66,7 @@ MACHINE_TYPES: dict[str, tuple[int, float]] = {
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(value, sorted(choices), n=3, cutoff=0.6)
+    close = closest(value, choices)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 

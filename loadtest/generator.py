@@ -43,7 +43,6 @@ random.Random (~8 us) and protobuf's upb (C) serializer; pure-Python protobuf is
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 import random
 import struct
@@ -52,6 +51,8 @@ from typing import Any, Callable, NamedTuple
 
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from dagger_runtime.suggest import closest
 
 __all__ = ["CITIES", "Generated", "HintError", "MessageGenerator", "fact", "now_ms"]
 
@@ -135,7 +136,7 @@ def _is_number(v: Any) -> bool:
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    close = closest(name, known)
     if close:
         return "; did you mean " + " or ".join(close) + "?"
     return f"; it has {', '.join(known[:12])}{', ...' if len(known) > 12 else ''}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import difflib
 import logging
 import signal
 import sys
@@ -22,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from dagger_runtime.suggest import closest
 
 from .generator import MessageGenerator, fact, now_ms
 from .ledger import Ledger
@@ -270,7 +271,7 @@ def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, 
     if count is None and duration_s is None and stop is None:
         raise ValueError("give a count, a duration or a stop event: the run would never end")
     if key_field is not None and key_field not in generator.scalar_paths():
-        close = difflib.get_close_matches(key_field, generator.scalar_paths(), n=3)
+        close = closest(key_field, generator.scalar_paths())
         raise ValueError(f"key field {key_field!r} is not a singular field of {generator.message_name}"
                          + (f"; did you mean {' or '.join(close)}?" if close else ""))
     ledger = ledger if ledger is not None else Ledger(default_fields(generator, key_field))
@@ -354,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
     scalars = generator.scalar_paths()
     for option, path in [("--key", args.key), *(("--fact", f) for f in args.fact)]:
         if path is not None and path not in scalars:
-            close = difflib.get_close_matches(path, scalars, n=3)
+            close = closest(path, scalars)
             raise SettingsError(f"{option} {path!r} is not a singular field of {message}"
                                 + (f"; did you mean {' or '.join(close)}?" if close else ""))
     fields = list(dict.fromkeys([*default_fields(generator, args.key), *args.fact]))

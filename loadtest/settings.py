@@ -3,10 +3,11 @@ the descriptor set and message, hints."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 from pathlib import Path
 from typing import Any
+
+from dagger_runtime.suggest import closest
 
 __all__ = ["add_bootstrap_argument", "add_client_arguments", "add_schema_arguments", "client_kwargs", "descriptor_set", "resolve_message",
            "load_json_or_file", "SettingsError"]
@@ -59,7 +60,7 @@ def client_kwargs(args: argparse.Namespace, kind: str) -> dict[str, Any]:
         if not sep or not key:
             raise SettingsError(f"--client {item!r}: want KEY=VALUE")
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3)
+            close = closest(key, known)
             raise SettingsError(f"--client {item!r}: {key} is not a kafka-python {kind} setting"
                                 + (f"; did you mean {' or '.join(close)}?" if close else ""))
         try:

@@ -9,7 +9,6 @@ rather than decoding with a schema the job's SQL was not validated against.
 
 from __future__ import annotations
 
-import difflib
 import re
 import urllib.error
 import urllib.request
@@ -19,6 +18,7 @@ from pathlib import Path
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
+from dagger_runtime.suggest import closest
 from protos.errors import SchemaError
 from protos.versions import (
     DESCRIPTORS_DIR,
@@ -155,9 +155,9 @@ class DescriptorSet:
         for m in known:
             by_simple.setdefault(m.rsplit(".", 1)[-1], []).append(m)
         close = list(by_simple.get(simple, []))
-        for s in difflib.get_close_matches(simple, list(by_simple), n=3, cutoff=0.75):
+        for s in closest(simple, by_simple):
             close += [m for m in by_simple[s] if m not in close]
-        close += [m for m in difflib.get_close_matches(name, known, n=3, cutoff=0.6) if m not in close]
+        close += [m for m in closest(name, known) if m not in close]
         hint = f"; did you mean {', '.join(close[:3])}?" if close else f"; it has {len(known)} messages"
         return f"unknown message '{name}' in descriptor set {self.digest} (from {self.source}){hint}"
 

@@ -1,7 +1,6 @@
 """A playbook's constants, its error, the probes, and its scalar values: LOKI's strings and ours."""
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from dagger_runtime import durations
+from dagger_runtime.suggest import closest
 from dagger_runtime.yaml_lines import Document
 
 from ..catalog import BY_NAME, FAULT_KINDS
@@ -80,7 +80,7 @@ def _kind(value: Any) -> str:
 
 
 def did_you_mean(value: str, choices) -> str:
-    close = difflib.get_close_matches(str(value), sorted(choices), n=3, cutoff=0.6)
+    close = closest(value, choices)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 

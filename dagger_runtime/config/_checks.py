@@ -7,13 +7,12 @@ and field, which the loader prepends).
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dagger_runtime import durations
+from dagger_runtime import durations, suggest
 from dagger_runtime.names import check_team
 
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -106,7 +105,7 @@ def show(value: Any) -> str:
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
     """The choice a misspelling of `word` most likely is, if any is close enough."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    close = suggest.closest(word, choices, n=1)
     return close[0] if close else None
 
 
@@ -394,7 +393,7 @@ def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, st
             why = f"set with {instead} instead" if instead else "is set by the runtime and cannot be overridden"
             problems.append((key, why))
         elif key not in allowed:
-            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+            close = suggest.closest(key, allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else (
                 "; security, TLS, timeout and size settings are passed on, not settings that name classes, "
                 "files of configuration or URLs")

@@ -9,9 +9,9 @@ compacted topic, or a reader keeping the latest per key, sees each window once.
 """
 from __future__ import annotations
 
-import difflib
-
 from google.protobuf.descriptor import FieldDescriptor as FD
+
+from dagger_runtime.suggest import closest
 
 from ..errors import DaggerError
 from .base import Sink, window_and_tags
@@ -65,7 +65,7 @@ def check_columns(descriptor, columns: list[dict], what: str) -> None:
     for column in columns:
         field = fields.get(column["name"])
         if field is None:
-            close = difflib.get_close_matches(column["name"], list(fields), n=1, cutoff=0.6)
+            close = closest(column["name"], fields, n=1)
             problems.append(f"column {column['name']} is not a field of {descriptor.full_name}"
                             + (f" (did you mean {close[0]}?)" if close else
                                f" (its fields: {', '.join(fields)})"))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from dagger_runtime.suggest import closest
+
 from . import allowlist, functions, windows
 from .dialect import FlinkSQL
 from .positions import locate, offset_to_line_col
@@ -388,12 +390,10 @@ def _check_function(node: exp.Func) -> str | None:
 
 
 def _did_you_mean(name: str) -> str:
-    import difflib
 
     known = {f.name for f in functions.all_functions()} | set(allowlist.ALLOWED_SPARK_FUNCTIONS)
-    by_lower = {k.lower(): k for k in known}
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
-    return f"; did you mean {by_lower[close[0]]}()?" if close else ""
+    close = closest(name, known, n=1)
+    return f"; did you mean {close[0]}()?" if close else ""
 
 
 def _check_table(node: exp.Table, streams: set[str], ctes: set[str]) -> str | None:
