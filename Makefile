@@ -12,11 +12,14 @@ FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
 
 PORTAL_MAP := portal/static/build/.built
 
-.PHONY: all venv jars flink portal-map conformance conformance-table docs lint servers test test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
+.PHONY: all venv jars flink portal-map conformance conformance-table docs lint servers test test-e2e test-all test-fast test-infra plan infra-check demo demo-preview protos bench clean help lab-up lab-status lab-down dashboards
 all: test
 
 help:
-	@echo "make test   - set up .venv and .jvm, then run the whole test suite"
+	@echo "make test   - set up .venv and .jvm, then run the suite but its long end-to-end tests (about 15 min)"
+	@echo "make test-e2e - the long end-to-end tests: the lab, the drills, runs into real sinks (about an hour)"
+	@echo "make test-all - both in one run (what make test and make test-e2e run, overlapped)"
+	@echo "make test-fast - what needs no JVM, no server and no root (2 min)"
 	@echo "make demo   - the lab up, the sample daggers deployed on it, live traffic, aggregates read back from InfluxDB"
 	@echo "make demo-preview - the quick one: sample daggers previewed over generated files (no lab)"
 	@echo "make dashboards - the Grafana dashboards as JSON into out/dashboards"
@@ -111,7 +114,18 @@ docs: venv
 servers: venv
 	@$(PY) -m lab.packages
 
+# every test but the long end-to-end ones (marked e2e: the lab's, the drills', a run into real
+# sinks); what to run before a commit, within its 20-minute budget on 2 cores
 test: venv jars flink servers portal-map
+	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup -m "not e2e" $(PYTEST_ARGS)
+
+# the long end-to-end tests: the lab's in order on one worker, the rest on the other beside them.
+# CI runs `make test` and then this (.ci/run)
+test-e2e: venv jars flink servers portal-map
+	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup -m e2e $(PYTEST_ARGS)
+
+# both in one session (the lab's serial tests overlap the rest: the shortest way through all)
+test-all: venv jars flink servers portal-map
 	$(PY) -m pytest -p no:cacheprovider --durations=20 -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # no JVM, no server, no root: what a change to the Python can be checked with in a few minutes

@@ -714,7 +714,13 @@ class DrillRun:
             return
         # when it was committed (the commit file), not when it was seen: a failover command that
         # waits for it (a handoff) returns later
-        committed = self.first_commit_at(registry, d.name, d.failover_version, d.failover_started)
+        # counted from the fault's start, as the RTO is: a standby may take the lease before the
+        # watchdog sees the loss
+        trigger = self.book.failover_fault
+        began = (self.fault_began.get(trigger.name, self.fault_times.get(trigger.name))
+                 if trigger is not None else None)
+        committed = self.first_commit_at(registry, d.name, d.failover_version,
+                                         began if began is not None else d.failover_started)
         at = committed if committed is not None and committed <= at else at
         d.first_batch_after, d.first_batch_seconds = at, seconds
         self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch",
@@ -734,20 +740,40 @@ class DrillRun:
             registry.close()
 
     @staticmethod
-    def first_commit_at(registry, name: str, version: int | None, since: float | None) -> float | None:
-        """The time of the version's first commit after `since`, from its checkpoint (None: not
-        local, or none)."""
+    def launch_and_commit(registry, name: str, version: int | None,
+                          since: float | None) -> tuple[float | None, float | None]:
+        """When the first driver launched at or after `since` took the version's checkpoint (its
+        launch ledger) and when that checkpoint's first commit after it was made (the commit
+        files); (None, None) when the checkpoint is not local or has neither. A failover's
+        version often shares the old one's checkpoint, and the old driver may still commit the
+        batch it had finished as the fault struck: that commit is not the recovery's, so a commit
+        counts only after a launch since the fault. Without a ledger, any commit since `since`."""
         from dagger_runtime import launches
 
         found = registry.version(name, version) if version is not None else None
         root = launches.local_root(found.checkpoint) if found is not None else None
         if root is None:
-            return None
+            return None, None
         try:
             times = launches.commit_times(root)
         except OSError:
-            return None
-        return next((t for t in times if since is None or t >= since), None)
+            return None, None
+        try:
+            ledger = launches.parse((root / launches.LAUNCHES_FILE).read_text(errors="replace"))
+        except OSError:
+            ledger = None
+        if ledger is None:
+            taken = since
+        else:
+            taken = next((e["at_ms"] / 1000 for e in ledger if since is None or e["at_ms"] / 1000 >= since), None)
+            if taken is None:
+                return None, None
+        return taken, next((t for t in times if taken is None or t >= taken), None)
+
+    def first_commit_at(self, registry, name: str, version: int | None, since: float | None) -> float | None:
+        """The time of the version's first commit by a driver launched since `since` (None: not
+        local, or none yet)."""
+        return self.launch_and_commit(registry, name, version, since)[1]
 
     def start_watchdog(self) -> None:
         from dagger_runtime.lifecycle.watchdog import Watchdog
@@ -955,28 +981,17 @@ class DrillRun:
         """A standby's recovery, from its checkpoint: when it took the lease (its launch in the
         ledger) and when its first batch was committed (the commit file's time). The failover
         command only records the move in the registry, so it is not on the way."""
-        from dagger_runtime import launches
-
         registry = self.registry()
         try:
-            # the failover's version (a fail-back may have replaced it since)
-            current = (registry.version(d.name, d.failover_version) if d.failover_version is not None
-                       else registry.get(d.name))
+            # the failover's version (a fail-back may have replaced it since); from when the fault
+            # began: a standby may take the lease while the fault's stop is still under way (its
+            # driver died first); the recovery is counted from the fault in effect
+            version = d.failover_version if d.failover_version is not None else getattr(
+                registry.get(d.name), "version", None)
+            began = self.fault_began.get(self.book.failover_fault.name, t_fault)
+            taken, first = self.launch_and_commit(registry, d.name, version, began)
         finally:
             registry.close()
-        root = launches.local_root(current.checkpoint) if current else None
-        if root is None:
-            return None
-        try:
-            ledger = launches.parse((root / launches.LAUNCHES_FILE).read_text(errors="replace"))
-            commits = launches.commit_times(root)
-        except OSError:
-            return None
-        # from when the fault began: a standby may take the lease while the fault's stop is still
-        # under way (its driver died first); the recovery is counted from the fault in effect
-        began = self.fault_began.get(self.book.failover_fault.name, t_fault)
-        taken = next((e["at_ms"] / 1000 for e in ledger if e["at_ms"] / 1000 >= began), None)
-        first = next((t for t in commits if taken is not None and t >= taken), None)
         if taken is None or first is None:
             return None
         taken = max(taken, t_fault)

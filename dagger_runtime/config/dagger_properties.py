@@ -396,7 +396,7 @@ class _Reader:
             streams = json.loads(text)
         except json.JSONDecodeError as exc:
             hint = ""
-            if '\\"' in self.props["STREAMS"].raw_value:
+            if '\\"' in self.props["STREAMS"].source:
                 hint = ' (in a properties file \\" is just "; write \\\\" to keep a JSON escape)'
             self.draft.issue(("streams",), f"not valid JSON: {exc.msg} at character {exc.pos + 1}{hint}")
             self.put(("streams",), [])

@@ -1,4 +1,4 @@
-"""Java ``.properties`` syntax, as ``java.util.Properties.load`` reads it.
+"""Java ``.properties`` syntax, as ``java.util.Properties.load`` reads it (read here by javaproperties).
 
 raystack/dagger loads its job file with ``Properties.load(FileReader)``, so a
 file must mean here exactly what it means there:
@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_BLANKS = " \t\f"
-_NEWLINES = re.compile(r"\r\n|\r|\n")
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+import javaproperties
+
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
+_LAST_BREAK = re.compile(r"(\r\n|\r|\n)\Z")
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Entry:
     value: str
     line: int  # 1-based line where the entry starts
     continued: bool  # the value spans several lines
-    raw_value: str = ""  # the value before unescaping
+    source: str = ""  # the entry as written (escapes and continuations included)
 
 
 class PropertiesSyntaxError(ValueError):
@@ -39,89 +40,34 @@ class PropertiesSyntaxError(ValueError):
         super().__init__(f"line {line}: {message}")
 
 
-def _odd_trailing_backslashes(text: str) -> bool:
-    count = len(text) - len(text.rstrip("\\"))
-    return count % 2 == 1
-
-
-def _logical_lines(text: str):
-    natural = _NEWLINES.split(text)
-    i = 0
-    while i < len(natural):
-        start = i + 1
-        line = natural[i].lstrip(_BLANKS)
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        continued = False
-        while _odd_trailing_backslashes(line):
-            line = line[:-1]
-            if i >= len(natural):
-                break
-            line += natural[i].lstrip(_BLANKS)
-            i += 1
-            continued = True
-        yield start, line, continued
-
-
-def _unescape(text: str, line: int) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= len(text):
-            i += 1  # a lone trailing backslash (only at the end of the file) is dropped
-            continue
-        nxt = text[i + 1]
-        if nxt == "u":
-            digits = text[i + 2 : i + 6]
-            if len(digits) != 4 or not all(d in "0123456789abcdefABCDEF" for d in digits):
-                raise PropertiesSyntaxError(line, f"malformed \\uxxxx escape {text[i:i + 6]!r}")
-            out.append(chr(int(digits, 16)))
-            i += 6
-        else:
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-    return "".join(out)
-
-
-def _split(line: str) -> tuple[str, str]:
-    """Raw (still escaped) key and value of a logical line."""
-    i, n = 0, len(line)
-    escaped = False
-    while i < n:
-        c = line[i]
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in "=:" or c in _BLANKS:
-            break
-        i += 1
-    key = line[:i]
-    j = i
-    while j < n and line[j] in _BLANKS:
-        j += 1
-    if j < n and line[j] in "=:":
-        j += 1
-        while j < n and line[j] in _BLANKS:
-            j += 1
-    return key, line[j:]
+def _breaks(text: str) -> int:
+    return len(_LINE_BREAKS.findall(text))
 
 
 def parse_entries(text: str) -> list[Entry]:
-    """Every entry in file order (duplicates included); raises PropertiesSyntaxError."""
+    """Every entry in file order (duplicates included), read by javaproperties (the
+    ``java.util.Properties`` rules above) with the line each starts on, which the element's own
+    source text gives; raises PropertiesSyntaxError."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    entries = []
-    for line_no, line, continued in _logical_lines(text):
-        raw_key, raw_value = _split(line)
-        entries.append(Entry(_unescape(raw_key, line_no), _unescape(raw_value, line_no), line_no, continued, raw_value))
-    return entries
+    entries, line = [], 1
+    elements = javaproperties.parse(text)
+    while True:
+        try:
+            element = next(elements)
+        except StopIteration:
+            return entries
+        except javaproperties.InvalidUEscapeError as exc:
+            raise PropertiesSyntaxError(line, f"malformed \\uxxxx escape {exc.escape!r}") from None
+        if isinstance(element, javaproperties.KeyValue):
+            source = element.source
+            # leading blank lines before the key belong to no element of their own
+            line += _breaks(source[:len(source) - len(source.lstrip())])
+            body = _LAST_BREAK.sub("", source.lstrip())
+            entries.append(Entry(element.key, element.value, line, _breaks(body) > 0, source))
+            line += _breaks(source.lstrip())
+        else:
+            line += _breaks(element.source)
 
 
 def looks_like_properties(text: str) -> bool:
@@ -132,7 +78,4 @@ def looks_like_properties(text: str) -> bool:
         return False
     if not entries:
         return False
-    for _, line, _ in _logical_lines(text):
-        if not re.match(r"[A-Z][A-Z0-9_.]*\s*[=:]", line):
-            return False
-    return True
+    return all(re.match(r"[ \t\f]*[A-Z][A-Z0-9_.]*\s*[=:]", entry.source.lstrip("\r\n")) for entry in entries)

@@ -1,0 +1,67 @@
+"""Which commit ends a failover's recovery (chaos/runner.py: DrillRun.launch_and_commit). A
+failover's version shares the old version's checkpoint, and the old driver may still commit the
+batch it had finished as the fault struck: a drill once put its "first batch" event at that
+commit, 2.5 s after the fault, while its RTO (from the standby's lease) said 4.4 s. The recovery's
+commit is the first one after a launch since the fault, read from the checkpoint's launch ledger
+(written by dagger_runtime.launches.record, as every driver does) and its commit files."""
+from __future__ import annotations
+
+import os
+import types
+
+from chaos.runner import DrillRun
+from dagger_runtime import launches
+
+
+class Versions:
+    """The registry's one answer the method needs: a version's checkpoint."""
+
+    def __init__(self, checkpoint):
+        self.checkpoint = checkpoint
+
+    def version(self, name, version):
+        return types.SimpleNamespace(checkpoint=self.checkpoint, version=version)
+
+
+def commit(root, batch: int, at: float) -> None:
+    path = root / "commits" / str(batch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("v1\n{}\n")
+    os.utime(path, (at, at))
+
+
+def test_the_old_drivers_last_commit_is_not_the_recovery(tmp_path):
+    fault = 1_800_000_000.0
+    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))    # the old driver
+    commit(tmp_path, 0, fault - 30)
+    commit(tmp_path, 1, fault + 2.5)           # the old driver's batch, finished as the fault struck
+    launches.record(str(tmp_path), now_ms=int((fault + 3.0) * 1000))    # the standby takes the lease
+    commit(tmp_path, 2, fault + 4.4)
+    commit(tmp_path, 3, fault + 9.0)
+    taken, first = DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault)
+    assert (taken, first) == (fault + 3.0, fault + 4.4)
+
+
+def test_no_launch_since_the_fault_is_no_recovery_yet(tmp_path):
+    fault = 1_800_000_000.0
+    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))
+    commit(tmp_path, 0, fault + 1.0)
+    assert DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault) == (None, None)
+
+
+def test_a_launch_that_has_not_committed_yet(tmp_path):
+    fault = 1_800_000_000.0
+    commit(tmp_path, 0, fault - 5)
+    launches.record(str(tmp_path), now_ms=int((fault + 1.0) * 1000))
+    assert DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault) == (fault + 1.0, None)
+
+
+def test_without_a_ledger_any_commit_since(tmp_path):
+    fault = 1_800_000_000.0
+    commit(tmp_path, 0, fault - 5)
+    commit(tmp_path, 1, fault + 7)
+    assert DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault) == (fault, fault + 7)
+
+
+def test_a_remote_checkpoint_is_not_read(tmp_path):
+    assert DrillRun.launch_and_commit(Versions("gs://bucket/ck"), "d", 2, 0.0) == (None, None)
