@@ -7,6 +7,7 @@ bookings: Spark's raw read of the topic (the ceiling), read and decode, and the 
 end to end with `run --available-now` into a no-op sink and into InfluxDB. The last line of stdout
 is one JSON object (also kept in bench/results/).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("-n", "--messages", type=int, default=200_000, help="messages per measurement (default 200000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
-    p.add_argument("--kafka-messages", type=int, default=2_000_000,
-                   help="messages pre-loaded into Kafka for the streaming rows (default 2000000; 0 skips them)")
-    p.add_argument("--out", default=str(REPO / "bench" / "results" / "latest.json"), metavar="PATH",
-                   help="where the JSON line of results goes (default: bench/results/latest.json)")
+    p.add_argument(
+        "--kafka-messages",
+        type=int,
+        default=2_000_000,
+        help="messages pre-loaded into Kafka for the streaming rows (default 2000000; 0 skips them)",
+    )
+    p.add_argument(
+        "--out",
+        default=str(REPO / "bench" / "results" / "latest.json"),
+        metavar="PATH",
+        help="where the JSON line of results goes (default: bench/results/latest.json)",
+    )
     args = p.parse_args(argv)
 
     import numpy as np
@@ -70,33 +79,49 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     points.count()
 
     results = [
-        timed("spark scan, no decoding (engine limit)", lambda: raw.selectExpr("length(value) AS l")
-              .agg({"l": "sum"}).collect(), n, args.repeat),
+        timed(
+            "spark scan, no decoding (engine limit)",
+            lambda: raw.selectExpr("length(value) AS l").agg({"l": "sum"}).collect(),
+            n,
+            args.repeat,
+        ),
         timed("JVM protobuf decode", lambda: table.agg({"city_id": "sum"}).collect(), n, args.repeat),
-        timed("seed query 1 (decode + S2Id + window)", lambda: spark.sql(plan.query.spark_sql).collect(),
-              n, args.repeat),
-        timed("numpy S2 kernel alone, 1 core (UDF limit)",
-              lambda: geo_kernels.s2_cell_id_str(lat, lng, 13), n, args.repeat),
-        timed("S2Id in Spark (Arrow UDF)", lambda: points.selectExpr("S2Id(lat, lng, 13) AS s")
-              .agg({"s": "max"}).collect(), n, args.repeat),
+        timed(
+            "seed query 1 (decode + S2Id + window)", lambda: spark.sql(plan.query.spark_sql).collect(), n, args.repeat
+        ),
+        timed(
+            "numpy S2 kernel alone, 1 core (UDF limit)",
+            lambda: geo_kernels.s2_cell_id_str(lat, lng, 13),
+            n,
+            args.repeat,
+        ),
+        timed(
+            "S2Id in Spark (Arrow UDF)",
+            lambda: points.selectExpr("S2Id(lat, lng, 13) AS s").agg({"s": "max"}).collect(),
+            n,
+            args.repeat,
+        ),
     ]
     sample = min(n, 20_000)
     results.append(timed("s2sphere per row (reference)", lambda: _s2sphere(lat[:sample], lng[:sample]), sample, 1))
     summary = {}
     if args.kafka_messages:
         from bench.kafka import kafka_rows
+
         kafka_results, summary = kafka_rows(spark, plan, args.kafka_messages, repeat=min(args.repeat, 2))
         results += kafka_results
     java = spark._jvm.java.lang.System.getProperty("java.version")
     spark.stop()
     by_path = {r["path"]: r["per_second"] for r in results}
     s2id = by_path["S2Id in Spark (Arrow UDF)"]
-    summary.update({
-        "s2id_rows_per_s": s2id,
-        "s2id_vs_s2sphere": round(s2id / by_path["s2sphere per row (reference)"], 1),
-        "cores": os.cpu_count(),
-        "versions": {**_versions(), "java": java},
-    })
+    summary.update(
+        {
+            "s2id_rows_per_s": s2id,
+            "s2id_vs_s2sphere": round(s2id / by_path["s2sphere per row (reference)"], 1),
+            "cores": os.cpu_count(),
+            "versions": {**_versions(), "java": java},
+        }
+    )
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
     from rich.console import Console
     from rich.table import Table
@@ -119,8 +144,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
 def _s2sphere(lat, lng) -> list[int]:
     import s2sphere
 
-    return [s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(a, b)).parent(13).id()
-            for a, b in zip(lat, lng)]
+    return [s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(a, b)).parent(13).id() for a, b in zip(lat, lng)]
 
 
 def _versions() -> dict:
@@ -129,8 +153,11 @@ def _versions() -> dict:
     from dagger_runtime.jvm import jvm_dir
 
     kafka = sorted(p.name for p in (jvm_dir() / "kafka").glob("kafka-clients-*.jar"))
-    return {"pyspark": version("pyspark"), "python": platform.python_version(),
-            "kafka": kafka[0].removeprefix("kafka-clients-").removesuffix(".jar") if kafka else None}
+    return {
+        "pyspark": version("pyspark"),
+        "python": platform.python_version(),
+        "kafka": kafka[0].removeprefix("kafka-clients-").removesuffix(".jar") if kafka else None,
+    }
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ change is read as before and after:
 
     python -m bench.commands [--repeat 2] [--events 2000] [--mode cold|warm|both]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,13 @@ def warm_process(folder: Path):
     try:
         yield env
     finally:
-        subprocess.run([sys.executable, "-m", "dagger_runtime", "warm", "stop"], cwd=REPO, env=env,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "dagger_runtime", "warm", "stop"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def commit() -> str | None:
@@ -76,9 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.commands", description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=2, help="runs per command; best and median kept (default 2)")
     p.add_argument("--events", type=int, default=2000, help="generated messages per preview input (default 2000)")
-    p.add_argument("--mode", choices=("cold", "warm", "both"), default="both",
-                   help="cold: each command starts its Spark (--no-warm); warm: through a warm process "
-                        "started once (`dagger warm start`); both (default)")
+    p.add_argument(
+        "--mode",
+        choices=("cold", "warm", "both"),
+        default="both",
+        help="cold: each command starts its Spark (--no-warm); warm: through a warm process "
+        "started once (`dagger warm start`); both (default)",
+    )
     p.add_argument("--out", default=str(RESULTS), help="the JSON lines file results are appended to")
     args = p.parse_args(argv)
 
@@ -90,10 +100,22 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(("validate", job, [sys.executable, "-m", "dagger_runtime", "validate", str(job)]))
             inputs = inputs_for(job, Path(folder), args.events)
             if inputs:
-                runs.append(("preview", job, [sys.executable, "-m", "dagger_runtime", "preview", str(job),
-                                              *[a for i in inputs for a in ("--input", i)]]))
-        for mode in (["cold", "warm"] if args.mode == "both" else [args.mode]):
-            with (warm_process(Path(folder)) if mode == "warm" else contextlib.nullcontext()) as env:
+                runs.append(
+                    (
+                        "preview",
+                        job,
+                        [
+                            sys.executable,
+                            "-m",
+                            "dagger_runtime",
+                            "preview",
+                            str(job),
+                            *[a for i in inputs for a in ("--input", i)],
+                        ],
+                    )
+                )
+        for mode in ["cold", "warm"] if args.mode == "both" else [args.mode]:
+            with warm_process(Path(folder)) if mode == "warm" else contextlib.nullcontext() as env:
                 for name, job, command in runs:
                     command = command + (["--no-warm"] if mode == "cold" else [])
                     times, query = [], None
@@ -102,12 +124,22 @@ def main(argv: list[str] | None = None) -> int:
                         times.append(took)
                         found = re.search(r"result rows in ([\d.]+)s", stderr)
                         query = float(found.group(1)) if found else query
-                        print(f"[bench] {name} {job.name} ({mode}): run {i + 1}/{args.repeat} {took:.1f} s",
-                              file=sys.stderr)
-                    rows.append({"command": name, "job": job.name, "mode": mode,
-                                 "best_seconds": round(min(times), 2),
-                                 "median_seconds": round(statistics.median(times), 2), "query_seconds": query,
-                                 "commit": commit(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                        print(
+                            f"[bench] {name} {job.name} ({mode}): run {i + 1}/{args.repeat} {took:.1f} s",
+                            file=sys.stderr,
+                        )
+                    rows.append(
+                        {
+                            "command": name,
+                            "job": job.name,
+                            "mode": mode,
+                            "best_seconds": round(min(times), 2),
+                            "median_seconds": round(statistics.median(times), 2),
+                            "query_seconds": query,
+                            "commit": commit(),
+                            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        }
+                    )
     out = Path(args.out)
     previous = {}
     if out.exists():
@@ -121,14 +153,25 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     table = Table(title=f"commands, best of {args.repeat}", title_justify="left")
-    for column, justify in (("command", "left"), ("job", "left"), ("mode", "left"), ("before", "right"),
-                            ("now", "right"), ("query", "right")):
+    for column, justify in (
+        ("command", "left"),
+        ("job", "left"),
+        ("mode", "left"),
+        ("before", "right"),
+        ("now", "right"),
+        ("query", "right"),
+    ):
         table.add_column(column, justify=justify)
     for row in rows:
         before = previous.get((row["command"], row["job"], row["mode"]))
-        table.add_row(row["command"], row["job"], row["mode"], f"{before['best_seconds']} s" if before else "-",
-                      f"{row['best_seconds']} s",
-                      f"{row['query_seconds']} s" if row["query_seconds"] is not None else "-")
+        table.add_row(
+            row["command"],
+            row["job"],
+            row["mode"],
+            f"{before['best_seconds']} s" if before else "-",
+            f"{row['best_seconds']} s",
+            f"{row['query_seconds']} s" if row["query_seconds"] is not None else "-",
+        )
     Console().print(table)
     return 0
 

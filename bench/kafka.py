@@ -1,6 +1,7 @@
 """The streaming rows of `make bench`: a real Kafka topic pre-loaded with bookings before any
 timing starts, then Spark reading it three ways, each with Trigger.AvailableNow (all of it, then
 stop), wall time from start to stop."""
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,13 @@ TOPIC = "bench-booking-log"
 def _stream_time(spark, dataframe, checkpoint: Path) -> float:
     shutil.rmtree(checkpoint, ignore_errors=True)
     started = time.perf_counter()
-    query = (dataframe.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
+    query = (
+        dataframe.writeStream.format("noop")
+        .outputMode("append")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     return time.perf_counter() - started
 
@@ -29,13 +35,17 @@ def _best(label: str, messages: int, repeat: int, fn) -> dict:
     for i in range(repeat):
         seconds = fn()
         best = min(best, seconds)
-        print(f"[bench] {label}: run {i + 1}/{repeat} {seconds:.1f}s ({messages / seconds:,.0f}/s)", file=sys.stderr,
-              flush=True)
+        print(
+            f"[bench] {label}: run {i + 1}/{repeat} {seconds:.1f}s ({messages / seconds:,.0f}/s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return {"path": label, "items": messages, "best_seconds": round(best, 3), "per_second": round(messages / best)}
 
 
 class NoopSink(Sink):
     """Counts the result rows and stores nothing: the dagger's own speed."""
+
     kind = "noop"
 
     def write(self, dataframe, batch_id):
@@ -49,8 +59,12 @@ def on_topic(plan, bootstrap: str, topic: str):
     from dataclasses import replace
 
     spec = plan.job.streams[0]
-    spec = spec.model_copy(update={"topics": (topic,), "kafka": spec.kafka.model_copy(
-        update={"bootstrap_servers": bootstrap, "auto_offset_reset": "earliest"})})
+    spec = spec.model_copy(
+        update={
+            "topics": (topic,),
+            "kafka": spec.kafka.model_copy(update={"bootstrap_servers": bootstrap, "auto_offset_reset": "earliest"}),
+        }
+    )
     return replace(plan, job=plan.job.model_copy(update={"streams": (spec,)}))
 
 
@@ -60,8 +74,13 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
 
     shutil.rmtree(checkpoint, ignore_errors=True)
     started = time.perf_counter()
-    run(plan, RunOptions(checkpoint=str(checkpoint), available_now=True), spark=spark, out=io.StringIO(),
-        sink_factory=sink_factory)
+    run(
+        plan,
+        RunOptions(checkpoint=str(checkpoint), available_now=True),
+        spark=spark,
+        out=io.StringIO(),
+        sink_factory=sink_factory,
+    )
     return time.perf_counter() - started
 
 
@@ -80,27 +99,65 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         kafka.create_topic(TOPIC, partitions=2)
         kafka.create_topic(f"{plan.job.name}-dlq", partitions=1)
         fed = feed(spark, kafka.bootstrap_servers, TOPIC, messages)
-        results.append({"path": "feeder: bookings into Kafka (JVM)", "items": messages,
-                        "best_seconds": round(fed.seconds, 3), "per_second": round(fed.per_second)})
+        results.append(
+            {
+                "path": "feeder: bookings into Kafka (JVM)",
+                "items": messages,
+                "best_seconds": round(fed.seconds, 3),
+                "per_second": round(fed.per_second),
+            }
+        )
         kplan = on_topic(plan, kafka.bootstrap_servers, TOPIC)
         job = kplan.job
         stream_spec = job.streams[0]
 
         raw = read_kafka(spark, stream_spec)
-        results.append(_best("Kafka: Spark's raw read (ceiling)", messages, repeat,
-                             lambda: _stream_time(spark, raw.selectExpr("length(value) AS n"), work / "ck-raw")))
+        results.append(
+            _best(
+                "Kafka: Spark's raw read (ceiling)",
+                messages,
+                repeat,
+                lambda: _stream_time(spark, raw.selectExpr("length(value) AS n"), work / "ck-raw"),
+            )
+        )
         table, _, _ = decode(spark, raw, plan.streams[0], plan.descriptor_set)
-        results.append(_best("Kafka: read + JVM decode", messages, repeat,
-                             lambda: _stream_time(spark, table.selectExpr("city_id"), work / "ck-decode")))
+        results.append(
+            _best(
+                "Kafka: read + JVM decode",
+                messages,
+                repeat,
+                lambda: _stream_time(spark, table.selectExpr("city_id"), work / "ck-decode"),
+            )
+        )
 
-        results.append(_best("Kafka: surge dagger end to end, no-op sink", messages, repeat,
-                             lambda: dagger_once(spark, kplan, work / "ck-dagger", NoopSink)))
+        results.append(
+            _best(
+                "Kafka: surge dagger end to end, no-op sink",
+                messages,
+                repeat,
+                lambda: dagger_once(spark, kplan, work / "ck-dagger", NoopSink),
+            )
+        )
         influx.create_database("bench")
-        influx_job = job.model_copy(update={"sink": job.sink.model_copy(update={
-            "type": "influx", "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"})})})
+        influx_job = job.model_copy(
+            update={
+                "sink": job.sink.model_copy(
+                    update={
+                        "type": "influx",
+                        "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"}),
+                    }
+                )
+            }
+        )
         iplan = replace(kplan, job=influx_job)
-        results.append(_best("Kafka: surge dagger end to end, InfluxDB sink", messages, 1,
-                             lambda: dagger_once(spark, iplan, work / "ck-influx")))
+        results.append(
+            _best(
+                "Kafka: surge dagger end to end, InfluxDB sink",
+                messages,
+                1,
+                lambda: dagger_once(spark, iplan, work / "ck-influx"),
+            )
+        )
     shutil.rmtree(work, ignore_errors=True)
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]
@@ -115,4 +172,3 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         "messages": messages,
     }
     return results, summary
-

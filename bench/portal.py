@@ -7,6 +7,7 @@ warm Spark). A load shape of locust's ramps to --users and holds them. Targets (
 p95 under 300 ms, validate p95 under 2 s; the verdict and every request's percentiles are printed
 and written to bench/results/portal.json.
 """
+
 from __future__ import annotations
 
 # locust patches the process with gevent: before anything opens a socket
@@ -35,8 +36,10 @@ REPO = Path(__file__).resolve().parent.parent
 TEAMS = ("allocations", "api-health")
 PAGE_P95_MS, VALIDATE_P95_MS = 300, 2000
 PAGES = ("/daggers", "/api/daggers", "/daggers/[name]", "/daggers/new")
-QUERY = ("SELECT COUNT(1) AS n, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
-         "FROM `data_stream` WHERE {n} > 0\nGROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)")
+QUERY = (
+    "SELECT COUNT(1) AS n, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
+    "FROM `data_stream` WHERE {n} > 0\nGROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)"
+)
 _settings: dict = {}
 _teams = itertools.cycle(TEAMS)
 
@@ -91,12 +94,24 @@ class Analyst(HttpUser):
 
     @task(1)
     def validate(self):
-        draft = {"team": self.team, "name": "bench-draft", "input": self.input, "query": QUERY.format(
-            n=random.randint(1, 10**6)), "watermark_delay": "60s", "parallelism": 1, "sink": {"type": "log"}}
+        draft = {
+            "team": self.team,
+            "name": "bench-draft",
+            "input": self.input,
+            "query": QUERY.format(n=random.randint(1, 10**6)),
+            "watermark_delay": "60s",
+            "parallelism": 1,
+            "sink": {"type": "log"},
+        }
         if self.suffix:
             draft["topic_suffix"] = self.suffix
-        with self.client.post("/api/drafts/validate", json=draft, name="/api/drafts/validate", catch_response=True,
-                              headers={"X-CSRFToken": self.token, "Origin": self.host}) as r:
+        with self.client.post(
+            "/api/drafts/validate",
+            json=draft,
+            name="/api/drafts/validate",
+            catch_response=True,
+            headers={"X-CSRFToken": self.token, "Origin": self.host},
+        ) as r:
             if r.status_code != 200 or not r.json().get("valid"):
                 r.failure(f"not valid: {r.status_code} {r.text[:200]}")
 
@@ -130,35 +145,66 @@ def run(portal: str, lab: Path, users: int, ramp_s: float, hold_s: float) -> dic
             held = True
         if int(time.monotonic() - began) % 5 == 0:
             total = env.stats.total
-            console.print(f"[bench] {time.monotonic() - began:4.0f} s: {runner.user_count} users, "
-                          f"{total.num_requests} requests{' since the ramp' if held else ''}, "
-                          f"{total.num_failures} failed", highlight=False)
+            console.print(
+                f"[bench] {time.monotonic() - began:4.0f} s: {runner.user_count} users, "
+                f"{total.num_requests} requests{' since the ramp' if held else ''}, "
+                f"{total.num_failures} failed",
+                highlight=False,
+            )
     runner.quit()
     rows = []
     for (name, method), entry in sorted(env.stats.entries.items()):
-        rows.append({"name": name, "method": method, "requests": entry.num_requests, "failures": entry.num_failures,
-                     "p50_ms": round(entry.get_response_time_percentile(0.5)),
-                     "p95_ms": round(entry.get_response_time_percentile(0.95)),
-                     "max_ms": round(entry.max_response_time)})
+        rows.append(
+            {
+                "name": name,
+                "method": method,
+                "requests": entry.num_requests,
+                "failures": entry.num_failures,
+                "p50_ms": round(entry.get_response_time_percentile(0.5)),
+                "p95_ms": round(entry.get_response_time_percentile(0.95)),
+                "max_ms": round(entry.max_response_time),
+            }
+        )
     pages = [r for r in rows if r["name"] in PAGES]
     validate = [r for r in rows if r["name"] == "/api/drafts/validate"]
     page_p95 = max((r["p95_ms"] for r in pages), default=None)
     validate_p95 = validate[0]["p95_ms"] if validate else None
     failures = sum(r["failures"] for r in rows)
-    met = (page_p95 is not None and page_p95 < PAGE_P95_MS and validate_p95 is not None
-           and validate_p95 < VALIDATE_P95_MS and failures == 0)
-    return {"users": users, "ramp_s": ramp_s, "hold_s": hold_s, "requests": rows, "page_p95_ms": page_p95,
-            "validate_p95_ms": validate_p95, "failures": failures, "targets": {
-                "page_p95_ms": PAGE_P95_MS, "validate_p95_ms": VALIDATE_P95_MS}, "met": met,
-            "cores": os.cpu_count(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    met = (
+        page_p95 is not None
+        and page_p95 < PAGE_P95_MS
+        and validate_p95 is not None
+        and validate_p95 < VALIDATE_P95_MS
+        and failures == 0
+    )
+    return {
+        "users": users,
+        "ramp_s": ramp_s,
+        "hold_s": hold_s,
+        "requests": rows,
+        "page_p95_ms": page_p95,
+        "validate_p95_ms": validate_p95,
+        "failures": failures,
+        "targets": {"page_p95_ms": PAGE_P95_MS, "validate_p95_ms": VALIDATE_P95_MS},
+        "met": met,
+        "cores": os.cpu_count(),
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.portal", description=__doc__.split("\n\n")[0])
-    p.add_argument("--lab", default=os.environ.get("DAGGER_LAB_DIR", str(REPO / ".lab")),
-                   help="the lab's folder (default $DAGGER_LAB_DIR, else .lab)")
-    p.add_argument("--port-base", type=int, default=int(os.environ.get("DAGGER_LAB_PORT_BASE", "19000")),
-                   help="the lab's port base (default $DAGGER_LAB_PORT_BASE, else 19000); the portal is on base + 4080")
+    p.add_argument(
+        "--lab",
+        default=os.environ.get("DAGGER_LAB_DIR", str(REPO / ".lab")),
+        help="the lab's folder (default $DAGGER_LAB_DIR, else .lab)",
+    )
+    p.add_argument(
+        "--port-base",
+        type=int,
+        default=int(os.environ.get("DAGGER_LAB_PORT_BASE", "19000")),
+        help="the lab's port base (default $DAGGER_LAB_PORT_BASE, else 19000); the portal is on base + 4080",
+    )
     p.add_argument("-u", "--users", type=int, default=50, help="signed-in users (default 50)")
     p.add_argument("--ramp", type=float, default=25.0, metavar="SECONDS", help="to reach them (default 25)")
     p.add_argument("--hold", type=float, default=60.0, metavar="SECONDS", help="then held (default 60)")
@@ -170,12 +216,20 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("request", "count", "failed", "p50 ms", "p95 ms", "max ms"):
         table.add_column(column, justify="left" if column == "request" else "right")
     for r in result["requests"]:
-        table.add_row(escape(f"{r['method']} {r['name']}"), str(r["requests"]), str(r["failures"]), str(r["p50_ms"]),
-                      str(r["p95_ms"]), str(r["max_ms"]))
+        table.add_row(
+            escape(f"{r['method']} {r['name']}"),
+            str(r["requests"]),
+            str(r["failures"]),
+            str(r["p50_ms"]),
+            str(r["p95_ms"]),
+            str(r["max_ms"]),
+        )
     Console(stderr=True).print(table)
-    verdict = (f"pages p95 {result['page_p95_ms']} ms (target < {PAGE_P95_MS}), validate p95 "
-               f"{result['validate_p95_ms']} ms (target < {VALIDATE_P95_MS}), {result['failures']} failed: "
-               + ("met" if result["met"] else "NOT met"))
+    verdict = (
+        f"pages p95 {result['page_p95_ms']} ms (target < {PAGE_P95_MS}), validate p95 "
+        f"{result['validate_p95_ms']} ms (target < {VALIDATE_P95_MS}), {result['failures']} failed: "
+        + ("met" if result["met"] else "NOT met")
+    )
     print(f"[bench] {verdict}", file=sys.stderr)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

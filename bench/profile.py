@@ -5,6 +5,7 @@ broker, Python workers) and the Spark JVM's hottest methods, sampled by Java Fli
 
 One run of `run --available-now` over a pre-loaded topic, after one unrecorded warm-up run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,19 @@ def cpu_ticks(driver_pid: int) -> dict[int, tuple[str, int]]:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         ticks = sum(int(f) for f in fields[11:15])
-        role = ("kafka broker" if "kafka.Kafka" in cmd
-                else "spark jvm" if "java" in cmd and "pyspark-shell" in cmd
-                else "python workers" if "pyspark.daemon" in cmd or "pyspark.worker" in cmd
-                else "driver python" if int(entry.name) == driver_pid else None)
+        role = (
+            "kafka broker"
+            if "kafka.Kafka" in cmd
+            else "spark jvm"
+            if "java" in cmd and "pyspark-shell" in cmd
+            else "python workers"
+            if "pyspark.daemon" in cmd or "pyspark.worker" in cmd
+            else "driver python"
+            if int(entry.name) == driver_pid
+            else None
+        )
         if role:
             out[int(entry.name)] = (role, ticks)
     return out
@@ -44,9 +52,15 @@ def cpu_ticks(driver_pid: int) -> dict[int, tuple[str, int]]:
 # the part of the pipeline an innermost frame belongs to, by its class's prefix (first match wins)
 PARTS = (
     ("decoding (WireReader, protobuf)", ("dev.daggers.runtime.", "com.google.protobuf.")),
-    ("row conversion into Spark", ("org.apache.spark.sql.catalyst.CatalystTypeConverters", "org.apache.spark.unsafe.",
-                                   "org.apache.spark.sql.catalyst.expressions.codegen.Unsafe",
-                                   "org.apache.spark.sql.catalyst.expressions.UnsafeRow")),
+    (
+        "row conversion into Spark",
+        (
+            "org.apache.spark.sql.catalyst.CatalystTypeConverters",
+            "org.apache.spark.unsafe.",
+            "org.apache.spark.sql.catalyst.expressions.codegen.Unsafe",
+            "org.apache.spark.sql.catalyst.expressions.UnsafeRow",
+        ),
+    ),
     ("Kafka client (fetch, records)", ("org.apache.kafka.", "org.apache.spark.sql.kafka010.")),
     ("Spark generated code and operators", ("org.apache.spark.sql.", "org.apache.spark.")),
     ("class loading", ("java.util.zip.", "java.util.jar.", "jdk.internal.loader.", "java.lang.ClassLoader")),
@@ -56,8 +70,12 @@ _LIBRARY = ("java.", "scala.", "jdk.", "sun.")  # attributed to the first caller
 
 def samples(jfr: Path) -> list[list[str]]:
     """The stack (innermost first) of each execution sample in the recording."""
-    text = subprocess.run(["jfr", "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(jfr)],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        ["jfr", "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(jfr)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     stacks = (re.findall(r"^\s+([\w.$<>]+)\(", sample, re.M) for sample in text.split("jdk.ExecutionSample")[1:])
     return [s for s in stacks if s]
 
@@ -95,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("dagger-profile", parallelism=os.cpu_count() or 2)
     register_all(spark)
     from protos import registry
+
     plan = plan_job(load_job(REPO / "examples" / "daggers" / "completed_bookings_by_s2.yaml"), registry.load())
     work = Path(tempfile.mkdtemp(prefix="dagger-profile-"))
     jfr = Path(args.jfr or work / "dagger.jfr").resolve()
@@ -116,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     by_role = collections.Counter()
     for pid, (role, ticks) in after.items():
         by_role[role] += ticks - before.get(pid, (role, 0))[1]
-    print(f"surge dagger, {args.messages:,} messages: {seconds:.1f}s ({args.messages / seconds:,.0f}/s) "
-          f"on {os.cpu_count()} cores ({os.cpu_count() * seconds:.1f} CPU-seconds available)")
+    print(
+        f"surge dagger, {args.messages:,} messages: {seconds:.1f}s ({args.messages / seconds:,.0f}/s) "
+        f"on {os.cpu_count()} cores ({os.cpu_count() * seconds:.1f} CPU-seconds available)"
+    )
     print("CPU seconds by process:")
     for role, ticks in by_role.most_common():
         print(f"  {role:16} {ticks / hz:6.1f}")
@@ -126,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     for share, part in shares(names, part_of):
         print(f"  {share:5.1f}%  {part}")
     print("by innermost method:")
-    for share, name in shares(names, lambda stack: stack[0])[:args.top]:
+    for share, name in shares(names, lambda stack: stack[0])[: args.top]:
         print(f"  {share:5.1f}%  {name}")
     print(f"(flight recording: {jfr})")
     return 0

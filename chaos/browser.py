@@ -17,6 +17,7 @@ report runs no script at all, every console message of the page is returned in `
 A resource that fails to load (an external image) prints nothing: self-containment is checked on
 the HTML itself.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome")
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-         "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--hide-scrollbars",
-         "--disable-background-networking", "--disable-component-update", "--mute-audio"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--mute-audio",
+]
 TIMEOUT_SECONDS = 90
 
 # the start of a log line of the page's console; older Chromiums print CONSOLE(<line>)
@@ -45,10 +57,10 @@ class BrowserError(RuntimeError):
 
 @dataclass
 class Rendered:
-    dom: str                                  # the serialised DOM after load (--dump-dom)
-    console_errors: list[str]                 # "<source>:<line>: <message>", the page's console, in order
-    screenshot: Path | None = None            # the PNG, when asked for
-    stderr: str = field(default="", repr=False)   # Chromium's whole log, for a failure's message
+    dom: str  # the serialised DOM after load (--dump-dom)
+    console_errors: list[str]  # "<source>:<line>: <message>", the page's console, in order
+    screenshot: Path | None = None  # the PNG, when asked for
+    stderr: str = field(default="", repr=False)  # Chromium's whole log, for a failure's message
 
 
 def chromium() -> str:
@@ -57,8 +69,10 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise BrowserError("no chromium on PATH: install Debian's chromium (python -m lab.packages, as root, "
-                       "or apt-get install -y chromium)")
+    raise BrowserError(
+        "no chromium on PATH: install Debian's chromium (python -m lab.packages, as root, "
+        "or apt-get install -y chromium)"
+    )
 
 
 def parse_console(stderr: str) -> list[str]:
@@ -78,7 +92,7 @@ def parse_console(stderr: str) -> list[str]:
                 finish(pending)
             pending = [start["rest"]]
         elif pending is not None:
-            if _LOG_LINE.match(line):           # a new log line ends a message that never closed
+            if _LOG_LINE.match(line):  # a new log line ends a message that never closed
                 finish(pending)
                 pending = None
                 continue
@@ -96,8 +110,14 @@ def parse_console(stderr: str) -> list[str]:
 def _run(args: list[str], user_data_dir: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS="disabled:", HOME=user_data_dir)
     try:
-        return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={user_data_dir}", *args], capture_output=True,
-                              text=True, timeout=TIMEOUT_SECONDS, env=env, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [chromium(), *FLAGS, f"--user-data-dir={user_data_dir}", *args],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_SECONDS,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as e:
         raise BrowserError(f"chromium did not finish in {TIMEOUT_SECONDS} s: {' '.join(args)}") from e
 
@@ -120,7 +140,9 @@ def render(html_path: str | Path, screenshot: str | Path | None = None, *, windo
             shot.unlink(missing_ok=True)
             proc = _run([f"--screenshot={shot}", f"--window-size={window_size}", url], profile)
             if proc.returncode != 0 or not shot.is_file():
-                raise BrowserError(f"chromium --screenshot {url} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+                raise BrowserError(
+                    f"chromium --screenshot {url} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+                )
             rendered.screenshot = shot
             rendered.stderr += proc.stderr
     return rendered

@@ -9,6 +9,7 @@
 
 A PLAYBOOK is a file, or the name of one in chaos/drills/ (kafka-failover).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,11 +47,21 @@ def summary(book: Playbook) -> dict:
         "name": book.name,
         "file": book.source,
         "type": ", ".join(types) or (book.type or ""),
-        "faults": [{"name": f.name, "kind": f.kind, "target": f.describe(), "at_s": f.at, "downtime_s": f.downtime,
-                    "recovers": f.recovers} for f in book.faults],
+        "faults": [
+            {
+                "name": f.name,
+                "kind": f.kind,
+                "target": f.describe(),
+                "at_s": f.at,
+                "downtime_s": f.downtime,
+                "recovers": f.recovers,
+            }
+            for f in book.faults
+        ],
         "downtime_s": max((f.downtime for f in book.faults), default=0.0),
-        "failover": None if fo is None else {"kind": fo.kind, "to": fo.to, "mode": fo.mode,
-                                             "rto_target_s": fo.rto_target},
+        "failover": None
+        if fo is None
+        else {"kind": fo.kind, "to": fo.to, "mode": fo.mode, "rto_target_s": fo.rto_target},
         "length_s": book.timeline.end,
         "description": book.description,
     }
@@ -58,6 +69,7 @@ def summary(book: Playbook) -> dict:
 
 def _console(file=None):
     from rich.console import Console
+
     out = file or sys.stdout
     terminal = hasattr(out, "isatty") and out.isatty()
     return Console(file=out, highlight=False, width=None if terminal else 200)
@@ -76,6 +88,7 @@ def cmd_list(args) -> int:
         print(json.dumps(rows, indent=2))
     else:
         from rich.table import Table
+
         table = Table(title=f"drill playbooks in {_shown(directory)}", title_justify="left")
         for column in ("name", "type", "faults", "downtime", "failover", "description"):
             table.add_column(column, overflow="fold")
@@ -85,12 +98,13 @@ def cmd_list(args) -> int:
                 continue
             fo = row["failover"]
             table.add_row(
-                row["name"], row["type"],
+                row["name"],
+                row["type"],
                 "\n".join(f"{f['kind']} at {fmt_duration(f['at_s'])}" for f in row["faults"]),
-                "\n".join(fmt_duration(f["downtime_s"]) + ("" if f["recovers"] else " (stays)")
-                          for f in row["faults"]),
+                "\n".join(fmt_duration(f["downtime_s"]) + ("" if f["recovers"] else " (stays)") for f in row["faults"]),
                 f"{fo['kind']} -> {fo['to']} ({fo['mode']}, rto {fmt_duration(fo['rto_target_s'])})" if fo else "",
-                row["description"])
+                row["description"],
+            )
         _console().print(table if rows else f"no playbooks in {_shown(directory)}")
     for p in problems:
         print(p, file=sys.stderr)
@@ -106,13 +120,23 @@ def cmd_validate(args) -> int:
             status = EXIT_INVALID
             results.append({"playbook": arg, "valid": False, "problems": list(e.problems)})
             if not args.json:
-                print(f"{arg}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})",
-                      file=sys.stderr)
+                print(
+                    f"{arg}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})", file=sys.stderr
+                )
                 for p in e.problems:
                     print(f"  {p}", file=sys.stderr)
             continue
-        results.append({"playbook": arg, "valid": True, "name": book.name, "source": str(book.source),
-                        "faults": [f.describe() for f in book.faults], "seconds": book.timeline.end, "problems": []})
+        results.append(
+            {
+                "playbook": arg,
+                "valid": True,
+                "name": book.name,
+                "source": str(book.source),
+                "faults": [f.describe() for f in book.faults],
+                "seconds": book.timeline.end,
+                "problems": [],
+            }
+        )
         if not args.json:
             faults = ", ".join(f.describe() for f in book.faults) or "no faults"
             print(f"{book.source}: {book.name}: valid ({faults}; {fmt_duration(book.timeline.end)} in all)")
@@ -123,6 +147,7 @@ def cmd_validate(args) -> int:
 
 def cmd_run(args) -> int:
     from .plan import plan, render
+
     try:
         book = load(resolve(args.playbook))
     except PlaybookError as e:
@@ -135,11 +160,16 @@ def cmd_run(args) -> int:
     from .report_model import load_report
     from .runner import DrillRun, LabAccess
 
-    port_base = args.port_base if args.port_base is not None else int(os.environ.get("DAGGER_LAB_PORT_BASE")
-                                                                      or 19000)
+    port_base = args.port_base if args.port_base is not None else int(os.environ.get("DAGGER_LAB_PORT_BASE") or 19000)
     err = _console(sys.stderr)
-    run = DrillRun(book, LabAccess.of(args.lab, port_base), out_root=args.out, seed=args.seed,
-                   progress=lambda line: err.print(line, markup=False), stop_others=args.stop_others)
+    run = DrillRun(
+        book,
+        LabAccess.of(args.lab, port_base),
+        out_root=args.out,
+        seed=args.seed,
+        progress=lambda line: err.print(line, markup=False),
+        stop_others=args.stop_others,
+    )
     err.print(render(book, run.steps), markup=False)
     path = run.execute()
     report = load_report(path)
@@ -148,11 +178,13 @@ def cmd_run(args) -> int:
         err.print(f"  - {reason}", markup=False)
     for case in report.cases:
         rto = f"rto {case.rto_seconds:g} s" if case.rto_seconds is not None else "rto -"
-        err.print(f"  {case.name}: {case.verdict}, {rto}, windows {case.windows_matched}/{case.windows_expected} "
-                  f"matched, {case.windows_missing} missing, {case.windows_extra} extra, {case.windows_wrong} wrong"
-                  + (f", {case.late_rows_dropped} late row(s) dropped" if case.late_rows_dropped else "")
-                  + (f", {case.late_messages} late message(s) set aside" if case.late_messages else ""),
-                  markup=False)
+        err.print(
+            f"  {case.name}: {case.verdict}, {rto}, windows {case.windows_matched}/{case.windows_expected} "
+            f"matched, {case.windows_missing} missing, {case.windows_extra} extra, {case.windows_wrong} wrong"
+            + (f", {case.late_rows_dropped} late row(s) dropped" if case.late_rows_dropped else "")
+            + (f", {case.late_messages} late message(s) set aside" if case.late_messages else ""),
+            markup=False,
+        )
     err.print(f"report: {path.parent / 'report.html'}", markup=False)
     print(path)
     return {"pass": 0, "fail": EXIT_FAIL}.get(report.verdict, EXIT_ABORTED)
@@ -167,39 +199,74 @@ def _shown(path: Path) -> str:
 
 def add_drill_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,validate,run}")
-    p = sub.add_parser("list", help="the playbooks of chaos/drills/",
-                       description="The drill playbooks in a directory (chaos/drills/): name, type, faults, "
-                                   "downtime, failover, description. Exit 2 if one is invalid.")
+    p = sub.add_parser(
+        "list",
+        help="the playbooks of chaos/drills/",
+        description="The drill playbooks in a directory (chaos/drills/): name, type, faults, "
+        "downtime, failover, description. Exit 2 if one is invalid.",
+    )
     p.add_argument("--json", action="store_true", help="one JSON document, for machines")
-    p.add_argument("--dir", default=str(PLAYBOOKS_DIR), metavar="DIR",
-                   help=f"where the playbooks are (default: {_shown(PLAYBOOKS_DIR)})")
+    p.add_argument(
+        "--dir",
+        default=str(PLAYBOOKS_DIR),
+        metavar="DIR",
+        help=f"where the playbooks are (default: {_shown(PLAYBOOKS_DIR)})",
+    )
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("validate", help="check playbooks, touching nothing",
-                       description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
-                                   "specs, touching nothing. Every problem as file:line: field: message; exit 2 if "
-                                   "any.")
+    p = sub.add_parser(
+        "validate",
+        help="check playbooks, touching nothing",
+        description="Check playbooks against the lab's inventory, the descriptor set and the dagger "
+        "specs, touching nothing. Every problem as file:line: field: message; exit 2 if "
+        "any.",
+    )
     p.add_argument("playbooks", nargs="+", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/drills/")
-    p.add_argument("--json", action="store_true", help="print one {playbook, valid, problems, ...} per playbook as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="print one {playbook, valid, problems, ...} per playbook as JSON"
+    )
     p.set_defaults(func=cmd_validate)
-    p = sub.add_parser("run", help="run a drill on the lab (--dry-run: its plan)",
-                       description="Run a drill on the lab: its daggers deployed, its feeders producing, its faults "
-                                   "injected and undone, the failover, then the verdict from what was fed. Progress "
-                                   "goes to stderr; the last line on stdout is the path of the run's report.json. "
-                                   "Exit 0 pass, 2 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
-                                   "every step with its time from the drill's start.")
+    p = sub.add_parser(
+        "run",
+        help="run a drill on the lab (--dry-run: its plan)",
+        description="Run a drill on the lab: its daggers deployed, its feeders producing, its faults "
+        "injected and undone, the failover, then the verdict from what was fed. Progress "
+        "goes to stderr; the last line on stdout is the path of the run's report.json. "
+        "Exit 0 pass, 2 invalid playbook, 3 fail, 4 aborted. --dry-run prints the plan: "
+        "every step with its time from the drill's start.",
+    )
     p.add_argument("playbook", metavar="PLAYBOOK", help="a playbook file, or a name in chaos/drills/")
-    p.add_argument("--lab", metavar="DIR", default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
-                   help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)")
-    p.add_argument("--port-base", type=int, default=None, metavar="N",
-                   help="the lab's port base (default: DAGGER_LAB_PORT_BASE or 19000)")
-    p.add_argument("--out", metavar="DIR", default=str(RUNS_DIR),
-                   help="where the run's record goes (default: $DAGGER_DRILL_RUNS, else out/drills)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="chooses the instances a failure_percentage hits (default: random, recorded in the run)")
+    p.add_argument(
+        "--lab",
+        metavar="DIR",
+        default=os.environ.get("DAGGER_LAB_DIR") or str(REPO / ".lab"),
+        help="the lab's directory (default: DAGGER_LAB_DIR or <repo>/.lab)",
+    )
+    p.add_argument(
+        "--port-base",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the lab's port base (default: DAGGER_LAB_PORT_BASE or 19000)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=str(RUNS_DIR),
+        help="where the run's record goes (default: $DAGGER_DRILL_RUNS, else out/drills)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="chooses the instances a failure_percentage hits (default: random, recorded in the run)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan of steps with their times and exit")
-    p.add_argument("--stop-others", action="store_true",
-                   help="stop the lab's daggers that hold the cores or memory the drill needs on its Spark clusters "
-                        "(default: refuse, naming them)")
+    p.add_argument(
+        "--stop-others",
+        action="store_true",
+        help="stop the lab's daggers that hold the cores or memory the drill needs on its Spark clusters "
+        "(default: refuse, naming them)",
+    )
     p.set_defaults(func=cmd_run)
     # its own options are chaos.history's (parsed there, so matplotlib loads only for it)
     p = sub.add_parser("history", add_help=False, help="past runs and trends per drill")
@@ -223,8 +290,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None):
 @survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
     """`daggers-drill list|validate|run`."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_drill_commands(parser)
     args = _parse(parser, argv)
     return args.func(args)
@@ -235,8 +303,12 @@ def chaos_main(argv: list[str] | None = None) -> int:
     """`python -m chaos drill list|validate|run`."""
     parser = argparse.ArgumentParser(prog="python -m chaos", description="Chaos and failover drills on the lab.")
     sub = parser.add_subparsers(dest="group", required=True, metavar="{drill}")
-    drill = sub.add_parser("drill", help="drill playbooks: list, validate, run",
-                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    drill = sub.add_parser(
+        "drill",
+        help="drill playbooks: list, validate, run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_drill_commands(drill)
     args = _parse(parser, argv)
     return args.func(args)

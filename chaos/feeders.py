@@ -7,6 +7,7 @@ sent while its cluster is down is delivered when the cluster returns, or written
 never silently lost. The pace comes from a clock, not from the sends: after a stall the feeder
 does not burst to catch up (it sends what the rate says from now on, and counts what it skipped).
 """
+
 from __future__ import annotations
 
 import threading
@@ -25,9 +26,16 @@ DELIVERY_TIMEOUT_S = 600.0
 def generator_hints(hints: dict[str, Any]) -> dict[str, dict]:
     """A playbook's hints (a value, values to draw from, or a generator kind as it is) as the
     generator's hint kinds."""
-    return {path: (dict(value) if isinstance(value, dict) else
-                   {"choice": list(value)} if isinstance(value, list) else {"const": value})
-            for path, value in hints.items()}
+    return {
+        path: (
+            dict(value)
+            if isinstance(value, dict)
+            else {"choice": list(value)}
+            if isinstance(value, list)
+            else {"const": value}
+        )
+        for path, value in hints.items()
+    }
 
 
 @dataclass
@@ -35,25 +43,43 @@ class FeederStats:
     name: str
     topic: str
     sent: int = 0
-    skipped: int = 0            # sends the rate called for while send() itself was blocked
-    error: str | None = None    # why the thread ended early
-    rates: list[tuple[float, float]] = field(default_factory=list)   # (epoch s, messages/s asked)
+    skipped: int = 0  # sends the rate called for while send() itself was blocked
+    error: str | None = None  # why the thread ended early
+    rates: list[tuple[float, float]] = field(default_factory=list)  # (epoch s, messages/s asked)
 
 
 class FeederThread(threading.Thread):
     """Produces `feeder`'s messages from the drill's start `t0` (epoch seconds) until `stop` is
     set or its `count` is sent; then waits for every delivery report (up to `drain_s`)."""
 
-    def __init__(self, feeder, descriptor_set, *, bootstrap: str, login: dict, ledger: Ledger, t0: float,
-                 seed: int, index_base: int, stop: threading.Event, drain_s: float = 120.0,
-                 delivery_timeout_s: float = DELIVERY_TIMEOUT_S):
+    def __init__(
+        self,
+        feeder,
+        descriptor_set,
+        *,
+        bootstrap: str,
+        login: dict,
+        ledger: Ledger,
+        t0: float,
+        seed: int,
+        index_base: int,
+        stop: threading.Event,
+        drain_s: float = 120.0,
+        delivery_timeout_s: float = DELIVERY_TIMEOUT_S,
+    ):
         super().__init__(name=f"feeder-{feeder.name}", daemon=True)
         self.feeder, self.ledger, self.t0, self.stop = feeder, ledger, t0, stop
-        self.generator = MessageGenerator(descriptor_set, feeder.message, hints=generator_hints(feeder.hints),
-                                          seed=seed)
-        self.settings = dict(bootstrap_servers=bootstrap, **login, linger_ms=20,
-                             delivery_timeout_ms=int(delivery_timeout_s * 1000), request_timeout_ms=10_000,
-                             client_id=f"daggers-drill-{feeder.name}")
+        self.generator = MessageGenerator(
+            descriptor_set, feeder.message, hints=generator_hints(feeder.hints), seed=seed
+        )
+        self.settings = dict(
+            bootstrap_servers=bootstrap,
+            **login,
+            linger_ms=20,
+            delivery_timeout_ms=int(delivery_timeout_s * 1000),
+            request_timeout_ms=10_000,
+            client_id=f"daggers-drill-{feeder.name}",
+        )
         self.index_base, self.drain_s = index_base, drain_s
         self.stats = FeederStats(feeder.name, feeder.topic)
         self.tracker = DeliveryTracker(ledger)
@@ -83,13 +109,13 @@ class FeederThread(threading.Thread):
                 return
             now = time.time()
             rate = f.rate_at(now - self.t0)
-            if rate is None:                     # LOKI's count, as fast as it goes
+            if rate is None:  # LOKI's count, as fast as it goes
                 credit = 1.0
             else:
                 if not stats.rates or stats.rates[-1][1] != rate:
                     stats.rates.append((now, rate))
                 credit += (now - last) * rate
-                if credit > max(1.0, rate):      # stalled (a blocked send): no burst after it
+                if credit > max(1.0, rate):  # stalled (a blocked send): no burst after it
                     stats.skipped += int(credit - max(1.0, rate))
                     credit = max(1.0, rate)
             last = now
@@ -100,6 +126,13 @@ class FeederThread(threading.Thread):
             index = self.index_base + stats.sent
             value, facts = gen.make(index, now_ms())
             key = key_bytes(fact(facts, key_field)) if key_field else None
-            self.tracker.send(producer, f.topic, value, key=key, index=index, facts=facts,
-                              event_time_ms=facts.get(event_field) if event_field else None)
+            self.tracker.send(
+                producer,
+                f.topic,
+                value,
+                key=key,
+                index=index,
+                facts=facts,
+                event_time_ms=facts.get(event_field) if event_field else None,
+            )
             stats.sent += 1

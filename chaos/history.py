@@ -11,6 +11,7 @@ and the windows missing, extra and wrong). A run killed while appending leaves a
 line: readers skip it (and say so), the next append starts on a fresh line. The same run appended
 twice counts once (the last line wins).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,6 +42,7 @@ CASE_COLOURS = ["#0969da", "#e16f24", "#8250df", "#1b7c83", "#bf3989", "#9a6700"
 
 # ------------------------------------------------------------------------------------------- writing
 
+
 def summary(report: Report, report_path: str | Path | None = None, runs_dir: str | Path | None = None) -> dict:
     """The history line of one run (a dict; `append` writes it as one line of compact JSON)."""
     where = None
@@ -60,9 +62,19 @@ def summary(report: Report, report_path: str | Path | None = None, runs_dir: str
         "verdict": report.verdict,
         "git_commit": report.run.git_commit,
         "report": where,
-        "cases": [{"name": c.name, "verdict": c.verdict, "failover": c.failover, "rto_seconds": c.rto_seconds,
-                   "rto_target_seconds": c.rto_target_seconds, "windows_missing": c.windows_missing,
-                   "windows_extra": c.windows_extra, "windows_wrong": c.windows_wrong} for c in report.cases],
+        "cases": [
+            {
+                "name": c.name,
+                "verdict": c.verdict,
+                "failover": c.failover,
+                "rto_seconds": c.rto_seconds,
+                "rto_target_seconds": c.rto_target_seconds,
+                "windows_missing": c.windows_missing,
+                "windows_extra": c.windows_extra,
+                "windows_wrong": c.windows_wrong,
+            }
+            for c in report.cases
+        ],
     }
 
 
@@ -84,26 +96,31 @@ def append(runs_dir: str | Path, report: Report | dict | str | Path, report_path
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line          # a writer died mid-line: leave its fragment on a line of its own
+            line = b"\n" + line  # a writer died mid-line: leave its fragment on a line of its own
         os.write(fd, line)
         os.fsync(fd)
     finally:
-        os.close(fd)                     # releases the lock
+        os.close(fd)  # releases the lock
     return entry
 
 
 # ------------------------------------------------------------------------------------------- reading
 
+
 @dataclass
 class History:
-    entries: list[dict] = field(default_factory=list)   # in start order, one per run id
-    skipped: list[str] = field(default_factory=list)    # "line 7: truncated ..." for each unreadable line
+    entries: list[dict] = field(default_factory=list)  # in start order, one per run id
+    skipped: list[str] = field(default_factory=list)  # "line 7: truncated ..." for each unreadable line
 
 
 def _valid(entry: Any) -> bool:
-    return (isinstance(entry, dict) and entry.get("schema") == ENTRY_SCHEMA
-            and all(isinstance(entry.get(k), str) for k in ("drill", "run_id", "started_at", "verdict"))
-            and isinstance(entry.get("cases"), list) and all(isinstance(c, dict) and "name" in c for c in entry["cases"]))
+    return (
+        isinstance(entry, dict)
+        and entry.get("schema") == ENTRY_SCHEMA
+        and all(isinstance(entry.get(k), str) for k in ("drill", "run_id", "started_at", "verdict"))
+        and isinstance(entry.get("cases"), list)
+        and all(isinstance(c, dict) and "name" in c for c in entry["cases"])
+    )
 
 
 def read_history(runs_dir: str | Path) -> History:
@@ -123,8 +140,7 @@ def read_history(runs_dir: str | Path) -> History:
         try:
             entry = json.loads(chunk.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            history.skipped.append(f"line {n}: {'truncated last line' if last else 'not JSON'} "
-                                   f"({len(chunk)} bytes)")
+            history.skipped.append(f"line {n}: {'truncated last line' if last else 'not JSON'} ({len(chunk)} bytes)")
             continue
         if not _valid(entry):
             history.skipped.append(f"line {n}: not a history entry of schema {ENTRY_SCHEMA}")
@@ -164,29 +180,62 @@ def trends(runs_dir: str | Path, history: History | None = None) -> list[dict]:
             for r in runs:
                 c = next((c for c in r["cases"] if c["name"] == name), None)
                 if c is not None:
-                    series.append({"run_id": r["run_id"], "started_at": r["started_at"], "run_verdict": r["verdict"],
-                                   **{k: c.get(k) for k in ("verdict", "rto_seconds", "rto_target_seconds",
-                                                            "windows_missing", "windows_extra", "windows_wrong")}})
+                    series.append(
+                        {
+                            "run_id": r["run_id"],
+                            "started_at": r["started_at"],
+                            "run_verdict": r["verdict"],
+                            **{
+                                k: c.get(k)
+                                for k in (
+                                    "verdict",
+                                    "rto_seconds",
+                                    "rto_target_seconds",
+                                    "windows_missing",
+                                    "windows_extra",
+                                    "windows_wrong",
+                                )
+                            },
+                        }
+                    )
             rtos = [s["rto_seconds"] for s in series if s["rto_seconds"] is not None]
             targets = [s["rto_target_seconds"] for s in series if s["rto_target_seconds"] is not None]
-            cases.append({
-                "name": name, "runs": len(series), "passed": sum(s["verdict"] == "pass" for s in series),
-                "rto_target_seconds": targets[-1] if targets else None,
-                "rto_seconds": _stats(rtos),
-                "over_target": sum(1 for s in series if s["rto_seconds"] is not None
-                                   and s["rto_target_seconds"] is not None and s["rto_seconds"] > s["rto_target_seconds"]),
-                "runs_losing_data": sum(1 for s in series if (s["windows_missing"] or 0) + (s["windows_wrong"] or 0)),
-                "series": series,
-            })
+            cases.append(
+                {
+                    "name": name,
+                    "runs": len(series),
+                    "passed": sum(s["verdict"] == "pass" for s in series),
+                    "rto_target_seconds": targets[-1] if targets else None,
+                    "rto_seconds": _stats(rtos),
+                    "over_target": sum(
+                        1
+                        for s in series
+                        if s["rto_seconds"] is not None
+                        and s["rto_target_seconds"] is not None
+                        and s["rto_seconds"] > s["rto_target_seconds"]
+                    ),
+                    "runs_losing_data": sum(
+                        1 for s in series if (s["windows_missing"] or 0) + (s["windows_wrong"] or 0)
+                    ),
+                    "series": series,
+                }
+            )
         last = runs[-1]
-        out.append({"drill": drill, "runs": len(runs), "verdicts": verdicts,
-                    "pass_rate": round(verdicts["pass"] / len(runs), 3),
-                    "last": {k: last[k] for k in ("run_id", "started_at", "verdict")},
-                    "cases": cases})
+        out.append(
+            {
+                "drill": drill,
+                "runs": len(runs),
+                "verdicts": verdicts,
+                "pass_rate": round(verdicts["pass"] / len(runs), 3),
+                "last": {k: last[k] for k in ("run_id", "started_at", "verdict")},
+                "cases": cases,
+            }
+        )
     return out
 
 
 # ---------------------------------------------------------------------------------------------- html
+
 
 def _when(started_at: str) -> datetime:
     return datetime.fromisoformat(started_at.replace("Z", "+00:00"))
@@ -205,30 +254,64 @@ def trend_figure(trend: dict, runs: list[dict]) -> tuple[Figure, str]:
         top = 0.0
         for j, case in enumerate(trend["cases"]):
             colour = CASE_COLOURS[j % len(CASE_COLOURS)]
-            pts = [(x_of[s["run_id"]], s["rto_seconds"], s["verdict"]) for s in case["series"]
-                   if s["rto_seconds"] is not None]
+            pts = [
+                (x_of[s["run_id"]], s["rto_seconds"], s["verdict"])
+                for s in case["series"]
+                if s["rto_seconds"] is not None
+            ]
             if pts:
-                (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colour, lw=1.3,
-                                  label=mpl_text(f"{case['name']} RTO"))
+                (line,) = ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    color=colour,
+                    lw=1.3,
+                    label=mpl_text(f"{case['name']} RTO"),
+                )
                 line.set_gid(f"case-{j}")
                 handles.append(line)
                 top = max(top, max(p[1] for p in pts))
                 for verdict, marker in (("pass", "o"), ("fail", "X")):
                     sel = [p for p in pts if p[2] == verdict]
                     if sel:
-                        ax.scatter([p[0] for p in sel], [p[1] for p in sel], marker=marker, s=34 if marker == "o" else 52,
-                                   color=COLOURS[verdict], edgecolors=colour, linewidths=1.2, zorder=3
-                                   ).set_gid(f"case-{j}-{verdict}")
-            targets = [(x_of[s["run_id"]], s["rto_target_seconds"]) for s in case["series"]
-                       if s["rto_target_seconds"] is not None]
+                        ax.scatter(
+                            [p[0] for p in sel],
+                            [p[1] for p in sel],
+                            marker=marker,
+                            s=34 if marker == "o" else 52,
+                            color=COLOURS[verdict],
+                            edgecolors=colour,
+                            linewidths=1.2,
+                            zorder=3,
+                        ).set_gid(f"case-{j}-{verdict}")
+            targets = [
+                (x_of[s["run_id"]], s["rto_target_seconds"])
+                for s in case["series"]
+                if s["rto_target_seconds"] is not None
+            ]
             if targets:
-                (target_line,) = ax.step([t[0] for t in targets], [t[1] for t in targets], where="mid", color=colour,
-                                         ls="--", lw=1, alpha=0.8)
+                (target_line,) = ax.step(
+                    [t[0] for t in targets],
+                    [t[1] for t in targets],
+                    where="mid",
+                    color=colour,
+                    ls="--",
+                    lw=1,
+                    alpha=0.8,
+                )
                 target_line.set_gid(f"target-{j}")
                 top = max(top, max(t[1] for t in targets))
         for i, r in enumerate(runs):
-            ax.plot([i], [1.05], ls="", marker="s", ms=7, color=COLOURS.get(r["verdict"], "#8c959f"),
-                    transform=ax.get_xaxis_transform(), clip_on=False, zorder=4)[0].set_gid(f"run-{i}")
+            ax.plot(
+                [i],
+                [1.05],
+                ls="",
+                marker="s",
+                ms=7,
+                color=COLOURS.get(r["verdict"], "#8c959f"),
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                zorder=4,
+            )[0].set_gid(f"run-{i}")
         ax.set_ylim(0, (top or 1) * 1.15)
         ax.set_xlim(-0.5, len(runs) - 0.5)
         step = max(1, len(runs) // 12)
@@ -237,19 +320,25 @@ def trend_figure(trend: dict, runs: list[dict]) -> tuple[Figure, str]:
         ax.set_ylabel("RTO (s)")
         ax.set_xlabel("runs, in start order (UTC); squares along the top: the run's verdict")
         ax.grid(True, axis="y")
-        extra = [Line2D([], [], color="#57606a", ls="--", label="target"),
-                 Line2D([], [], ls="", marker="o", color=COLOURS["pass"], label="case passed"),
-                 Line2D([], [], ls="", marker="X", color=COLOURS["fail"], label="case failed")]
+        extra = [
+            Line2D([], [], color="#57606a", ls="--", label="target"),
+            Line2D([], [], ls="", marker="o", color=COLOURS["pass"], label="case passed"),
+            Line2D([], [], ls="", marker="X", color=COLOURS["fail"], label="case failed"),
+        ]
         ax.legend(handles=handles + extra, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     parts = [f"RTO of each case of drill {trend['drill']} over its {len(runs)} runs"]
     for case in trend["cases"]:
         st = case["rto_seconds"]
         if st["last"] is not None:
-            parts.append(f"{case['name']}: last {st['last']:.1f} s, median {st['median']:.1f} s, worst {st['max']:.1f} s"
-                         + ("" if case["rto_target_seconds"] is None else f", target {case['rto_target_seconds']:g} s")
-                         + f", over target in {case['over_target']} runs")
-    parts.append(f"run verdicts: {trend['verdicts']['pass']} pass, {trend['verdicts']['fail']} fail, "
-                 f"{trend['verdicts']['aborted']} aborted")
+            parts.append(
+                f"{case['name']}: last {st['last']:.1f} s, median {st['median']:.1f} s, worst {st['max']:.1f} s"
+                + ("" if case["rto_target_seconds"] is None else f", target {case['rto_target_seconds']:g} s")
+                + f", over target in {case['over_target']} runs"
+            )
+    parts.append(
+        f"run verdicts: {trend['verdicts']['pass']} pass, {trend['verdicts']['fail']} fail, "
+        f"{trend['verdicts']['aborted']} aborted"
+    )
     return fig, "; ".join(parts) + "."
 
 
@@ -275,34 +364,46 @@ def render_trends_html(runs_dir: str | Path) -> str:
         svg = figure_svg(fig, f"trend-{slug}", f"RTO over runs of drill {trend['drill']}", desc)
         rows = []
         for r in reversed(runs):
-            cases = "<br>".join(
-                f"{esc(c['name'])}: RTO {esc(_rto_text(c))}, windows missing {esc(c.get('windows_missing'))}, "
-                f"extra {esc(c.get('windows_extra'))}, wrong {esc(c.get('windows_wrong'))} {_badge(c.get('verdict'))}"
-                for c in r["cases"]) or "–"
+            cases = (
+                "<br>".join(
+                    f"{esc(c['name'])}: RTO {esc(_rto_text(c))}, windows missing {esc(c.get('windows_missing'))}, "
+                    f"extra {esc(c.get('windows_extra'))}, wrong {esc(c.get('windows_wrong'))} {_badge(c.get('verdict'))}"
+                    for c in r["cases"]
+                )
+                or "–"
+            )
             run = esc(r["run_id"])
             if r.get("report"):
                 target = Path(r["report"]).with_suffix(".html").as_posix()
-                if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):   # a relative path only, never a URL
+                if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # a relative path only, never a URL
                     run = f'<a href="{esc(target)}">{run}</a>'
-            rows.append(f"<tr><td>{esc(_when(r['started_at']).strftime('%Y-%m-%d %H:%M:%S'))}</td>"
-                        f'<td class="mono">{run}</td><td>{_badge(r["verdict"])}</td><td>{cases}</td></tr>')
+            rows.append(
+                f"<tr><td>{esc(_when(r['started_at']).strftime('%Y-%m-%d %H:%M:%S'))}</td>"
+                f'<td class="mono">{run}</td><td>{_badge(r["verdict"])}</td><td>{cases}</td></tr>'
+            )
         v = trend["verdicts"]
         sections.append(
             f'<section id="drill-{slug}"><h2>{esc(trend["drill"])}</h2>'
-            f'<p>{trend["runs"]} runs: {v["pass"]} pass, {v["fail"]} fail, {v["aborted"]} aborted · last run '
+            f"<p>{trend['runs']} runs: {v['pass']} pass, {v['fail']} fail, {v['aborted']} aborted · last run "
             f'{_badge(trend["last"]["verdict"])} <span class="mono">{esc(trend["last"]["run_id"])}</span></p>'
             f"<figure>{svg}</figure>"
             '<table><thead><tr><th scope="col">started (UTC)</th><th scope="col">run</th><th scope="col">verdict</th>'
-            f'<th scope="col">cases</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+            f'<th scope="col">cases</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        )
     skipped = ""
     if history.skipped:
-        skipped = ('<div class="reasons r-aborted"><strong>Unreadable lines skipped in history.jsonl:</strong><ul>'
-                   + "".join(f"<li>{esc(s)}</li>" for s in history.skipped) + "</ul></div>")
-    body = (f'<header><div class="inner"><div><h1>Drill history</h1><p class="desc">{len(history.entries)} runs of '
-            f'{len(all_trends)} drills, from <span class="mono">{esc(Path(runs_dir) / HISTORY)}</span></p></div></div>'
-            f"</header><main>{skipped}"
-            + ("".join(sections) or '<p class="muted">No drill run recorded yet.</p>')
-            + "</main><footer>Drill history · written by chaos.history</footer>")
+        skipped = (
+            '<div class="reasons r-aborted"><strong>Unreadable lines skipped in history.jsonl:</strong><ul>'
+            + "".join(f"<li>{esc(s)}</li>" for s in history.skipped)
+            + "</ul></div>"
+        )
+    body = (
+        f'<header><div class="inner"><div><h1>Drill history</h1><p class="desc">{len(history.entries)} runs of '
+        f'{len(all_trends)} drills, from <span class="mono">{esc(Path(runs_dir) / HISTORY)}</span></p></div></div>'
+        f"</header><main>{skipped}"
+        + ("".join(sections) or '<p class="muted">No drill run recorded yet.</p>')
+        + "</main><footer>Drill history · written by chaos.history</footer>"
+    )
     return page("Drill history", body)
 
 
@@ -318,6 +419,7 @@ def write_trends_html(runs_dir: str | Path, path: str | Path) -> Path:
 
 
 # ----------------------------------------------------------------------------------------------- cli
+
 
 def _print_tables(history: History, all_trends: list[dict], limit: int, console: Any) -> None:
     from rich.table import Table
@@ -341,13 +443,24 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
         for k, c in enumerate(cases):
             rto, target = c.get("rto_seconds"), c.get("rto_target_seconds")
             counts = [c.get(f"windows_{x}") for x in ("missing", "extra", "wrong")]
-            head = ([_when(r["started_at"]).strftime("%Y-%m-%d %H:%M"), r["drill"], r["run_id"],
-                     f"[{colour.get(r['verdict'], '')}]{r['verdict']}[/]"] if k == 0 else ["", "", "", ""])
+            head = (
+                [
+                    _when(r["started_at"]).strftime("%Y-%m-%d %H:%M"),
+                    r["drill"],
+                    r["run_id"],
+                    f"[{colour.get(r['verdict'], '')}]{r['verdict']}[/]",
+                ]
+                if k == 0
+                else ["", "", "", ""]
+            )
             case = "" if not c else c["name"] + ("" if c.get("verdict") == "pass" else " [red](fail)[/red]")
-            table.add_row(*head, case,
-                          red_if(_rto_text(c), rto is not None and target is not None and rto > target) if c else "",
-                          "/".join(red_if("–" if n is None else str(n), bool(n)) for n in counts) if c else "",
-                          end_section=k == len(cases) - 1)
+            table.add_row(
+                *head,
+                case,
+                red_if(_rto_text(c), rto is not None and target is not None and rto > target) if c else "",
+                "/".join(red_if("–" if n is None else str(n), bool(n)) for n in counts) if c else "",
+                end_section=k == len(cases) - 1,
+            )
     console.print(table)
 
     summary_table = Table(title="per drill", title_justify="left")
@@ -364,18 +477,30 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
         cases = t["cases"] or [None]
         v = t["verdicts"]
         for k, c in enumerate(cases):
-            head = ([t["drill"], str(t["runs"]), f"{v['pass']}/{red_if(str(v['fail']), bool(v['fail']))}/{v['aborted']}",
-                     f"[{colour.get(t['last']['verdict'], '')}]{t['last']['verdict']}[/]"] if k == 0 else [""] * 4)
+            head = (
+                [
+                    t["drill"],
+                    str(t["runs"]),
+                    f"{v['pass']}/{red_if(str(v['fail']), bool(v['fail']))}/{v['aborted']}",
+                    f"[{colour.get(t['last']['verdict'], '')}]{t['last']['verdict']}[/]",
+                ]
+                if k == 0
+                else [""] * 4
+            )
             if c is None:
                 summary_table.add_row(*head, "", "", "", "", "")
                 continue
             st = c["rto_seconds"]
             rto = "–" if st["last"] is None else f"{st['last']:.1f} / {st['median']:.1f} / {st['max']:.1f} s"
-            summary_table.add_row(*head, c["name"], rto,
-                                  "–" if c["rto_target_seconds"] is None else f"{c['rto_target_seconds']:g} s",
-                                  red_if(str(c["over_target"]), bool(c["over_target"])),
-                                  red_if(str(c["runs_losing_data"]), bool(c["runs_losing_data"])),
-                                  end_section=k == len(cases) - 1)
+            summary_table.add_row(
+                *head,
+                c["name"],
+                rto,
+                "–" if c["rto_target_seconds"] is None else f"{c['rto_target_seconds']:g} s",
+                red_if(str(c["over_target"]), bool(c["over_target"])),
+                red_if(str(c["runs_losing_data"]), bool(c["runs_losing_data"])),
+                end_section=k == len(cases) - 1,
+            )
     console.print(summary_table)
 
 
@@ -383,8 +508,13 @@ def _print_tables(history: History, all_trends: list[dict], limit: int, console:
 def main(argv: list[str] | None = None, console: Any = None, prog: str = "python -m chaos.history") -> int:
     """`dagger drill history` (and `python -m chaos.history`): the runs and trends per drill."""
     p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    p.add_argument("runs_dir", nargs="?", type=Path, default=DEFAULT_RUNS_DIR,
-                   help=f"folder of the drill runs, holding {HISTORY} (default: $DAGGER_DRILL_RUNS, else out/drills)")
+    p.add_argument(
+        "runs_dir",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        help=f"folder of the drill runs, holding {HISTORY} (default: $DAGGER_DRILL_RUNS, else out/drills)",
+    )
     p.add_argument("--json", action="store_true", help="print the trends as JSON instead of tables")
     p.add_argument("--html", type=Path, metavar="PATH", help="also write the trends as a self-contained HTML page")
     p.add_argument("--drill", help="only this drill")
@@ -394,7 +524,7 @@ def main(argv: list[str] | None = None, console: Any = None, prog: str = "python
     from rich.console import Console
 
     console = console or Console()
-    err = Console(stderr=True, soft_wrap=True)     # a path and its problem stay on one line in a log
+    err = Console(stderr=True, soft_wrap=True)  # a path and its problem stay on one line in a log
     history = read_history(args.runs_dir)
     for line in history.skipped:
         err.print(f"[yellow]{args.runs_dir / HISTORY}: skipped {line}[/yellow]", highlight=False)
@@ -408,8 +538,18 @@ def main(argv: list[str] | None = None, console: Any = None, prog: str = "python
         write_trends_html(args.runs_dir, args.html)
         err.print(f"wrote {args.html}", highlight=False)
     if args.json:
-        print(json.dumps({"runs_dir": str(args.runs_dir), "runs": len(history.entries), "skipped": history.skipped,
-                          "drills": all_trends}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "runs_dir": str(args.runs_dir),
+                    "runs": len(history.entries),
+                    "skipped": history.skipped,
+                    "drills": all_trends,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     if not history.entries:
         console.print(f"no drill runs recorded in {args.runs_dir / HISTORY}", highlight=False)

@@ -14,6 +14,7 @@
 
 Steps at the same time come in that order.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -21,14 +22,29 @@ from dataclasses import asdict, dataclass
 from .catalog import BY_NAME
 from .playbook import Playbook, fmt_duration
 
-ACTIONS = ("deploy", "feed", "consume", "safeguard", "check-before", "undo", "inject", "failover-command",
-           "check-during", "expect-failover", "fail-back", "check-after", "stop-traffic", "verify", "rollback")
+ACTIONS = (
+    "deploy",
+    "feed",
+    "consume",
+    "safeguard",
+    "check-before",
+    "undo",
+    "inject",
+    "failover-command",
+    "check-during",
+    "expect-failover",
+    "fail-back",
+    "check-after",
+    "stop-traffic",
+    "verify",
+    "rollback",
+)
 
 
 @dataclass(frozen=True)
 class Step:
-    at: float                   # seconds from the drill's start
-    action: str                 # one of ACTIONS
+    at: float  # seconds from the drill's start
+    action: str  # one of ACTIONS
     what: str
     until: float | None = None  # a check's window ends here
 
@@ -59,12 +75,18 @@ def plan(book: Playbook) -> list[Step]:
     for f in book.feeders:
         steps.append(Step(0.0, "feed", f"{f.name}: {_rate(f)} of {f.message} to {f.topic}"))
     for c in book.consumers:
-        steps.append(Step(0.0, "consume", f"{c.count} group(s) of {c.consumer_per_group} consumer(s) on {c.topic} "
-                                          f"from {c.offset}"))
+        steps.append(
+            Step(
+                0.0, "consume", f"{c.count} group(s) of {c.consumer_per_group} consumer(s) on {c.topic} from {c.offset}"
+            )
+        )
     for s in book.safeguards:
         steps.append(Step(0.0, "safeguard", s.describe(), t.end))
-    for phase, start, end in (("before", t.warmup, t.first_fault), ("during", t.first_fault, t.last_end),
-                              ("after", t.after, t.end)):
+    for phase, start, end in (
+        ("before", t.warmup, t.first_fault),
+        ("during", t.first_fault, t.last_end),
+        ("after", t.after, t.end),
+    ):
         for h in book.steady_state:
             if phase in h.phases:
                 steps.append(Step(start, f"check-{phase}", h.describe(), end))
@@ -77,18 +99,34 @@ def plan(book: Playbook) -> list[Step]:
     if fo is not None and trigger is not None:
         if fo.mode == "command":
             steps.append(Step(trigger.at, "failover-command", f"move the daggers to {fo.to} ({fo.kind})"))
-        steps.append(Step(trigger.at + fo.rto_target, "expect-failover",
-                          f"daggers on {fo.to} ({fo.kind}, {fo.mode}): rto target {fmt_duration(fo.rto_target)} "
-                          f"from {trigger.name}"))
+        steps.append(
+            Step(
+                trigger.at + fo.rto_target,
+                "expect-failover",
+                f"daggers on {fo.to} ({fo.kind}, {fo.mode}): rto target {fmt_duration(fo.rto_target)} "
+                f"from {trigger.name}",
+            )
+        )
         if fo.fail_back is not None:
-            steps.append(Step(trigger.end + fo.fail_back, "fail-back",
-                              f"move the daggers back to {trigger.cluster} ({fo.kind}) once they run on {fo.to}"))
+            steps.append(
+                Step(
+                    trigger.end + fo.fail_back,
+                    "fail-back",
+                    f"move the daggers back to {trigger.cluster} ({fo.kind}) once they run on {fo.to}",
+                )
+            )
     steps.append(Step(t.end, "stop-traffic", "stop the feeders and consumers"))
     for v in book.verify:
         d = next(d for d in book.deployments if d.name == v.dagger)
         keys = ", ".join(v.keys) or "no keys"
-        steps.append(Step(t.end, "verify", f"{v.dagger}: {d.sink} rows per {fmt_duration(v.window)} window by "
-                                           f"{keys}: {', '.join(v.measures)} against what was fed"))
+        steps.append(
+            Step(
+                t.end,
+                "verify",
+                f"{v.dagger}: {d.sink} rows per {fmt_duration(v.window)} window by "
+                f"{keys}: {', '.join(v.measures)} against what was fed",
+            )
+        )
     for f in book.faults:
         if not f.recovers:
             steps.append(Step(t.end, "rollback", f"{f.name}: {_undo(f)}"))
@@ -103,9 +141,11 @@ def _undo(fault) -> str:
 def render(book: Playbook, steps: list[Step]) -> str:
     """The plan as text: one line a step, the time first."""
     t = book.timeline
-    lines = [f"drill {book.name}: {len(book.faults)} fault(s), {fmt_duration(t.end)} in all "
-             f"(warm-up {fmt_duration(t.warmup)}, first fault at {fmt_duration(t.first_fault)}, "
-             f"verdict at {fmt_duration(t.end)})"]
+    lines = [
+        f"drill {book.name}: {len(book.faults)} fault(s), {fmt_duration(t.end)} in all "
+        f"(warm-up {fmt_duration(t.warmup)}, first fault at {fmt_duration(t.first_fault)}, "
+        f"verdict at {fmt_duration(t.end)})"
+    ]
     width = max(len(s.action) for s in steps) if steps else 0
     for s in steps:
         until = f"  (until {fmt_duration(s.until)})" if s.until is not None else ""

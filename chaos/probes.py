@@ -18,6 +18,7 @@ end_to_end_latency is the age of a dagger's watermark (now minus its watermark):
 is written once the watermark passes the window's end, so a fed event lands in the sink this long,
 give or take a batch, after its window closed.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -39,9 +40,17 @@ def disk_usage_percent(path: str) -> float:
 def _consumer(bootstrap: str, login: dict):
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                         client_id="daggers-drill-probe", session_timeout_ms=6000, heartbeat_interval_ms=2000,
-                         request_timeout_ms=7000, bootstrap_timeout_ms=3000, **login)
+    return KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        group_id=None,
+        client_id="daggers-drill-probe",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=2000,
+        request_timeout_ms=7000,
+        bootstrap_timeout_ms=3000,
+        **login,
+    )
 
 
 def late_letters(bootstrap: str, login: dict, topic: str, timeout_s: float = 20.0) -> set[bytes]:
@@ -117,8 +126,14 @@ def _last_timestamps(bootstrap: str, login: dict, topics: list[str]) -> dict[tup
         consumer.close()
 
 
-def mirror_lag_seconds(primary_bootstrap: str, primary_login: dict, mirror_bootstrap: str, mirror_login: dict,
-                       topics: Iterable[str], prefix: str) -> float | None:
+def mirror_lag_seconds(
+    primary_bootstrap: str,
+    primary_login: dict,
+    mirror_bootstrap: str,
+    mirror_login: dict,
+    topics: Iterable[str],
+    prefix: str,
+) -> float | None:
     """How far the mirror's copies trail the primary, in seconds: per partition, the Kafka time
     of the primary's last record less that of the copy's last record (MirrorMaker 2 keeps record
     timestamps); the worst partition. None when either cluster does not answer."""
@@ -164,20 +179,33 @@ def under_replicated_partitions(bootstrap: str, login: dict) -> int | None:
 
 
 class Sampler:
-    def __init__(self, *, registry_url: str, clusters_dir: str, kafka: dict, primary: str, mirror: str | None,
-                 logins: dict[str, dict], topics: list[str], safeguards=(), disk_path: str = "/",
-                 interval_s: float = INTERVAL_S):
+    def __init__(
+        self,
+        *,
+        registry_url: str,
+        clusters_dir: str,
+        kafka: dict,
+        primary: str,
+        mirror: str | None,
+        logins: dict[str, dict],
+        topics: list[str],
+        safeguards=(),
+        disk_path: str = "/",
+        interval_s: float = INTERVAL_S,
+    ):
         self.registry_url, self.clusters_dir = registry_url, clusters_dir
         self.kafka, self.primary, self.mirror, self.logins = kafka, primary, mirror, logins
         self.topics, self.safeguards, self.disk_path = topics, tuple(safeguards), disk_path
         self.interval_s = interval_s
         self.samples: list[dict] = []
-        self.aliases: dict[str, str] = {}          # registry name -> the playbook's name
+        self.aliases: dict[str, str] = {}  # registry name -> the playbook's name
         self._kafka_values: dict[str, tuple[float, Any]] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._loop, name="drill-sampler", daemon=True),
-                         threading.Thread(target=self._kafka_loop, name="drill-kafka-probe", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._loop, name="drill-sampler", daemon=True),
+            threading.Thread(target=self._kafka_loop, name="drill-kafka-probe", daemon=True),
+        ]
 
     def watch(self, name: str, alias: str | None = None) -> None:
         with self._lock:
@@ -217,14 +245,23 @@ class Sampler:
                 value = under_replicated_partitions(cluster.bootstrap_servers, self.logins.get(name, {}))
                 self._kafka_values[f"urp:{name}"] = (time.time(), value)
             if self.mirror and self.topics:
-                lag = mirror_lag_seconds(self.kafka[self.primary].bootstrap_servers, self.logins.get(self.primary, {}),
-                                         self.kafka[self.mirror].bootstrap_servers, self.logins.get(self.mirror, {}),
-                                         self.topics, prefix)
+                lag = mirror_lag_seconds(
+                    self.kafka[self.primary].bootstrap_servers,
+                    self.logins.get(self.primary, {}),
+                    self.kafka[self.mirror].bootstrap_servers,
+                    self.logins.get(self.mirror, {}),
+                    self.topics,
+                    prefix,
+                )
                 self._kafka_values["mirror_lag"] = (time.time(), lag)
-                primary = end_offsets(self.kafka[self.primary].bootstrap_servers, self.logins.get(self.primary, {}),
-                                      self.topics)
-                copied = end_offsets(self.kafka[self.mirror].bootstrap_servers, self.logins.get(self.mirror, {}),
-                                     [prefix + t for t in self.topics])
+                primary = end_offsets(
+                    self.kafka[self.primary].bootstrap_servers, self.logins.get(self.primary, {}), self.topics
+                )
+                copied = end_offsets(
+                    self.kafka[self.mirror].bootstrap_servers,
+                    self.logins.get(self.mirror, {}),
+                    [prefix + t for t in self.topics],
+                )
                 lacking = None if primary is None or copied is None else behind(primary, copied, prefix)
                 self._kafka_values["mirror_behind"] = (time.time(), lacking)
             self._stop.wait(KAFKA_INTERVAL_S)
@@ -253,24 +290,40 @@ class Sampler:
             looping = crash_loop(d.checkpoint) if d is not None and d.running else None
             if looping:
                 lag = metrics.get("dagger_consumer_lag_messages") if metrics else None
-                daggers[alias] = {"version": d.version, "cluster": d.cluster, "input": 0.0, "processed": 0.0,
-                                  "lag": lag, "batches": 0.0, "latency": None, "crash_loop": looping}
+                daggers[alias] = {
+                    "version": d.version,
+                    "cluster": d.cluster,
+                    "input": 0.0,
+                    "processed": 0.0,
+                    "lag": lag,
+                    "batches": 0.0,
+                    "latency": None,
+                    "crash_loop": looping,
+                }
                 continue
             if metrics is None:
                 daggers[alias] = None
                 continue
             watermark = metrics.get("dagger_watermark_timestamp_seconds") or None
-            daggers[alias] = {"version": d.version, "cluster": d.cluster,
-                              "input": metrics.get("dagger_input_messages_per_second", 0.0),
-                              "processed": metrics.get("dagger_processed_messages_per_second", 0.0),
-                              "lag": metrics.get("dagger_consumer_lag_messages", 0.0),
-                              "batches": metrics.get("dagger_batches_total", 0.0),
-                              "late": metrics.get("dagger_late_rows_dropped_total", 0.0),
-                              "late_messages": metrics.get("dagger_dead_letters_total:late", 0.0),
-                              "latency": (now - watermark) if watermark else None}
-        return {"t": now, "daggers": daggers, "disk": disk_usage_percent(self.disk_path),
-                "urp": {name: self._fresh(f"urp:{name}") for name in self.kafka},
-                "mirror_lag": self._fresh("mirror_lag"), "mirror_behind": self._fresh("mirror_behind")}
+            daggers[alias] = {
+                "version": d.version,
+                "cluster": d.cluster,
+                "input": metrics.get("dagger_input_messages_per_second", 0.0),
+                "processed": metrics.get("dagger_processed_messages_per_second", 0.0),
+                "lag": metrics.get("dagger_consumer_lag_messages", 0.0),
+                "batches": metrics.get("dagger_batches_total", 0.0),
+                "late": metrics.get("dagger_late_rows_dropped_total", 0.0),
+                "late_messages": metrics.get("dagger_dead_letters_total:late", 0.0),
+                "latency": (now - watermark) if watermark else None,
+            }
+        return {
+            "t": now,
+            "daggers": daggers,
+            "disk": disk_usage_percent(self.disk_path),
+            "urp": {name: self._fresh(f"urp:{name}") for name in self.kafka},
+            "mirror_lag": self._fresh("mirror_lag"),
+            "mirror_behind": self._fresh("mirror_behind"),
+        }
 
     # -- reading the samples ------------------------------------------------------------------------
     def value(self, sample: dict, probe: str, of: str | None = None) -> float | None:
@@ -289,8 +342,9 @@ class Sampler:
             return None
         return max(values) if probe == "end_to_end_latency" else sum(values)
 
-    def values(self, probe: str, of: str | None = None, start: float | None = None,
-               end: float | None = None) -> list[float]:
+    def values(
+        self, probe: str, of: str | None = None, start: float | None = None, end: float | None = None
+    ) -> list[float]:
         with self._lock:
             samples = list(self.samples)
         out = []
@@ -306,8 +360,12 @@ class Sampler:
         last time it was seen): a loop during a fault that the dagger left is not one at the end."""
         with self._lock:
             samples = [s for s in self.samples if start <= s["t"] < end]
-        return {alias: d["crash_loop"] for s in samples for alias, d in s["daggers"].items()
-                if d is not None and d.get("crash_loop")}
+        return {
+            alias: d["crash_loop"]
+            for s in samples
+            for alias, d in s["daggers"].items()
+            if d is not None and d.get("crash_loop")
+        }
 
     def late_rows(self, alias: str, field: str = "late") -> int | None:
         """Rows the dagger dropped behind its watermark over the drill (None: never scraped); with
@@ -349,10 +407,14 @@ class Sampler:
             processed.append(round(sum(v["processed"] for v in rows), 3) if rows else None)
         # the report draws the mirror's lag in messages (what a loss would take), the hypotheses
         # judge it in seconds; `throughput` is what was produced, filled in by the runner
-        return {"t": [round(s["t"], 3) for s in samples], "throughput": None,
-                "processed": processed, "consumer_lag": series("consumer_lag"),
-                "latency_ms": series("end_to_end_latency", 1000.0),
-                "mirror_lag": [s.get("mirror_behind") for s in samples]}
+        return {
+            "t": [round(s["t"], 3) for s in samples],
+            "throughput": None,
+            "processed": processed,
+            "consumer_lag": series("consumer_lag"),
+            "latency_ms": series("end_to_end_latency", 1000.0),
+            "mirror_lag": [s.get("mirror_behind") for s in samples],
+        }
 
 
 def safeguard_breach(safeguards, sample: dict, sampler: Sampler) -> str | None:
@@ -377,10 +439,26 @@ def evaluate(hypotheses, sampler: Sampler, phases: dict[str, tuple[float, float]
             values = sampler.values(h.probe, h.of, start, end)
             value = None if not values else round(max(values) if high is not None else min(values), 3)
             ok = None if value is None else ((low is None or value >= low) and (high is None or value <= high))
-            out.append({"name": h.name or h.describe(), "probe": h.probe, "unit": h.unit,
-                        "tolerance": {"max": high, "min": low}, "phase": phase, "value": value, "ok": ok})
+            out.append(
+                {
+                    "name": h.name or h.describe(),
+                    "probe": h.probe,
+                    "unit": h.unit,
+                    "tolerance": {"max": high, "min": low},
+                    "phase": phase,
+                    "value": value,
+                    "ok": ok,
+                }
+            )
     return out
 
 
-__all__ = ["Sampler", "evaluate", "safeguard_breach", "end_offsets", "mirror_lag_seconds",
-           "under_replicated_partitions", "disk_usage_percent"]
+__all__ = [
+    "Sampler",
+    "evaluate",
+    "safeguard_breach",
+    "end_offsets",
+    "mirror_lag_seconds",
+    "under_replicated_partitions",
+    "disk_usage_percent",
+]

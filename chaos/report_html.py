@@ -12,6 +12,7 @@ The figures carry ids the tests and tools can count: `timeline-fault-<k>-<panel>
 in each panel of the timeline, `timeline-event-<i>-<panel>` event i's marker, `rto-<case>-step-<j>`
 step j of a case's RTO bar.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,8 +34,13 @@ from chaos.catalog import BY_NAME as FAULT_KINDS
 from chaos.report_model import Case, Report, iso, load_report, parse_report
 
 COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "aborted": "#9a6700"}
-SERIES_COLOURS = {"throughput": "#0969da", "processed": "#e16f24", "consumer_lag": "#6639ba",
-                  "latency_ms": "#1b7c83", "mirror_lag": "#bf3989"}
+SERIES_COLOURS = {
+    "throughput": "#0969da",
+    "processed": "#e16f24",
+    "consumer_lag": "#6639ba",
+    "latency_ms": "#1b7c83",
+    "mirror_lag": "#bf3989",
+}
 FAULT_COLOUR = "#cf222e"
 EVENT_STYLES = {  # the events drawn on the timeline: colour, line style, legend label
     "failover": ("#24292f", "-", "failover"),
@@ -43,13 +49,16 @@ EVENT_STYLES = {  # the events drawn on the timeline: colour, line style, legend
     "abort": ("#cf222e", ":", "abort"),
 }
 STEP_COLOURS = ["#0969da", "#e16f24", "#8250df", "#1b7c83", "#bf3989", "#9a6700", "#57606a"]
-PHASES = (("before", "Before the fault: steady state"), ("during", "During the fault"),
-          ("after", "After the fault: recovered"))
+PHASES = (
+    ("before", "Before the fault: steady state"),
+    ("during", "During the fault"),
+    ("after", "After the fault: recovered"),
+)
 RC = {
-    "svg.fonttype": "none",          # text stays text: selectable, searchable, smaller
-    "svg.hashsalt": "daggers-drill-report",   # the same report gives the same SVG
+    "svg.fonttype": "none",  # text stays text: selectable, searchable, smaller
+    "svg.hashsalt": "daggers-drill-report",  # the same report gives the same SVG
     "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans"],      # matplotlib's own: measured text matches the browser's
+    "font.sans-serif": ["DejaVu Sans"],  # matplotlib's own: measured text matches the browser's
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -131,6 +140,7 @@ figure,.card,tr,.tile,.reasons{break-inside:avoid}
 
 # --------------------------------------------------------------------------------------------- text
 
+
 def esc(value: Any) -> str:
     """Escape any value from the report for HTML text and attribute values."""
     return html.escape("" if value is None else str(value), quote=True)
@@ -191,14 +201,15 @@ def fmt_value(value: Any) -> str:
 
 # ------------------------------------------------------------------------------------------- figures
 
+
 def figure_svg(fig: Figure, prefix: str, title: str, desc: str) -> str:
     """An inline <svg> of a matplotlib figure: no XML prolog or metadata, every id prefixed (several
     figures share one HTML document), <title> and <desc> for screen readers, scaled to its container."""
     buf = io.StringIO()
-    with matplotlib.rc_context(RC):        # svg.* are read when saving
+    with matplotlib.rc_context(RC):  # svg.* are read when saving
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     svg = re.sub(r'<style type="text/css">\*\{stroke-linejoin: round; stroke-linecap: butt\}</style>\s*', "", svg)
     ids = set(re.findall(r'\bid="([^"]+)"', svg))
@@ -216,9 +227,11 @@ def figure_svg(fig: Figure, prefix: str, title: str, desc: str) -> str:
         width = re.search(r'\bwidth="([\d.]+)pt"', attrs)
         attrs = re.sub(r'\s(width|height)="[^"]*"', "", attrs)
         max_width = f"max-width:{float(width.group(1)) * 4 / 3:.0f}px;" if width else ""
-        return (f'<svg{attrs} class="figure" role="img" aria-labelledby="{prefix}-title {prefix}-desc" '
-                f'style="{max_width}" preserveAspectRatio="xMinYMin meet">'
-                f'<title id="{prefix}-title">{esc(title)}</title><desc id="{prefix}-desc">{esc(desc)}</desc>')
+        return (
+            f'<svg{attrs} class="figure" role="img" aria-labelledby="{prefix}-title {prefix}-desc" '
+            f'style="{max_width}" preserveAspectRatio="xMinYMin meet">'
+            f'<title id="{prefix}-title">{esc(title)}</title><desc id="{prefix}-desc">{esc(desc)}</desc>'
+        )
 
     return re.sub(r"<svg([^>]*)>", root, svg, count=1)
 
@@ -232,8 +245,11 @@ def _nan(values: Iterable[float | None], scale: float = 1.0) -> list[float]:
 
 
 PANELS = (  # (panel, [(series, legend label, scale)], y label)
-    ("rate", [("throughput", "produced (msg/s)", 1.0), ("processed", "processed by the daggers (rows/s)", 1.0)],
-     "rate (per second)"),
+    (
+        "rate",
+        [("throughput", "produced (msg/s)", 1.0), ("processed", "processed by the daggers (rows/s)", 1.0)],
+        "rate (per second)",
+    ),
     ("lag", [("consumer_lag", "consumer lag (messages)", 1.0)], "consumer lag\n(messages)"),
     ("latency", [("latency_ms", "end-to-end latency (s)", 0.001)], "end-to-end\nlatency (s)"),
     ("mirror", [("mirror_lag", "mirror lag (messages)", 1.0)], "mirror lag\n(messages)"),
@@ -243,8 +259,10 @@ PANELS = (  # (panel, [(series, legend label, scale)], y label)
 def timeline_figure(report: Report) -> tuple[Figure, str] | None:
     """The stacked timeline panels and a text description of them; None when nothing was recorded."""
     tl = report.timeline
-    panels = [(name, [(s, label, scale) for s, label, scale in series if tl.series(s) is not None], ylabel)
-              for name, series, ylabel in PANELS]
+    panels = [
+        (name, [(s, label, scale) for s, label, scale in series if tl.series(s) is not None], ylabel)
+        for name, series, ylabel in PANELS
+    ]
     panels = [p for p in panels if p[1]]
     if not panels or not tl.t:
         return None
@@ -256,8 +274,15 @@ def timeline_figure(report: Report) -> tuple[Figure, str] | None:
         handles: list[Any] = []
         for p, (ax, (_name, series, ylabel)) in enumerate(zip(axes, panels)):
             for s, label, scale in series:
-                (line,) = ax.plot(x, _nan(tl.series(s), scale), color=SERIES_COLOURS[s], lw=1.4, label=label,
-                                  marker="o" if len(x) < 30 else None, ms=2.5)
+                (line,) = ax.plot(
+                    x,
+                    _nan(tl.series(s), scale),
+                    color=SERIES_COLOURS[s],
+                    lw=1.4,
+                    label=label,
+                    marker="o" if len(x) < 30 else None,
+                    ms=2.5,
+                )
                 line.set_gid(f"series-{s}")
                 handles.append(line)
             ax.set_ylabel(ylabel)
@@ -268,15 +293,22 @@ def timeline_figure(report: Report) -> tuple[Figure, str] | None:
             for k, fault in enumerate(report.faults):
                 x0 = report.since_start(fault.injected_at)
                 x1 = report.since_start(fault.undone_at) if fault.undone_at else end
-                span = ax.axvspan(x0, x1, color=FAULT_COLOUR, alpha=0.11, lw=0,
-                                  hatch=None if fault.undone_at else "//")
+                span = ax.axvspan(x0, x1, color=FAULT_COLOUR, alpha=0.11, lw=0, hatch=None if fault.undone_at else "//")
                 span.set_gid(f"fault-{k}-{p}")
                 if p == 0:
                     label = fault.name if fault.undone_at else f"{fault.name} (not undone)"
-                    text = ax.text(x0 + end * 0.004, 0.97 - 0.13 * (k % 3), mpl_text(label),
-                                   transform=ax.get_xaxis_transform(), va="top", ha="left", fontsize=8,
-                                   color=FAULT_COLOUR, fontweight="bold",
-                                   bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5})
+                    text = ax.text(
+                        x0 + end * 0.004,
+                        0.97 - 0.13 * (k % 3),
+                        mpl_text(label),
+                        transform=ax.get_xaxis_transform(),
+                        va="top",
+                        ha="left",
+                        fontsize=8,
+                        color=FAULT_COLOUR,
+                        fontweight="bold",
+                        bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5},
+                    )
                     text.set_gid(f"fault-label-{k}")
             for i, event in enumerate(report.events):
                 if event.kind not in EVENT_STYLES:
@@ -284,27 +316,36 @@ def timeline_figure(report: Report) -> tuple[Figure, str] | None:
                 colour, style, _ = EVENT_STYLES[event.kind]
                 ax.axvline(report.since_start(event.at), color=colour, ls=style, lw=1.2).set_gid(f"event-{i}-{p}")
         kinds = [k for k in EVENT_STYLES if any(e.kind == k for e in report.events)]
-        extra = ([Patch(color=FAULT_COLOUR, alpha=0.2, label="fault (injected .. undone)")] if report.faults else [])
-        extra += [Line2D([], [], color=EVENT_STYLES[k][0], ls=EVENT_STYLES[k][1], label=EVENT_STYLES[k][2])
-                  for k in kinds]
-        fig.legend(handles=handles + extra, loc="outside upper center", ncol=min(6, len(handles) + len(extra)),
-                   fontsize=8.5)
+        extra = [Patch(color=FAULT_COLOUR, alpha=0.2, label="fault (injected .. undone)")] if report.faults else []
+        extra += [
+            Line2D([], [], color=EVENT_STYLES[k][0], ls=EVENT_STYLES[k][1], label=EVENT_STYLES[k][2]) for k in kinds
+        ]
+        fig.legend(
+            handles=handles + extra, loc="outside upper center", ncol=min(6, len(handles) + len(extra)), fontsize=8.5
+        )
         axes[-1].set_xlim(0, max(end, x[-1]))
         axes[-1].set_xlabel(f"seconds since the start of the run ({report.run.started_at:%Y-%m-%d %H:%M:%S} UTC)")
 
-    desc = [f"{len(panels)} stacked panels sharing the time axis, in seconds since the start of the run "
-            f"({iso(report.run.started_at)}, {fmt_duration(end)} long): "
-            + "; ".join(", ".join(label for _, label, _ in series) for _, series, _ in panels) + "."]
+    desc = [
+        f"{len(panels)} stacked panels sharing the time axis, in seconds since the start of the run "
+        f"({iso(report.run.started_at)}, {fmt_duration(end)} long): "
+        + "; ".join(", ".join(label for _, label, _ in series) for _, series, _ in panels)
+        + "."
+    ]
     for fault in report.faults:
         x0 = report.since_start(fault.injected_at)
         if fault.undone_at:
-            desc.append(f"Shaded: fault {fault.name} ({fault.kind} on {fault.target}) from {x0:.1f} s to "
-                        f"{report.since_start(fault.undone_at):.1f} s.")
+            desc.append(
+                f"Shaded: fault {fault.name} ({fault.kind} on {fault.target}) from {x0:.1f} s to "
+                f"{report.since_start(fault.undone_at):.1f} s."
+            )
         else:
             desc.append(f"Shaded: fault {fault.name} ({fault.kind} on {fault.target}) from {x0:.1f} s, never undone.")
     for event in report.events:
         if event.kind in EVENT_STYLES:
-            desc.append(f"Marker: {EVENT_STYLES[event.kind][2]} at {report.since_start(event.at):.1f} s ({event.text}).")
+            desc.append(
+                f"Marker: {EVENT_STYLES[event.kind][2]} at {report.since_start(event.at):.1f} s ({event.text})."
+            )
     return fig, " ".join(desc)
 
 
@@ -323,14 +364,29 @@ def rto_figure(case: Case, slug: str) -> Figure:
             bar = ax.barh(0, sec, left=left, height=0.55, color=colour, edgecolor="white", lw=1)
             bar.patches[0].set_gid(f"step-{j}")
             if sec >= span * 0.09:
-                ax.text(left + sec / 2, 0, f"{sec:.1f}", ha="center", va="center", color="white", fontsize=8,
-                        fontweight="bold")
+                ax.text(
+                    left + sec / 2,
+                    0,
+                    f"{sec:.1f}",
+                    ha="center",
+                    va="center",
+                    color="white",
+                    fontsize=8,
+                    fontweight="bold",
+                )
             left += sec
         if target is not None:
             ax.axvline(target, color="#24292f", ls="--", lw=1.2).set_gid("target")
             right = target < span * 0.8
-            ax.text(target, 0.45, f" target {target:g} s" if right else f"target {target:g} s ", va="bottom",
-                    ha="left" if right else "right", fontsize=8, color="#24292f")
+            ax.text(
+                target,
+                0.45,
+                f" target {target:g} s" if right else f"target {target:g} s ",
+                va="bottom",
+                ha="left" if right else "right",
+                fontsize=8,
+                color="#24292f",
+            )
         ax.set_xlim(0, span * 1.05)
         ax.set_ylim(-0.5, 0.85)
         ax.set_yticks([])
@@ -343,8 +399,11 @@ def rto_figure(case: Case, slug: str) -> Figure:
 
 # ---------------------------------------------------------------------------------------------- html
 
+
 def _badge(verdict: str | None, text: str | None = None) -> str:
-    cls = {"pass": "pass", "ok": "ok", "fail": "fail", "failed": "fail", "aborted": "aborted"}.get(verdict or "", "none")
+    cls = {"pass": "pass", "ok": "ok", "fail": "fail", "failed": "fail", "aborted": "aborted"}.get(
+        verdict or "", "none"
+    )
     return f'<span class="badge b-{cls}">{esc(text or verdict or "not measured")}</span>'
 
 
@@ -366,31 +425,43 @@ def _num(value: int | float | None, cls: str = "", unit: str = "") -> str:
 def _header(report: Report) -> str:
     d, r = report.drill, report.run
     v = report.verdict
-    meta = [("playbook", f'<span class="mono">{esc(d.playbook)}</span>'), ("type", esc(d.type)),
-            ("blast radius", esc(d.blast_radius)), ("run", f'<span class="mono">{esc(r.id)}</span>'),
-            ("started", esc(f"{r.started_at:%Y-%m-%d %H:%M:%S} UTC")),
-            ("ended", esc(f"{r.ended_at:%Y-%m-%d %H:%M:%S} UTC")),
-            ("duration", esc(fmt_duration(r.duration_seconds))), ("host", esc(r.host)),
-            ("git commit", f'<span class="mono" title="{esc(r.git_commit)}">{esc((r.git_commit or "–")[:12])}</span>'),
-            ("seed", esc("–" if r.seed is None else r.seed))]
+    meta = [
+        ("playbook", f'<span class="mono">{esc(d.playbook)}</span>'),
+        ("type", esc(d.type)),
+        ("blast radius", esc(d.blast_radius)),
+        ("run", f'<span class="mono">{esc(r.id)}</span>'),
+        ("started", esc(f"{r.started_at:%Y-%m-%d %H:%M:%S} UTC")),
+        ("ended", esc(f"{r.ended_at:%Y-%m-%d %H:%M:%S} UTC")),
+        ("duration", esc(fmt_duration(r.duration_seconds))),
+        ("host", esc(r.host)),
+        ("git commit", f'<span class="mono" title="{esc(r.git_commit)}">{esc((r.git_commit or "–")[:12])}</span>'),
+        ("seed", esc("–" if r.seed is None else r.seed)),
+    ]
     reasons = [x for x in report.verdict_reasons if x.strip()]
     reasons_html = ""
     if reasons:
         items = "".join(f"<li>{esc(x)}</li>" for x in reasons)
-        reasons_html = (f'<div class="reasons r-{v}" aria-label="reasons for the verdict"><strong>Why '
-                        f'{esc(v)}:</strong><ul>{items}</ul></div>')
+        reasons_html = (
+            f'<div class="reasons r-{v}" aria-label="reasons for the verdict"><strong>Why '
+            f"{esc(v)}:</strong><ul>{items}</ul></div>"
+        )
     cases_ok = sum(c.verdict == "pass" for c in report.cases)
     hyp_ok = sum(h.ok is True for h in report.hypotheses)
     undone = sum(f.undo_ok for f in report.faults)
     lost = sum(c.windows_missing + c.windows_wrong for c in report.cases)
-    tiles = [("cases passed", f"{cases_ok} / {len(report.cases)}", cases_ok == len(report.cases)),
-             ("hypotheses ok", f"{hyp_ok} / {len(report.hypotheses)}", hyp_ok == len(report.hypotheses)),
-             ("faults undone", f"{undone} / {len(report.faults)}", undone == len(report.faults)),
-             ("windows lost or wrong", fmt_count(lost), lost == 0),
-             ("messages produced", fmt_count(report.produced.messages), True),
-             ("sends failed", fmt_count(report.produced.failed), True)]
-    tiles_html = "".join(f'<div class="tile"><span class="muted">{esc(label)}</span><b{"" if ok else " class=bad"}>'
-                         f"{esc(value)}</b></div>" for label, value, ok in tiles)
+    tiles = [
+        ("cases passed", f"{cases_ok} / {len(report.cases)}", cases_ok == len(report.cases)),
+        ("hypotheses ok", f"{hyp_ok} / {len(report.hypotheses)}", hyp_ok == len(report.hypotheses)),
+        ("faults undone", f"{undone} / {len(report.faults)}", undone == len(report.faults)),
+        ("windows lost or wrong", fmt_count(lost), lost == 0),
+        ("messages produced", fmt_count(report.produced.messages), True),
+        ("sends failed", fmt_count(report.produced.failed), True),
+    ]
+    tiles_html = "".join(
+        f'<div class="tile"><span class="muted">{esc(label)}</span><b{"" if ok else " class=bad"}>'
+        f"{esc(value)}</b></div>"
+        for label, value, ok in tiles
+    )
     return f"""<header>
 <div class="inner">
 <div class="verdict v-{v}" role="status" aria-label="verdict: {esc(v)}">{esc(v)}</div>
@@ -412,13 +483,17 @@ def _timeline(report: Report) -> str:
     fig, desc = made
     svg = figure_svg(fig, "timeline", f"Timeline of drill {report.drill.name}", desc)
     faults = ", ".join(f"{f.name} (shaded)" for f in report.faults) or "none"
-    return (f'<section id="timeline"><h2>Timeline</h2><figure>{svg}<figcaption>Rates, lags and latency over the run; '
-            f"faults: {esc(faults)}. Gaps are samples the runner could not take.</figcaption></figure></section>")
+    return (
+        f'<section id="timeline"><h2>Timeline</h2><figure>{svg}<figcaption>Rates, lags and latency over the run; '
+        f"faults: {esc(faults)}. Gaps are samples the runner could not take.</figcaption></figure></section>"
+    )
 
 
 def _hypotheses(report: Report) -> str:
     if not report.hypotheses:
-        return '<section id="hypotheses"><h2>Hypotheses</h2><p class="muted">The drill states no hypothesis.</p></section>'
+        return (
+            '<section id="hypotheses"><h2>Hypotheses</h2><p class="muted">The drill states no hypothesis.</p></section>'
+        )
     groups = []
     for phase, title in PHASES:
         rows = [h for h in report.hypotheses if h.phase == phase]
@@ -427,33 +502,43 @@ def _hypotheses(report: Report) -> str:
         body = "".join(
             f"<tr><td>{esc(h.name)}</td><td>{esc(h.probe)}</td><td>{esc(h.tolerance.describe(h.unit))}</td>"
             f'<td class="num{" bad" if h.ok is False else ""}"'
-            f'{"" if h.value is None else f" data-value={chr(34)}{esc(h.value)}{chr(34)}"}>'
+            f"{'' if h.value is None else f' data-value={chr(34)}{esc(h.value)}{chr(34)}'}>"
             f"{esc(fmt_number(h.value, h.unit))}</td>"
             f"<td>{_badge('ok' if h.ok else 'fail' if h.ok is False else None, 'ok' if h.ok else 'failed' if h.ok is False else None)}</td></tr>"
-            for h in rows)
+            for h in rows
+        )
         ok = sum(h.ok is True for h in rows)
-        groups.append(f'<tbody><tr><th scope="rowgroup" colspan="5">{esc(title)} · {ok} of {len(rows)} ok</th></tr>'
-                      f"{body}</tbody>")
-    return ('<section id="hypotheses"><h2>Hypotheses</h2><table><thead><tr><th scope="col">hypothesis</th>'
-            '<th scope="col">probe</th><th scope="col">tolerance</th><th scope="col" class="num">value</th>'
-            f'<th scope="col">result</th></tr></thead>{"".join(groups)}</table></section>')
+        groups.append(
+            f'<tbody><tr><th scope="rowgroup" colspan="5">{esc(title)} · {ok} of {len(rows)} ok</th></tr>{body}</tbody>'
+        )
+    return (
+        '<section id="hypotheses"><h2>Hypotheses</h2><table><thead><tr><th scope="col">hypothesis</th>'
+        '<th scope="col">probe</th><th scope="col">tolerance</th><th scope="col" class="num">value</th>'
+        f'<th scope="col">result</th></tr></thead>{"".join(groups)}</table></section>'
+    )
 
 
 def _examples(case: Case) -> str:
     ex = case.examples
     out = []
-    for kind, count, what in (("missing", case.windows_missing, "expected but not in the sink"),
-                              ("extra", case.windows_extra, "in the sink but not expected")):
+    for kind, count, what in (
+        ("missing", case.windows_missing, "expected but not in the sink"),
+        ("extra", case.windows_extra, "in the sink but not expected"),
+    ):
         rows = getattr(ex, kind)
         if not rows:
             continue
         body = "".join(
-            f"<tr><td class=\"mono\">{esc(fmt_value(r.get('window')))}</td><td>{esc(fmt_value(r.get('key')))}</td></tr>"
-            if isinstance(r, dict) and set(r) <= {"window", "key"} else
-            f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>' for r in rows)
-        out.append(f"<h4>{esc(kind)} windows ({len(rows)} of {fmt_count(count)} shown): {esc(what)}</h4>"
-                   f'<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
-                   f"<tbody>{body}</tbody></table>")
+            f'<tr><td class="mono">{esc(fmt_value(r.get("window")))}</td><td>{esc(fmt_value(r.get("key")))}</td></tr>'
+            if isinstance(r, dict) and set(r) <= {"window", "key"}
+            else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
+            for r in rows
+        )
+        out.append(
+            f"<h4>{esc(kind)} windows ({len(rows)} of {fmt_count(count)} shown): {esc(what)}</h4>"
+            f'<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
+            f"<tbody>{body}</tbody></table>"
+        )
     if ex.wrong:
         rows = []
         for w in ex.wrong:
@@ -461,30 +546,44 @@ def _examples(case: Case) -> str:
             if isinstance(expected, dict) and isinstance(got, dict):
                 exp_html = ", ".join(f"{esc(k)}={esc(fmt_value(v))}" for k, v in expected.items())
                 got_html = ", ".join(
-                    (f"<mark>{esc(k)}={esc(fmt_value(v))}</mark>" if expected.get(k) != v else
-                     f"{esc(k)}={esc(fmt_value(v))}") for k, v in got.items())
+                    (
+                        f"<mark>{esc(k)}={esc(fmt_value(v))}</mark>"
+                        if expected.get(k) != v
+                        else f"{esc(k)}={esc(fmt_value(v))}"
+                    )
+                    for k, v in got.items()
+                )
             else:
                 exp_html = esc(fmt_value(expected))
                 got_html = f"<mark>{esc(fmt_value(got))}</mark>" if expected != got else esc(fmt_value(got))
-            rows.append(f'<tr><td class="mono">{esc(fmt_value(w.window))}</td><td>{esc(fmt_value(w.key))}</td>'
-                        f"<td>{exp_html}</td><td>{got_html}</td></tr>")
-        out.append(f"<h4>wrong windows ({len(ex.wrong)} of {fmt_count(case.windows_wrong)} shown): "
-                   f"in the sink with other values (differences marked)</h4>"
-                   '<table><thead><tr><th scope="col">window</th><th scope="col">key</th>'
-                   '<th scope="col">expected</th><th scope="col">got</th></tr></thead>'
-                   f"<tbody>{''.join(rows)}</tbody></table>")
+            rows.append(
+                f'<tr><td class="mono">{esc(fmt_value(w.window))}</td><td>{esc(fmt_value(w.key))}</td>'
+                f"<td>{exp_html}</td><td>{got_html}</td></tr>"
+            )
+        out.append(
+            f"<h4>wrong windows ({len(ex.wrong)} of {fmt_count(case.windows_wrong)} shown): "
+            f"in the sink with other values (differences marked)</h4>"
+            '<table><thead><tr><th scope="col">window</th><th scope="col">key</th>'
+            '<th scope="col">expected</th><th scope="col">got</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
     if ex.late:
         # verify.explain_late's rows: the window's start and the key's columns, flat
         body = "".join(
             f'<tr><td class="mono">{esc(fmt_value(r.get("window")))}</td><td>'
-            + esc(", ".join(f"{k}={fmt_value(v)}" for k, v in r.items() if k != "window")) + "</td></tr>"
-            if isinstance(r, dict) else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
-            for r in ex.late)
-        out.append(f"<h4>late windows ({len(ex.late)} of {fmt_count(case.windows_late)} shown): missing or wrong "
-                   "because messages came after the watermark had closed them (kept in the dead letters, "
-                   "kind late)</h4>"
-                   '<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
-                   f"<tbody>{body}</tbody></table>")
+            + esc(", ".join(f"{k}={fmt_value(v)}" for k, v in r.items() if k != "window"))
+            + "</td></tr>"
+            if isinstance(r, dict)
+            else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
+            for r in ex.late
+        )
+        out.append(
+            f"<h4>late windows ({len(ex.late)} of {fmt_count(case.windows_late)} shown): missing or wrong "
+            "because messages came after the watermark had closed them (kept in the dead letters, "
+            "kind late)</h4>"
+            '<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
+            f"<tbody>{body}</tbody></table>"
+        )
     return "".join(out)
 
 
@@ -498,51 +597,80 @@ def _case(case: Case, slug: str) -> str:
             verdict_rto = '<span class="muted">no target</span>'
         else:
             delta = case.rto_seconds - case.rto_target_seconds
-            verdict_rto = (f'<span class="good">{abs(delta):.1f} s under the target</span>' if met else
-                           f'<span class="bad">{delta:.1f} s over the target</span>')
+            verdict_rto = (
+                f'<span class="good">{abs(delta):.1f} s under the target</span>'
+                if met
+                else f'<span class="bad">{delta:.1f} s over the target</span>'
+            )
         target = "" if case.rto_target_seconds is None else f" / target {case.rto_target_seconds:g} s"
         steps_desc = "; ".join(f"{s.step} {s.seconds:.1f} s" for s in case.rto_steps) or "no steps recorded"
         fig = rto_figure(case, slug)
-        svg = figure_svg(fig, f"rto-{slug}", f"RTO of case {case.name}",
-                         f"Recovery took {case.rto_seconds:.1f} s"
-                         + ("" if case.rto_target_seconds is None else f" against a target of {case.rto_target_seconds:g} s")
-                         + f". Steps: {steps_desc}.")
+        svg = figure_svg(
+            fig,
+            f"rto-{slug}",
+            f"RTO of case {case.name}",
+            f"Recovery took {case.rto_seconds:.1f} s"
+            + ("" if case.rto_target_seconds is None else f" against a target of {case.rto_target_seconds:g} s")
+            + f". Steps: {steps_desc}.",
+        )
         longest = max(case.rto_steps, key=lambda s: s.seconds) if case.rto_steps else None
         total = sum(s.seconds for s in case.rto_steps) or 1.0
         step_rows = "".join(
             f'<tr><td><span aria-hidden="true" style="color:{STEP_COLOURS[j % len(STEP_COLOURS)]}">■</span> '
-            f'{esc(s.step)}{" <strong>(longest)</strong>" if s is longest and len(case.rto_steps) > 1 else ""}</td>'
+            f"{esc(s.step)}{' <strong>(longest)</strong>' if s is longest and len(case.rto_steps) > 1 else ''}</td>"
             f'{_num(s.seconds, unit="s")}<td class="num">{s.seconds / total:.0%}</td></tr>'
-            for j, s in enumerate(case.rto_steps))
-        steps = ('<table><thead><tr><th scope="col">step</th><th scope="col" class="num">seconds</th>'
-                 f'<th scope="col" class="num">share</th></tr></thead><tbody>{step_rows}</tbody></table>'
-                 if step_rows else "")
-        rto = (f'<div class="rto-big" data-value="{esc(case.rto_seconds)}">{case.rto_seconds:.1f} s'
-               f"<small>{esc(target)}</small></div><div>RTO, {verdict_rto}</div>"
-               f"<figure>{svg}</figure>{steps}")
+            for j, s in enumerate(case.rto_steps)
+        )
+        steps = (
+            '<table><thead><tr><th scope="col">step</th><th scope="col" class="num">seconds</th>'
+            f'<th scope="col" class="num">share</th></tr></thead><tbody>{step_rows}</tbody></table>'
+            if step_rows
+            else ""
+        )
+        rto = (
+            f'<div class="rto-big" data-value="{esc(case.rto_seconds)}">{case.rto_seconds:.1f} s'
+            f"<small>{esc(target)}</small></div><div>RTO, {verdict_rto}</div>"
+            f"<figure>{svg}</figure>{steps}"
+        )
     if case.fail_back_to is not None:
-        rto += (f'<p class="fail-back">Moved back to <span class="mono">{esc(case.fail_back_to)}</span>: '
-                + (f'first batch there {case.fail_back_seconds:.1f} s after the move</p>'
-                   if case.fail_back_seconds is not None else '<span class="bad">it did not run there</span></p>'))
+        rto += f'<p class="fail-back">Moved back to <span class="mono">{esc(case.fail_back_to)}</span>: ' + (
+            f"first batch there {case.fail_back_seconds:.1f} s after the move</p>"
+            if case.fail_back_seconds is not None
+            else '<span class="bad">it did not run there</span></p>'
+        )
     rpo = ("–" if case.rpo_seconds is None else f"{case.rpo_seconds:g} s") + (
-        "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)")
-    data = ('<table class="data-verdict"><thead><tr>'
-            + "".join(f'<th scope="col" class="num">{h}</th>' for h in ("expected", "matched", "missing", "extra", "wrong",
-                                                                       "late rows", "late messages",
-                                                                       "windows late"))
-            + '<th scope="col" class="num">RPO</th></tr></thead><tbody><tr>'
-            + _num(case.windows_expected) + _num(case.windows_matched)
-            + _num(case.windows_missing, "bad" if case.windows_missing else "")
-            + _num(case.windows_extra, "bad" if case.windows_extra else "")
-            + _num(case.windows_wrong, "bad" if case.windows_wrong else "")
-            + (_num(case.late_rows_dropped, "bad" if case.late_rows_dropped else "")
-               if case.late_rows_dropped is not None else '<td class="num">–</td>')
-            + (_num(case.late_messages, "bad" if case.late_messages else "")
-               if case.late_messages is not None else '<td class="num">–</td>')
-            + (_num(case.windows_late, "bad" if case.windows_late else "")
-               if case.windows_late is not None else '<td class="num">–</td>')
-            + f'<td class="num{" bad" if case.rpo_seconds or case.rpo_messages else ""}">{esc(rpo)}</td>'
-            + "</tr></tbody></table>")
+        "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)"
+    )
+    data = (
+        '<table class="data-verdict"><thead><tr>'
+        + "".join(
+            f'<th scope="col" class="num">{h}</th>'
+            for h in ("expected", "matched", "missing", "extra", "wrong", "late rows", "late messages", "windows late")
+        )
+        + '<th scope="col" class="num">RPO</th></tr></thead><tbody><tr>'
+        + _num(case.windows_expected)
+        + _num(case.windows_matched)
+        + _num(case.windows_missing, "bad" if case.windows_missing else "")
+        + _num(case.windows_extra, "bad" if case.windows_extra else "")
+        + _num(case.windows_wrong, "bad" if case.windows_wrong else "")
+        + (
+            _num(case.late_rows_dropped, "bad" if case.late_rows_dropped else "")
+            if case.late_rows_dropped is not None
+            else '<td class="num">–</td>'
+        )
+        + (
+            _num(case.late_messages, "bad" if case.late_messages else "")
+            if case.late_messages is not None
+            else '<td class="num">–</td>'
+        )
+        + (
+            _num(case.windows_late, "bad" if case.windows_late else "")
+            if case.windows_late is not None
+            else '<td class="num">–</td>'
+        )
+        + f'<td class="num{" bad" if case.rpo_seconds or case.rpo_messages else ""}">{esc(rpo)}</td>'
+        + "</tr></tbody></table>"
+    )
     return f"""<article class="card c-{case.verdict}" id="case-{slug}" aria-labelledby="case-{slug}-name">
 <div class="card-head"><h3 id="case-{slug}-name">{esc(case.name)}</h3>{_badge(case.verdict)}
 <span class="muted">dagger <span class="mono">{esc(case.dagger)}</span> · {esc(failover)}</span></div>
@@ -570,43 +698,56 @@ def _faults(report: Report) -> str:
         kind = FAULT_KINDS.get(f.kind)
         lasted = "–" if f.undone_at is None else fmt_duration((f.undone_at - f.injected_at).total_seconds())
         rows.append(
-            f"<tr><td>{esc(f.name)}</td><td><span class=\"mono\">{esc(f.kind)}</span>"
-            f'{f"<br><span class=muted>{esc(kind.does)}</span>" if kind else ""}</td><td>{esc(f.target)}</td>'
+            f'<tr><td>{esc(f.name)}</td><td><span class="mono">{esc(f.kind)}</span>'
+            f"{f'<br><span class=muted>{esc(kind.does)}</span>' if kind else ''}</td><td>{esc(f.target)}</td>"
             f"<td>{esc(fmt_time(f.injected_at, report))}</td><td>{esc(fmt_time(f.undone_at, report))}</td>"
-            f"<td class=\"num\">{esc(lasted)}</td><td>{_badge('ok' if f.undo_ok else 'fail', 'yes' if f.undo_ok else 'no')}</td>"
-            + (f"<td>{esc(f.error or '')}</td>" if errors else "") + "</tr>")
-    return ('<section id="faults"><h2>Faults</h2><table><thead><tr><th scope="col">fault</th><th scope="col">kind</th>'
-            '<th scope="col">target</th><th scope="col">injected</th><th scope="col">undone</th>'
-            '<th scope="col" class="num">lasted</th><th scope="col">undone</th>'
-            + ('<th scope="col">error</th>' if errors else "")
-            + f'</tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
+            f'<td class="num">{esc(lasted)}</td><td>{_badge("ok" if f.undo_ok else "fail", "yes" if f.undo_ok else "no")}</td>'
+            + (f"<td>{esc(f.error or '')}</td>" if errors else "")
+            + "</tr>"
+        )
+    return (
+        '<section id="faults"><h2>Faults</h2><table><thead><tr><th scope="col">fault</th><th scope="col">kind</th>'
+        '<th scope="col">target</th><th scope="col">injected</th><th scope="col">undone</th>'
+        '<th scope="col" class="num">lasted</th><th scope="col">undone</th>'
+        + ('<th scope="col">error</th>' if errors else "")
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
 
 
 def _events(report: Report) -> str:
     if not report.events:
         return ""
-    rows = "".join(f"<tr><td class=\"num\">{report.since_start(e.at):.1f} s</td><td>{esc(f'{e.at:%H:%M:%S} UTC')}</td>"
-                   f"<td>{esc(e.kind)}</td><td>{esc(e.text)}</td></tr>" for e in report.events)
-    return ('<section id="events"><h2>Events</h2><table><thead><tr><th scope="col" class="num">t+</th>'
-            '<th scope="col">time</th><th scope="col">kind</th><th scope="col">what happened</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table></section>")
+    rows = "".join(
+        f'<tr><td class="num">{report.since_start(e.at):.1f} s</td><td>{esc(f"{e.at:%H:%M:%S} UTC")}</td>'
+        f"<td>{esc(e.kind)}</td><td>{esc(e.text)}</td></tr>"
+        for e in report.events
+    )
+    return (
+        '<section id="events"><h2>Events</h2><table><thead><tr><th scope="col" class="num">t+</th>'
+        '<th scope="col">time</th><th scope="col">kind</th><th scope="col">what happened</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></section>"
+    )
 
 
 def _produced(report: Report) -> str:
     p = report.produced
-    rows = "".join(f"<tr><td class=\"mono\">{esc(topic)}</td>{_num(n)}</tr>" for topic, n in sorted(p.by_topic.items()))
-    return ('<section id="produced"><h2>Traffic produced</h2><table style="max-width:560px"><thead><tr>'
-            '<th scope="col">topic</th><th scope="col" class="num">messages</th></tr></thead>'
-            f'<tbody>{rows}<tr><th scope="row">total</th>{_num(p.messages)}</tr>'
-            f'<tr><th scope="row">sends failed for good</th>{_num(p.failed, "bad" if p.failed else "")}</tr>'
-            "</tbody></table></section>")
+    rows = "".join(f'<tr><td class="mono">{esc(topic)}</td>{_num(n)}</tr>' for topic, n in sorted(p.by_topic.items()))
+    return (
+        '<section id="produced"><h2>Traffic produced</h2><table style="max-width:560px"><thead><tr>'
+        '<th scope="col">topic</th><th scope="col" class="num">messages</th></tr></thead>'
+        f'<tbody>{rows}<tr><th scope="row">total</th>{_num(p.messages)}</tr>'
+        f'<tr><th scope="row">sends failed for good</th>{_num(p.failed, "bad" if p.failed else "")}</tr>'
+        "</tbody></table></section>"
+    )
 
 
 def page(title: str, body: str) -> str:
     """A complete self-contained HTML document around `body` (already escaped)."""
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
 
 
 def _as_report(report: Report | dict | str | Path) -> Report:
@@ -620,11 +761,20 @@ def _as_report(report: Report | dict | str | Path) -> Report:
 def render_html(report: Report | dict | str | Path) -> str:
     """The report as one HTML document (a string)."""
     report = _as_report(report)
-    body = "\n".join([
-        _header(report), _timeline(report), _hypotheses(report), _cases(report), _faults(report), _events(report),
-        _produced(report), "</main>",
-        f'<footer>Drill report · report.json schema 1 · run {esc(report.run.id)} · written by chaos.report_html'
-        "</footer>"])
+    body = "\n".join(
+        [
+            _header(report),
+            _timeline(report),
+            _hypotheses(report),
+            _cases(report),
+            _faults(report),
+            _events(report),
+            _produced(report),
+            "</main>",
+            f"<footer>Drill report · report.json schema 1 · run {esc(report.run.id)} · written by chaos.report_html"
+            "</footer>",
+        ]
+    )
     return page(f"{report.verdict.upper()} · {report.drill.name} · drill report", body)
 
 
@@ -641,28 +791,48 @@ def write_html(report: Report | dict | str | Path, path: str | Path) -> Path:
 
 # ------------------------------------------------------------------------------------------ markdown
 
+
 def write_markdown_summary(report: Report | dict | str | Path) -> str:
     """A few lines of Markdown for a terminal or a CI log: verdict, each case, hypotheses, faults, why."""
     report = _as_report(report)
     r = report.run
-    lines = [f"**{report.drill.name}: {report.verdict.upper()}** (run {r.id}, {r.started_at:%Y-%m-%d %H:%M:%S} UTC, "
-             f"{fmt_duration(r.duration_seconds)})"]
+    lines = [
+        f"**{report.drill.name}: {report.verdict.upper()}** (run {r.id}, {r.started_at:%Y-%m-%d %H:%M:%S} UTC, "
+        f"{fmt_duration(r.duration_seconds)})"
+    ]
     for c in report.cases:
-        rto = ("RTO –" if c.rto_seconds is None else f"RTO {c.rto_seconds:.1f} s"
-               + ("" if c.rto_target_seconds is None else f" / {c.rto_target_seconds:g} s"))
-        rpo = "" if not (c.rpo_seconds or c.rpo_messages) else (
-            f"; RPO {c.rpo_seconds or 0:g} s ({fmt_count(c.rpo_messages or 0)} messages)")
-        late = "" if not c.late_messages else (
-            f"; {fmt_count(c.late_messages)} late messages in the dead letters"
-            + ("" if c.windows_late is None else f", in {fmt_count(c.windows_late)} of those windows"))
-        lines.append(f"- case {c.name} ({c.failover + ' failover' if c.failover else 'no failover'}): "
-                     f"{c.verdict if c.verdict == 'pass' else c.verdict.upper()}: {rto}; windows "
-                     f"{fmt_count(c.windows_matched)}/{fmt_count(c.windows_expected)} matched, {c.windows_missing} missing, "
-                     f"{c.windows_extra} extra, {c.windows_wrong} wrong{late}{rpo}")
+        rto = (
+            "RTO –"
+            if c.rto_seconds is None
+            else f"RTO {c.rto_seconds:.1f} s"
+            + ("" if c.rto_target_seconds is None else f" / {c.rto_target_seconds:g} s")
+        )
+        rpo = (
+            ""
+            if not (c.rpo_seconds or c.rpo_messages)
+            else (f"; RPO {c.rpo_seconds or 0:g} s ({fmt_count(c.rpo_messages or 0)} messages)")
+        )
+        late = (
+            ""
+            if not c.late_messages
+            else (
+                f"; {fmt_count(c.late_messages)} late messages in the dead letters"
+                + ("" if c.windows_late is None else f", in {fmt_count(c.windows_late)} of those windows")
+            )
+        )
+        lines.append(
+            f"- case {c.name} ({c.failover + ' failover' if c.failover else 'no failover'}): "
+            f"{c.verdict if c.verdict == 'pass' else c.verdict.upper()}: {rto}; windows "
+            f"{fmt_count(c.windows_matched)}/{fmt_count(c.windows_expected)} matched, {c.windows_missing} missing, "
+            f"{c.windows_extra} extra, {c.windows_wrong} wrong{late}{rpo}"
+        )
     if report.hypotheses:
         ok = sum(h.ok is True for h in report.hypotheses)
-        bad = [f"{h.name} ({fmt_number(h.value, h.unit)}, tolerance {h.tolerance.describe(h.unit)})"
-               for h in report.hypotheses if h.ok is False]
+        bad = [
+            f"{h.name} ({fmt_number(h.value, h.unit)}, tolerance {h.tolerance.describe(h.unit)})"
+            for h in report.hypotheses
+            if h.ok is False
+        ]
         unmeasured = [h.name for h in report.hypotheses if h.ok is None]
         line = f"- hypotheses: {ok}/{len(report.hypotheses)} ok"
         if bad:
@@ -671,8 +841,10 @@ def write_markdown_summary(report: Report | dict | str | Path) -> str:
             line += f"; not measured: {', '.join(unmeasured)}"
         lines.append(line)
     if report.faults:
-        parts = [f"{f.name} ({f.kind}, {'undone' if f.undo_ok else 'NOT UNDONE'}"
-                 + (f": {f.error}" if f.error else "") + ")" for f in report.faults]
+        parts = [
+            f"{f.name} ({f.kind}, {'undone' if f.undo_ok else 'NOT UNDONE'}" + (f": {f.error}" if f.error else "") + ")"
+            for f in report.faults
+        ]
         lines.append(f"- faults: {', '.join(parts)}")
     for reason in report.verdict_reasons:
         if reason.strip():
@@ -680,5 +852,15 @@ def write_markdown_summary(report: Report | dict | str | Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["write_html", "render_html", "write_markdown_summary", "figure_svg", "timeline_figure", "rto_figure",
-           "page", "esc", "CSS", "RC"]
+__all__ = [
+    "write_html",
+    "render_html",
+    "write_markdown_summary",
+    "figure_svg",
+    "timeline_figure",
+    "rto_figure",
+    "page",
+    "esc",
+    "CSS",
+    "RC",
+]

@@ -25,6 +25,7 @@ Rules beyond the types (each refused with the field's path and the numbers):
 
 Events are kept in time order (sorted on load); the runner may append them from several threads.
 """
+
 from __future__ import annotations
 
 import json
@@ -147,16 +148,20 @@ class Hypothesis(_Strict):
     def _ok_agrees(self) -> Hypothesis:
         if self.value is None:
             if self.ok is not None:
-                raise ValueError(f"hypothesis {self.name!r}: ok is {str(self.ok).lower()} but value is null "
-                                 "(a hypothesis never measured has ok null)")
+                raise ValueError(
+                    f"hypothesis {self.name!r}: ok is {str(self.ok).lower()} but value is null "
+                    "(a hypothesis never measured has ok null)"
+                )
             return self
         if self.ok is None:
             raise ValueError(f"hypothesis {self.name!r}: value {self.value:g} was measured but ok is null")
         admitted = self.tolerance.admits(self.value)
         if self.ok != admitted:
-            raise ValueError(f"hypothesis {self.name!r}: ok is {str(self.ok).lower()} but value {self.value:g} "
-                             f"is {'within' if admitted else 'outside'} tolerance "
-                             f"{self.tolerance.describe(self.unit)}")
+            raise ValueError(
+                f"hypothesis {self.name!r}: ok is {str(self.ok).lower()} but value {self.value:g} "
+                f"is {'within' if admitted else 'outside'} tolerance "
+                f"{self.tolerance.describe(self.unit)}"
+            )
         return self
 
 
@@ -184,8 +189,9 @@ class Fault(_Strict):
     @model_validator(mode="after")
     def _ordered(self) -> Fault:
         if self.undone_at is not None and self.undone_at < self.injected_at:
-            raise ValueError(f"fault {self.name!r}: undone_at {iso(self.undone_at)} is before injected_at "
-                             f"{iso(self.injected_at)}")
+            raise ValueError(
+                f"fault {self.name!r}: undone_at {iso(self.undone_at)} is before injected_at {iso(self.injected_at)}"
+            )
         if self.undo_ok and self.undone_at is None:
             raise ValueError(f"fault {self.name!r}: undo_ok is true but undone_at is null")
         return self
@@ -220,7 +226,9 @@ class Timeline(_Strict):
         problems = []
         for i in range(1, len(self.t)):
             if self.t[i] <= self.t[i - 1]:
-                problems.append(f"t must strictly increase: t[{i}] = {self.t[i]:g} after t[{i - 1}] = {self.t[i - 1]:g}")
+                problems.append(
+                    f"t must strictly increase: t[{i}] = {self.t[i]:g} after t[{i - 1}] = {self.t[i - 1]:g}"
+                )
                 break
         for name in self.SERIES:
             values = getattr(self, name)
@@ -259,7 +267,7 @@ class Examples(_Strict):
     missing: list[Any] = []
     extra: list[Any] = []
     wrong: list[WrongWindow] = []
-    late: list[Any] = []            # missing or wrong windows that late messages fell in
+    late: list[Any] = []  # missing or wrong windows that late messages fell in
 
 
 class Case(_Strict):
@@ -269,12 +277,12 @@ class Case(_Strict):
     rto_seconds: Seconds | None = None
     rto_target_seconds: Seconds | None = None
     rto_steps: list[RtoStep] = []
-    standby: bool = False           # a standby driver took the checkpoint over (failover.standby)
+    standby: bool = False  # a standby driver took the checkpoint over (failover.standby)
     # rows the dagger dropped behind its watermark (its metrics, sampled): why windows may be missing
     late_rows_dropped: Count | None = None
     # messages it set aside to its dead letters as late (their window had closed): kept, not lost
     late_messages: Count | None = None
-    windows_late: Count | None = None   # missing or wrong windows that late messages fell in
+    windows_late: Count | None = None  # missing or wrong windows that late messages fell in
     windows_expected: Count
     windows_matched: Count
     windows_missing: Count
@@ -295,7 +303,8 @@ class Case(_Strict):
         if self.windows_expected != accounted:
             problems.append(
                 f"windows_expected ({self.windows_expected}) != windows_matched + windows_missing + windows_wrong "
-                f"({self.windows_matched} + {self.windows_missing} + {self.windows_wrong} = {accounted})")
+                f"({self.windows_matched} + {self.windows_missing} + {self.windows_wrong} = {accounted})"
+            )
         for kind in ("missing", "extra", "wrong", "late"):
             shown, count = len(getattr(self.examples, kind)), getattr(self, f"windows_{kind}") or 0
             if shown > count:
@@ -310,12 +319,18 @@ class Case(_Strict):
                 problems.append(f"rto_steps add up to {total:g} s, more than rto_seconds {self.rto_seconds:g} s")
         if self.verdict == "pass":
             if self.windows_missing or self.windows_wrong:
-                problems.append(f"verdict is pass but {self.windows_missing} windows are missing and "
-                                f"{self.windows_wrong} wrong")
-            if (self.rto_seconds is not None and self.rto_target_seconds is not None
-                    and self.rto_seconds > self.rto_target_seconds):
-                problems.append(f"verdict is pass but rto_seconds {self.rto_seconds:g} is above "
-                                f"rto_target_seconds {self.rto_target_seconds:g}")
+                problems.append(
+                    f"verdict is pass but {self.windows_missing} windows are missing and {self.windows_wrong} wrong"
+                )
+            if (
+                self.rto_seconds is not None
+                and self.rto_target_seconds is not None
+                and self.rto_seconds > self.rto_target_seconds
+            ):
+                problems.append(
+                    f"verdict is pass but rto_seconds {self.rto_seconds:g} is above "
+                    f"rto_target_seconds {self.rto_target_seconds:g}"
+                )
         if problems:
             raise ValueError(f"case {self.name!r}: " + "; ".join(problems))
         return self
@@ -384,9 +399,11 @@ class Report(_Strict):
             t0, t1 = self.timeline.t[0], self.timeline.t[-1]
             lo, hi = start.timestamp() - TIMELINE_SLACK_SECONDS, end.timestamp() + TIMELINE_SLACK_SECONDS
             if t0 < lo or t1 > hi:
-                problems.append(f"timeline.t spans {t0:.3f} .. {t1:.3f} (epoch seconds), outside {window} "
-                                f"= {start.timestamp():.3f} .. {end.timestamp():.3f} "
-                                f"(milliseconds or seconds since the start instead of epoch seconds?)")
+                problems.append(
+                    f"timeline.t spans {t0:.3f} .. {t1:.3f} (epoch seconds), outside {window} "
+                    f"= {start.timestamp():.3f} .. {end.timestamp():.3f} "
+                    f"(milliseconds or seconds since the start instead of epoch seconds?)"
+                )
 
         if self.verdict == "pass":
             failed = [c.name for c in self.cases if c.verdict != "pass"]
@@ -394,8 +411,9 @@ class Report(_Strict):
                 problems.append(f"verdict is pass but cases failed: {', '.join(failed)}")
             not_ok = [h.name for h in self.hypotheses if h.ok is not True]
             if not_ok:
-                problems.append(f"verdict is pass but hypotheses are not ok (failed or not measured): "
-                                f"{', '.join(not_ok)}")
+                problems.append(
+                    f"verdict is pass but hypotheses are not ok (failed or not measured): {', '.join(not_ok)}"
+                )
             not_undone = [f.name for f in self.faults if not f.undo_ok]
             if not_undone:
                 problems.append(f"verdict is pass but faults were not undone: {', '.join(not_undone)}")
@@ -436,7 +454,7 @@ def format_errors(error: ValidationError) -> list[str]:
     for e in error.errors(include_url=False):
         msg = e["msg"]
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         where = _location(tuple(p for p in e["loc"] if not (isinstance(p, str) and "[" in p)))
         if e["type"] in ("missing", "extra_forbidden"):
             msg = "required field is missing" if e["type"] == "missing" else "unknown field (not in schema 1)"
@@ -451,8 +469,7 @@ def parse_report(data: Any, source: str | Path | None = None) -> Report:
     if not isinstance(data, dict):
         raise ReportError(source, [f"a report is a JSON object, not {type(data).__name__}"])
     if data.get("schema") != SCHEMA:
-        raise ReportError(source, [f"schema: this reader knows schema {SCHEMA}, the file says "
-                                   f"{data.get('schema')!r}"])
+        raise ReportError(source, [f"schema: this reader knows schema {SCHEMA}, the file says {data.get('schema')!r}"])
     try:
         return Report.model_validate(data)
     except ValidationError as e:
@@ -486,6 +503,25 @@ def dump_report(report: Report) -> dict:
     return report.model_dump(mode="json", by_alias=True)
 
 
-__all__ = ["Report", "ReportError", "load_report", "parse_report", "dump_report", "format_errors", "iso",
-           "Drill", "Run", "Hypothesis", "Tolerance", "Fault", "Event", "Timeline", "Case", "RtoStep",
-           "WrongWindow", "Examples", "Produced", "SCHEMA"]
+__all__ = [
+    "Report",
+    "ReportError",
+    "load_report",
+    "parse_report",
+    "dump_report",
+    "format_errors",
+    "iso",
+    "Drill",
+    "Run",
+    "Hypothesis",
+    "Tolerance",
+    "Fault",
+    "Event",
+    "Timeline",
+    "Case",
+    "RtoStep",
+    "WrongWindow",
+    "Examples",
+    "Produced",
+    "SCHEMA",
+]

@@ -14,6 +14,7 @@ what the feeders' messages close; and compares every window in the sink with the
 computed from the ledger. The daggers are stopped at the end; the faults are rolled back even
 when the run fails or is interrupted.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -37,8 +38,8 @@ from .playbook import REPO, Playbook
 VERIFY_WAIT_S = 150.0
 # a dagger's first batch after a deploy, at most
 FIRST_BATCH_WAIT_S = 240.0
-STANDBY_WARM_WAIT_S = 240.0    # how long the drill waits for its standbys to be warm before its clock starts
-RECOVERY_GRACE_S = 240.0     # how long past the settle time the after phase waits for a failover
+STANDBY_WARM_WAIT_S = 240.0  # how long the drill waits for its standbys to be warm before its clock starts
+RECOVERY_GRACE_S = 240.0  # how long past the settle time the after phase waits for a failover
 
 
 class Abort(Exception):
@@ -52,6 +53,7 @@ def _utc(t: float) -> str:
 @dataclass(frozen=True)
 class LabAccess:
     """What the runner reaches on a lab: its folder, ports, Spark and Kafka clusters, registry."""
+
     dir: Path
     port_base: int
 
@@ -96,6 +98,7 @@ class LabAccess:
 
 # -- the daggers, pointed at the lab ------------------------------------------------------------
 
+
 def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> dict:
     """The deployment's spec (a YAML dagger spec), renamed and pointed at the lab: its streams read
     `kafka_cluster` as the spec's team, its sink writes to the lab's servers under the run's name.
@@ -114,12 +117,18 @@ def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> di
     if getattr(deployment, "watermark_delay", None):
         job["watermark_delay"] = f"{int(deployment.watermark_delay)}s"
     for stream in job["streams"]:
-        stream.setdefault("kafka", {}).update(bootstrap_servers=bootstrap, auto_offset_reset="latest",
-                                              group_id=access.consumer_group(team, name), client=access.team_client(team))
+        stream.setdefault("kafka", {}).update(
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="latest",
+            group_id=access.consumer_group(team, name),
+            client=access.team_client(team),
+        )
     sink = job.get("sink", {}).get("type")
-    if sink == "influx":      # the team's own database, as the team's own InfluxDB user
-        job["sink"] = {"type": "influx", "influx": access.team_influx_sink(
-            team, f"http://{lab.sink_address('influxdb')}", name.replace("-", "_"))}
+    if sink == "influx":  # the team's own database, as the team's own InfluxDB user
+        job["sink"] = {
+            "type": "influx",
+            "influx": access.team_influx_sink(team, f"http://{lab.sink_address('influxdb')}", name.replace("-", "_")),
+        }
     elif sink == "kafka":
         job["sink"]["kafka"].update(brokers=bootstrap, topic=f"{team}-{name}", client=access.team_client(team))
     elif sink != "log":
@@ -130,19 +139,20 @@ def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> di
 @dataclass
 class Deployed:
     """One of the drill's daggers, as deployed: the playbook's name and the registry's."""
+
     playbook_name: str
     name: str
     team: str
-    cluster: str                # where it was deployed (a failover's target is in the registry)
+    cluster: str  # where it was deployed (a failover's target is in the registry)
     spec_path: Path
     job: dict
     failover_started: float | None = None
     failover_done: float | None = None
     failover_error: str | None = None
     failover_version: int | None = None
-    failover_timings: dict = field(default_factory=dict)    # check, stop, submit (seconds)
+    failover_timings: dict = field(default_factory=dict)  # check, stop, submit (seconds)
     first_batch_after: float | None = None
-    first_batch_seconds: float | None = None     # how long that batch itself took
+    first_batch_seconds: float | None = None  # how long that batch itself took
     outcome: list[str] = field(default_factory=list)
     # the move back (failover.fail_back): started, the first batch of the version it submitted
     fail_back_started: float | None = None
@@ -152,16 +162,24 @@ class Deployed:
 
 
 class DrillRun:
-    def __init__(self, book: Playbook, lab: LabAccess, *, out_root: str | Path, seed: int | None = None,
-                 progress: Callable[[str], None] | None = None, run_id: str | None = None,
-                 stop_others: bool = False):
+    def __init__(
+        self,
+        book: Playbook,
+        lab: LabAccess,
+        *,
+        out_root: str | Path,
+        seed: int | None = None,
+        progress: Callable[[str], None] | None = None,
+        run_id: str | None = None,
+        stop_others: bool = False,
+    ):
         self.book, self.lab = book, lab
-        self.stop_others = stop_others      # stop the daggers that hold the room the drill needs
-        self._lab_lock = None               # the open lock file while this run holds the lab
+        self.stop_others = stop_others  # stop the daggers that hold the room the drill needs
+        self._lab_lock = None  # the open lock file while this run holds the lab
         self.seed = seed if seed is not None else secrets.randbelow(2**31)
         self.run_id = run_id or secrets.token_hex(3)
         self.started = time.time()
-        self.t0 = self.started          # the plan's clock: set again once the daggers run
+        self.t0 = self.started  # the plan's clock: set again once the daggers run
         stamp = dt.datetime.fromtimestamp(self.started, dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.dir = Path(out_root) / f"{book.name}-{stamp}-{self.run_id}"
         self.progress = progress or (lambda line: None)
@@ -174,16 +192,16 @@ class DrillRun:
         self.sampler = None
         self.watchdog = None
         self.faults_ctx = None
-        self.injected: dict[str, Any] = {}       # fault name -> Fault
+        self.injected: dict[str, Any] = {}  # fault name -> Fault
         self.fault_times: dict[str, float] = {}
-        self.fault_began: dict[str, float] = {}     # when each fault's injection started
+        self.fault_began: dict[str, float] = {}  # when each fault's injection started
         self.rpo: dict[str, dict] = {}
         self.ledger = None
         self.abort_reason: str | None = None
         self.notes: list[str] = []
-        self._threads: list[threading.Thread] = []      # failovers and fail-backs under way
+        self._threads: list[threading.Thread] = []  # failovers and fail-backs under way
         self._recovery_awaited = False
-        self.late = 0.0                 # how much later than planned the after phase started
+        self.late = 0.0  # how much later than planned the after phase started
 
     def registry(self):
         from dagger_runtime.lifecycle.registry import Registry
@@ -263,14 +281,16 @@ class DrillRun:
             raise Abort(str(e)) from None
         down = [c.name for c in components if not c.answers(2.0)]
         if down:
-            raise Abort(f"the lab is not healthy before the drill ({', '.join(down)} not answering): "
-                        "python -m lab status")
+            raise Abort(
+                f"the lab is not healthy before the drill ({', '.join(down)} not answering): python -m lab status"
+            )
         self.hold_the_lab()
-        self.lab.registry_url       # noqa: B018 - raises Abort when the lab has none
+        self.lab.registry_url  # noqa: B018 - raises Abort when the lab has none
         kafka = self.lab.kafka()
         if self.book.cluster not in kafka:
-            raise Abort(f"Kafka cluster {self.book.cluster} is not in the lab's catalogue "
-                        f"({self.lab.clusters_dir}/kafka)")
+            raise Abort(
+                f"Kafka cluster {self.book.cluster} is not in the lab's catalogue ({self.lab.clusters_dir}/kafka)"
+            )
         # the daggers look their topics up when they start: the feeders' must exist by then, and so
         # must the others a dagger reads (surge-demand reads GO_CAR-booking-log too, fed or not: a
         # missing one fails its start)
@@ -287,7 +307,7 @@ class DrillRun:
 
         path = self.lab.dir / ".drill.lock"
         try:
-            lock = open(path, "a+")       # noqa: SIM115 - held until cleanup()
+            lock = open(path, "a+")  # noqa: SIM115 - held until cleanup()
         except OSError as e:
             raise Abort(f"the lab at {self.lab.dir} cannot be held for the drill: {e.strerror}") from None
         try:
@@ -315,8 +335,9 @@ class DrillRun:
         needs: dict[tuple[str, str | None], tuple[object, list[tuple[str, int]]]] = {}
         for d in self.book.deployments:
             job = yaml.safe_load(Path(d.spec).read_text())
-            names = {d.cluster} | ({self.target()} if self.book.failover is not None
-                                   and self.book.failover.kind == "spark" else set())
+            names = {d.cluster} | (
+                {self.target()} if self.book.failover is not None and self.book.failover.kind == "spark" else set()
+            )
             for name in sorted(names):
                 try:
                     cluster = get_cluster(name, self.lab.clusters_dir, team=job["team"])
@@ -324,7 +345,8 @@ class DrillRun:
                     raise Abort(str(e)) from None
                 # a cluster every team shares holds the daggers of all of them
                 needs.setdefault((cluster.name, cluster.team), (cluster, []))[1].append(
-                    (d.name, int(job.get("parallelism") or 1)))
+                    (d.name, int(job.get("parallelism") or 1))
+                )
         for (name, team), (cluster, daggers) in sorted(needs.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
             state = spark_api.master_state(cluster)
             left = spark_api.unplaced(list(state.workers_free), [p for _, p in daggers])
@@ -335,8 +357,9 @@ class DrillRun:
                 holders = [x.name for x in registry.list(name) if x.running and (team is None or x.team == team)]
                 if self.stop_others and holders:
                     for holder in holders:
-                        operations.stop(registry, holder, actor=f"drill {self.run_id}",
-                                        clusters_dir=self.lab.clusters_dir)
+                        operations.stop(
+                            registry, holder, actor=f"drill {self.run_id}", clusters_dir=self.lab.clusters_dir
+                        )
                         self.event("note", f"stopped {holder} on {name} for room (--stop-others)")
                     # the master frees a stopped application's cores a moment later
                     deadline = time.monotonic() + 30
@@ -351,13 +374,20 @@ class DrillRun:
             free = spark_api.describe_free(state.workers_free)
             short = ", ".join(f"{daggers[i][0]} (parallelism {daggers[i][1]})" for i in left)
             whose = f" of team {team}" if team else ""
-            held = ("" if not holders else f" (stopped: {', '.join(holders)})" if self.stop_others else
-                    f"; held by {', '.join(holders)}: `dagger stop {' '.join(holders)}`, or run the drill with "
-                    "--stop-others")
-            raise Abort(f"Spark cluster {name}{whose} has no room for the drill's {short} now (each needs a core "
-                        f"and {spark_api.DRIVER_MEMORY_MB} MB for its driver, its parallelism in cores and "
-                        f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free)"
-                        + (held or "; nothing of the registry runs there"))
+            held = (
+                ""
+                if not holders
+                else f" (stopped: {', '.join(holders)})"
+                if self.stop_others
+                else f"; held by {', '.join(holders)}: `dagger stop {' '.join(holders)}`, or run the drill with "
+                "--stop-others"
+            )
+            raise Abort(
+                f"Spark cluster {name}{whose} has no room for the drill's {short} now (each needs a core "
+                f"and {spark_api.DRIVER_MEMORY_MB} MB for its driver, its parallelism in cores and "
+                f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free)"
+                + (held or "; nothing of the registry runs there")
+            )
 
     def follow_plan(self) -> None:
         # the daggers first: the plan's clock starts once each has committed a batch, so a fault
@@ -391,12 +421,17 @@ class DrillRun:
                 raise Abort(f"safeguard: {breach}")
             time.sleep(0.5)
         if still:
-            self.event("note", f"{', '.join(still)} still under way {RECOVERY_GRACE_S:.0f} s past the settle time: "
-                               "the after phase starts anyway")
+            self.event(
+                "note",
+                f"{', '.join(still)} still under way {RECOVERY_GRACE_S:.0f} s past the settle time: "
+                "the after phase starts anyway",
+            )
         self.late = max(0.0, time.time() - planned)
         if self.late >= 1.0:
-            self.notes.append(f"the recovery ran {self.late:.0f} s past the settle time: the after phase and "
-                              "the verdict moved as much later")
+            self.notes.append(
+                f"the recovery ran {self.late:.0f} s past the settle time: the after phase and "
+                "the verdict moved as much later"
+            )
             self.event("note", f"recovery done {self.late:.0f} s past the settle time: the after phase starts now")
 
     def current_metrics(self, registry, name: str, version: int | None = None) -> dict | None:
@@ -420,10 +455,12 @@ class DrillRun:
                     if metrics and metrics.get("dagger_batches_total", 0) > 0:
                         break
                     if time.time() > deadline:
-                        raise Abort(f"{d.playbook_name} committed no batch within {FIRST_BATCH_WAIT_S:.0f} s of "
-                                    f"its deploy; its driver's log: python -m dagger_runtime logs {d.name} "
-                                    f"--registry @{self.lab.dir / 'secrets' / 'registry.url'} "
-                                    f"--clusters {self.lab.clusters_dir} --stream stderr")
+                        raise Abort(
+                            f"{d.playbook_name} committed no batch within {FIRST_BATCH_WAIT_S:.0f} s of "
+                            f"its deploy; its driver's log: python -m dagger_runtime logs {d.name} "
+                            f"--registry @{self.lab.dir / 'secrets' / 'registry.url'} "
+                            f"--clusters {self.lab.clusters_dir} --stream stderr"
+                        )
                     time.sleep(1.0)
             self.wait_standbys_warm(registry)
         finally:
@@ -443,23 +480,37 @@ class DrillRun:
             said = ready_standby(current.checkpoint) or {}
             while said.get("version") != standby.version or said.get("warm") is False:
                 if time.time() > deadline:
-                    self.event("note", f"{d.playbook_name}: its standby on {standby.cluster} was not warm within "
-                                       f"{STANDBY_WARM_WAIT_S:.0f} s; the drill goes on")
+                    self.event(
+                        "note",
+                        f"{d.playbook_name}: its standby on {standby.cluster} was not warm within "
+                        f"{STANDBY_WARM_WAIT_S:.0f} s; the drill goes on",
+                    )
                     break
                 time.sleep(1.0)
                 said = ready_standby(current.checkpoint) or {}
             else:
-                self.event("note", f"{d.playbook_name}: its standby on {standby.cluster} is warm (rehearsed"
-                                   + (f", {time.time() - since:.0f} s after its dagger's first batch)"
-                                      if said.get("warm") else ": no rehearsal could run)"))
+                self.event(
+                    "note",
+                    f"{d.playbook_name}: its standby on {standby.cluster} is warm (rehearsed"
+                    + (
+                        f", {time.time() - since:.0f} s after its dagger's first batch)"
+                        if said.get("warm")
+                        else ": no rehearsal could run)"
+                    ),
+                )
 
     def recovering(self) -> list[str]:
         """The failovers and fail-backs under way: the runner's threads, and a watchdog's failover
         that has started and has neither run (a first batch) nor failed."""
         busy = [t.name for t in self._threads if t.is_alive()]
-        busy += [f"failover-{d.name}" for d in self.deployed.values()
-                 if d.failover_started is not None and d.first_batch_after is None and d.failover_error is None
-                 and f"failover-{d.name}" not in busy]
+        busy += [
+            f"failover-{d.name}"
+            for d in self.deployed.values()
+            if d.failover_started is not None
+            and d.first_batch_after is None
+            and d.failover_error is None
+            and f"failover-{d.name}" not in busy
+        ]
         return busy
 
     def wait_until(self, when: float) -> None:
@@ -493,22 +544,31 @@ class DrillRun:
         if fo is not None and fo.standby and trigger is not None:
             if fo.kind == "spark" and d.cluster == trigger.cluster:
                 standby = self.target()
-            elif fo.kind == "kafka":        # the lab's other Spark cluster: the handoff's
+            elif fo.kind == "kafka":  # the lab's other Spark cluster: the handoff's
                 from dagger_runtime.lifecycle.clusters import cluster_names
 
                 standby = next((n for n in cluster_names(self.lab.clusters_dir) if n != d.cluster), None)
         registry = self.registry()
         try:
-            out = operations.deploy(registry, str(path), d.cluster, actor=f"drill {self.run_id}",
-                                    clusters_dir=self.lab.clusters_dir,
-                                    start=Start("timestamp", int(self.started * 1000)), standby=standby)
+            out = operations.deploy(
+                registry,
+                str(path),
+                d.cluster,
+                actor=f"drill {self.run_id}",
+                clusters_dir=self.lab.clusters_dir,
+                start=Start("timestamp", int(self.started * 1000)),
+                standby=standby,
+            )
         except Exception as e:  # noqa: BLE001 - DaggerError and what spark-submit raised
             raise Abort(f"deploying {d.name}: {e}") from None
         finally:
             registry.close()
         self.deployed[d.name] = Deployed(d.name, name, job["team"], d.cluster, path, job)
-        self.event("deploy", f"{d.name} as {name} on {d.cluster} ({out.data.get('submission_id')})"
-                   + (f", standby on {standby} ({out.data['standby']['submission_id']})" if standby else ""))
+        self.event(
+            "deploy",
+            f"{d.name} as {name} on {d.cluster} ({out.data.get('submission_id')})"
+            + (f", standby on {standby} ({out.data['standby']['submission_id']})" if standby else ""),
+        )
         if self.sampler is None:
             self.start_sampler()
         self.sampler.watch(name, alias=d.name)
@@ -522,14 +582,23 @@ class DrillRun:
 
         if self.ledger is None:
             keys = [f.key for f in self.book.feeders if f.key]
-            self.ledger = Ledger([*ledger_fields(self.book.verify), *keys], meta={"drill": self.book.name,
-                                                                                "run": self.run_id})
+            self.ledger = Ledger(
+                [*ledger_fields(self.book.verify), *keys], meta={"drill": self.book.name, "run": self.run_id}
+            )
         f = next(f for f in self.book.feeders if step.what.startswith(f.name + ":"))
         bootstrap = self.lab.kafka()[self.book.cluster].bootstrap_servers
         n = len(self.feeders)
-        thread = FeederThread(f, protos.load(), bootstrap=bootstrap, login=self.lab.login(), ledger=self.ledger,
-                              t0=self.t0, seed=self.seed + n, index_base=n * 1_000_000_000,
-                              stop=self.stop_feeding)
+        thread = FeederThread(
+            f,
+            protos.load(),
+            bootstrap=bootstrap,
+            login=self.lab.login(),
+            ledger=self.ledger,
+            t0=self.t0,
+            seed=self.seed + n,
+            index_base=n * 1_000_000_000,
+            stop=self.stop_feeding,
+        )
         thread.start()
         self.feeders.append(thread)
         self.event("note", f"feeder {f.name} started: {step.what.split(': ', 1)[1]}")
@@ -539,10 +608,10 @@ class DrillRun:
         self.event("note", f"consumers not run: {step.what}")
 
     def do_safeguard(self, step: Step) -> None:
-        pass                     # the sampler checks them; wait_until aborts on a breach
+        pass  # the sampler checks them; wait_until aborts on a breach
 
     def do_check_before(self, step: Step) -> None:
-        pass                     # hypotheses are judged over their phase's samples at the end
+        pass  # hypotheses are judged over their phase's samples at the end
 
     do_check_during = do_check_after = do_check_before
 
@@ -551,9 +620,16 @@ class DrillRun:
 
         fault = next(f for f in self.book.faults if step.what.startswith(f.name + ":"))
         self.measure_rpo(fault)
-        made = make_fault(fault.kind, self.lab.faults_lab(), target=fault.cluster, ids=list(fault.instances) or None,
-                          failure_percentage=fault.percentage if not fault.instances else None, seed=self.seed,
-                          downtime=fault.downtime, instance_recovery=fault.recovers)
+        made = make_fault(
+            fault.kind,
+            self.lab.faults_lab(),
+            target=fault.cluster,
+            ids=list(fault.instances) or None,
+            failure_percentage=fault.percentage if not fault.instances else None,
+            seed=self.seed,
+            downtime=fault.downtime,
+            instance_recovery=fault.recovers,
+        )
         try:
             self.faults_ctx.inject(made)
         except Exception as e:  # noqa: BLE001
@@ -569,22 +645,27 @@ class DrillRun:
     def do_failover_command(self, step: Step) -> None:
         fo = self.book.failover
         for d in self.affected():
-            thread = threading.Thread(target=self.fail_over, args=(d, fo.kind, self.target()), daemon=True,
-                                      name=f"failover-{d.name}")
+            thread = threading.Thread(
+                target=self.fail_over, args=(d, fo.kind, self.target()), daemon=True, name=f"failover-{d.name}"
+            )
             thread.start()
             self._threads.append(thread)
 
     def do_fail_back(self, step: Step) -> None:
         fo, trigger = self.book.failover, self.book.failover_fault
         for d in self.affected():
-            thread = threading.Thread(target=self.fail_back, args=(d, fo.kind, trigger.cluster), daemon=True,
-                                      name=f"fail-back-{d.name}")
+            thread = threading.Thread(
+                target=self.fail_back, args=(d, fo.kind, trigger.cluster), daemon=True, name=f"fail-back-{d.name}"
+            )
             thread.start()
             self._threads.append(thread)
 
     def do_expect_failover(self, step: Step) -> None:
-        late = [d.playbook_name for d in self.affected() if d.first_batch_after is None
-                and not self.committed_since_fault(d)]
+        late = [
+            d.playbook_name
+            for d in self.affected()
+            if d.first_batch_after is None and not self.committed_since_fault(d)
+        ]
         if late:
             self.event("note", f"rto target passed with no first batch yet from {', '.join(late)}")
 
@@ -594,8 +675,9 @@ class DrillRun:
         if made is None:
             return
         problems = self.faults_ctx.undo(made)
-        self.event("undo", f"{fault.name}: {made.label}" + (f" ({'; '.join(problems)})" if problems else ""),
-                   at=made.undone_at)
+        self.event(
+            "undo", f"{fault.name}: {made.label}" + (f" ({'; '.join(problems)})" if problems else ""), at=made.undone_at
+        )
 
     do_rollback = do_undo
 
@@ -603,7 +685,7 @@ class DrillRun:
         self.stop_traffic()
 
     def do_verify(self, step: Step) -> None:
-        pass                     # after the faults' rollback: execute() calls verify()
+        pass  # after the faults' rollback: execute() calls verify()
 
     # -- failover -----------------------------------------------------------------------------------
     def target(self) -> str:
@@ -623,7 +705,7 @@ class DrillRun:
         if fo is None or trigger is None:
             return []
         if fo.kind == "kafka":
-            return list(self.deployed.values())     # every dagger reads the drill's Kafka cluster
+            return list(self.deployed.values())  # every dagger reads the drill's Kafka cluster
         return [d for d in self.deployed.values() if d.cluster == trigger.cluster]
 
     def move(self, d: Deployed, kind: str, to: str, registry):
@@ -634,11 +716,13 @@ class DrillRun:
         while True:
             try:
                 if kind == "kafka":
-                    return operations.failover_kafka(registry, d.name, to, actor=f"drill {self.run_id}",
-                                                     clusters_dir=self.lab.clusters_dir)
-                return operations.failover_spark(registry, d.name, to, actor=f"drill {self.run_id}",
-                                                 clusters_dir=self.lab.clusters_dir)
-            except operations.DriverStillAnswers:   # the fence clears when the old driver dies
+                    return operations.failover_kafka(
+                        registry, d.name, to, actor=f"drill {self.run_id}", clusters_dir=self.lab.clusters_dir
+                    )
+                return operations.failover_spark(
+                    registry, d.name, to, actor=f"drill {self.run_id}", clusters_dir=self.lab.clusters_dir
+                )
+            except operations.DriverStillAnswers:  # the fence clears when the old driver dies
                 if time.time() > deadline:
                     raise
                 time.sleep(1.0)
@@ -652,8 +736,10 @@ class DrillRun:
             d.failover_done, d.failover_version = time.time(), out.data.get("version")
             d.failover_timings = out.data.get("timings") or {}
             d.outcome = out.lines
-            self.event("failover", f"{d.playbook_name}: version {d.failover_version} submitted "
-                                   f"({out.lines[0] if out.lines else ''})")
+            self.event(
+                "failover",
+                f"{d.playbook_name}: version {d.failover_version} submitted ({out.lines[0] if out.lines else ''})",
+            )
             self.wait_first_batch(d, registry)
         except Exception as e:  # noqa: BLE001 - the report says it
             d.failover_error = f"{type(e).__name__}: {e}"
@@ -676,14 +762,17 @@ class DrillRun:
         try:
             out = self.move(d, kind, to, registry)
             d.fail_back_version = out.data.get("version")
-            self.event("fail-back", f"{d.playbook_name}: version {d.fail_back_version} submitted "
-                                    f"({out.lines[0] if out.lines else ''})")
+            self.event(
+                "fail-back",
+                f"{d.playbook_name}: version {d.fail_back_version} submitted ({out.lines[0] if out.lines else ''})",
+            )
             at, _ = self.first_batch_of(registry, d.name, d.fail_back_version)
             if at is None:
                 raise TimeoutError(f"no batch within {FIRST_BATCH_WAIT_S:.0f} s of the fail-back")
             d.fail_back_first_batch = at
-            self.event("first-batch", f"{d.playbook_name}: version {d.fail_back_version} committed its first batch "
-                                      f"on {to}")
+            self.event(
+                "first-batch", f"{d.playbook_name}: version {d.fail_back_version} committed its first batch on {to}"
+            )
         except Exception as e:  # noqa: BLE001 - the report says it
             d.fail_back_error = f"{type(e).__name__}: {e}"
             self.event("fail-back", f"{d.playbook_name}: failed: {d.fail_back_error}")
@@ -717,14 +806,13 @@ class DrillRun:
         # counted from the fault's start, as the RTO is: a standby may take the lease before the
         # watchdog sees the loss
         trigger = self.book.failover_fault
-        began = (self.fault_began.get(trigger.name, self.fault_times.get(trigger.name))
-                 if trigger is not None else None)
-        committed = self.first_commit_at(registry, d.name, d.failover_version,
-                                         began if began is not None else d.failover_started)
+        began = self.fault_began.get(trigger.name, self.fault_times.get(trigger.name)) if trigger is not None else None
+        committed = self.first_commit_at(
+            registry, d.name, d.failover_version, began if began is not None else d.failover_started
+        )
         at = committed if committed is not None and committed <= at else at
         d.first_batch_after, d.first_batch_seconds = at, seconds
-        self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch",
-                   at=at)
+        self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch", at=at)
 
     def committed_since_fault(self, d: Deployed) -> bool:
         """Whether the dagger's latest version has committed a batch since the fault (a failover
@@ -734,14 +822,18 @@ class DrillRun:
         registry = self.registry()
         try:
             current = registry.get(d.name)
-            return since is not None and current is not None and \
-                self.first_commit_at(registry, d.name, current.version, since) is not None
+            return (
+                since is not None
+                and current is not None
+                and self.first_commit_at(registry, d.name, current.version, since) is not None
+            )
         finally:
             registry.close()
 
     @staticmethod
-    def launch_and_commit(registry, name: str, version: int | None,
-                          since: float | None) -> tuple[float | None, float | None]:
+    def launch_and_commit(
+        registry, name: str, version: int | None, since: float | None
+    ) -> tuple[float | None, float | None]:
         """When the first driver launched at or after `since` took the version's checkpoint (its
         launch ledger) and when that checkpoint's first commit after it was made (the commit
         files); (None, None) when the checkpoint is not local or has neither. A failover's
@@ -796,11 +888,15 @@ class DrillRun:
                 d.failover_error = text
             self.event("failover", f"{d.playbook_name}: watchdog: {text}", at=at)
 
-        self.watchdog = Watchdog(list(by_name), registry_url=self.lab.registry_url,
-                                 clusters_dir=self.lab.clusters_dir,
-                                 kafka_to=self.target() if fo.kind == "kafka" else None,
-                                 spark_to=self.target() if fo.kind == "spark" else None,
-                                 actor=f"drill {self.run_id} watchdog", on_event=on_event)
+        self.watchdog = Watchdog(
+            list(by_name),
+            registry_url=self.lab.registry_url,
+            clusters_dir=self.lab.clusters_dir,
+            kafka_to=self.target() if fo.kind == "kafka" else None,
+            spark_to=self.target() if fo.kind == "spark" else None,
+            actor=f"drill {self.run_id} watchdog",
+            on_event=on_event,
+        )
         self.watchdog.start()
         self.event("note", f"watchdog watching {', '.join(by_name)}")
 
@@ -817,11 +913,17 @@ class DrillRun:
 
         kafka = self.lab.kafka()
         mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster), None)
-        self.sampler = Sampler(registry_url=self.lab.registry_url, clusters_dir=self.lab.clusters_dir,
-                               kafka=kafka, primary=self.book.cluster, mirror=mirror,
-                               logins={n: self.lab.login(cluster=n) for n in kafka},
-                               topics=sorted({f.topic for f in self.book.feeders}),
-                               safeguards=self.book.safeguards, disk_path=str(self.lab.dir))
+        self.sampler = Sampler(
+            registry_url=self.lab.registry_url,
+            clusters_dir=self.lab.clusters_dir,
+            kafka=kafka,
+            primary=self.book.cluster,
+            mirror=mirror,
+            logins={n: self.lab.login(cluster=n) for n in kafka},
+            topics=sorted({f.topic for f in self.book.feeders}),
+            safeguards=self.book.safeguards,
+            disk_path=str(self.lab.dir),
+        )
         self.sampler.start()
 
     def measure_rpo(self, fault) -> None:
@@ -839,11 +941,17 @@ class DrillRun:
         topics = sorted({f.topic for f in self.book.feeders})
         try:
             primary = end_offsets(kafka[fault.cluster].bootstrap_servers, self.lab.login(cluster=fault.cluster), topics)
-            copied = end_offsets(kafka[mirror].bootstrap_servers, self.lab.login(cluster=mirror),
-                                 [prefix + t for t in topics])
-            seconds = mirror_lag_seconds(kafka[fault.cluster].bootstrap_servers, self.lab.login(cluster=fault.cluster),
-                                         kafka[mirror].bootstrap_servers, self.lab.login(cluster=mirror), topics,
-                                         prefix)
+            copied = end_offsets(
+                kafka[mirror].bootstrap_servers, self.lab.login(cluster=mirror), [prefix + t for t in topics]
+            )
+            seconds = mirror_lag_seconds(
+                kafka[fault.cluster].bootstrap_servers,
+                self.lab.login(cluster=fault.cluster),
+                kafka[mirror].bootstrap_servers,
+                self.lab.login(cluster=mirror),
+                topics,
+                prefix,
+            )
         except Exception as e:  # noqa: BLE001
             self.notes.append(f"rpo not measured: {e}")
             return
@@ -851,8 +959,11 @@ class DrillRun:
             return
         lacking = behind(primary, copied, prefix)
         self.rpo[fault.name] = {"messages": lacking, "seconds": seconds}
-        self.event("note", f"at {fault.name}: {lacking} message(s) on {fault.cluster} not yet on {mirror}"
-                           + (f" ({seconds:.1f} s behind)" if seconds is not None else ""))
+        self.event(
+            "note",
+            f"at {fault.name}: {lacking} message(s) on {fault.cluster} not yet on {mirror}"
+            + (f" ({seconds:.1f} s behind)" if seconds is not None else ""),
+        )
 
     # -- the end ------------------------------------------------------------------------------------
     def stop_traffic(self) -> None:
@@ -885,8 +996,10 @@ class DrillRun:
                 self.notes.append(f"{v.dagger}: nothing was fed to the topics it reads")
                 continue
             if d.job["sink"]["type"] != "influx":
-                self.notes.append(f"{v.dagger}: its {d.job['sink']['type']} sink is not read back by the runner yet "
-                                  "(influx is); no data verdict")
+                self.notes.append(
+                    f"{v.dagger}: its {d.job['sink']['type']} sink is not read back by the runner yet "
+                    "(influx is); no data verdict"
+                )
                 continue
             delay_ms = _watermark_delay_ms(d.spec_path)
             closed_by = int(fed["event_time_ms"].max()) - delay_ms
@@ -896,9 +1009,15 @@ class DrillRun:
             deadline = time.time() + VERIFY_WAIT_S
             self.event("note", f"verifying {v.dagger}: {len(want)} window(s) expected")
             while True:
-                got = read_influx(influx["url"], influx["db_name"], influx["measurement_name"], v,
-                                  since_ms=since - int(v.window * 1000), until_ms=closed_by,
-                                  auth=self._influx_login(influx))
+                got = read_influx(
+                    influx["url"],
+                    influx["db_name"],
+                    influx["measurement_name"],
+                    v,
+                    since_ms=since - int(v.window * 1000),
+                    until_ms=closed_by,
+                    auth=self._influx_login(influx),
+                )
                 result = compare(want, got, v, since_ms=since - int(v.window * 1000), until_ms=closed_by)
                 if (result.windows_missing == 0 and result.windows_wrong == 0) or time.time() > deadline:
                     break
@@ -919,13 +1038,17 @@ class DrillRun:
             keys |= late_letters(cluster.bootstrap_servers, self.lab.login(cluster=name), d.job["dead_letter_topic"])
         if not keys:
             # none read back: none set aside, or none reachable (unknown, not 0)
-            result.windows_late = 0 if not (d.job and self.sampler and self.sampler.late_rows(
-                d.playbook_name, "late_messages")) else None
+            result.windows_late = (
+                0 if not (d.job and self.sampler and self.sampler.late_rows(d.playbook_name, "late_messages")) else None
+            )
             return
         late = fed[fed["key"].isin(list(keys))]
         result.explain_late(expected(late, v, closed_by_ms=closed_by), v)
-        self.event("note", f"{v.dagger}: {len(late)} fed message(s) were set aside as late; "
-                           f"{result.windows_late} of the missing or wrong windows hold some")
+        self.event(
+            "note",
+            f"{v.dagger}: {len(late)} fed message(s) were set aside as late; "
+            f"{result.windows_late} of the missing or wrong windows hold some",
+        )
 
     def case(self, v, d: Deployed, result) -> dict:
         fo, trigger = self.book.failover, self.book.failover_fault
@@ -935,7 +1058,7 @@ class DrillRun:
             case["late_rows_dropped"] = late
         late = self.sampler.late_rows(d.playbook_name, "late_messages") if self.sampler is not None else None
         if late is not None:
-            case["late_messages"] = late        # set aside to the dead letters, behind the watermark
+            case["late_messages"] = late  # set aside to the dead letters, behind the watermark
         if fo is not None and trigger is not None and d in self.affected():
             t_fault = self.fault_times.get(trigger.name)
             case["failover"] = fo.kind
@@ -943,8 +1066,9 @@ class DrillRun:
             if t_fault is not None and d.first_batch_after is not None:
                 case["rto_seconds"] = round(d.first_batch_after - t_fault, 2)
                 steps = []
-                taken = (self.standby_steps(d, t_fault)
-                         if {"takeover", "handoff"} & set(d.failover_timings or {}) else None)
+                taken = (
+                    self.standby_steps(d, t_fault) if {"takeover", "handoff"} & set(d.failover_timings or {}) else None
+                )
                 if taken is not None:
                     case["rto_seconds"], steps = taken
                     case["standby"] = True
@@ -956,8 +1080,9 @@ class DrillRun:
                     # the driver's start (JVM, Python, Spark session, executors, the query's plan)
                     # and its first batch, as far as the batch's own duration tells them apart
                     batch = min(d.first_batch_seconds or 0.0, d.first_batch_after - d.failover_done)
-                    steps.append({"step": "driver start", "seconds": round(d.first_batch_after - d.failover_done
-                                                                           - batch, 2)})
+                    steps.append(
+                        {"step": "driver start", "seconds": round(d.first_batch_after - d.failover_done - batch, 2)}
+                    )
                     steps.append({"step": "first batch", "seconds": round(batch, 2)})
                 case["rto_steps"] = steps
             rpo = self.rpo.get(trigger.name)
@@ -986,8 +1111,9 @@ class DrillRun:
             # the failover's version (a fail-back may have replaced it since); from when the fault
             # began: a standby may take the lease while the fault's stop is still under way (its
             # driver died first); the recovery is counted from the fault in effect
-            version = d.failover_version if d.failover_version is not None else getattr(
-                registry.get(d.name), "version", None)
+            version = (
+                d.failover_version if d.failover_version is not None else getattr(registry.get(d.name), "version", None)
+            )
             began = self.fault_began.get(self.book.failover_fault.name, t_fault)
             taken, first = self.launch_and_commit(registry, d.name, version, began)
         finally:
@@ -1003,17 +1129,27 @@ class DrillRun:
             # a Kafka failover's: detected, the old driver stopped (the offsets it reached read),
             # then the standby handed the new version takes its new checkpoint
             detect = max(0.0, d.failover_started - t_fault)
-            before = [{"step": "detect", "seconds": round(detect, 2)},
-                      *self.move_steps(timings.get("check", 0.0) + timings.get("stop", 0.0),
-                                       {k: timings[k] for k in ("check", "stop") if k in timings})]
-            lead = [*before, {"step": "standby takes the new checkpoint",
-                              "seconds": round(max(0.0, taken - t_fault - sum(s["seconds"] for s in before)), 2)}]
+            before = [
+                {"step": "detect", "seconds": round(detect, 2)},
+                *self.move_steps(
+                    timings.get("check", 0.0) + timings.get("stop", 0.0),
+                    {k: timings[k] for k in ("check", "stop") if k in timings},
+                ),
+            ]
+            lead = [
+                *before,
+                {
+                    "step": "standby takes the new checkpoint",
+                    "seconds": round(max(0.0, taken - t_fault - sum(s["seconds"] for s in before)), 2),
+                },
+            ]
         else:
             lead = [{"step": "standby takes the lease", "seconds": round(taken - t_fault, 2)}]
         return round(first - t_fault, 2), [
             *lead,
             {"step": "query start", "seconds": round(first - taken - batch, 2)},
-            {"step": "first batch", "seconds": round(batch, 2)}]
+            {"step": "first batch", "seconds": round(batch, 2)},
+        ]
 
     @staticmethod
     def move_steps(total: float, timings: dict) -> list[dict]:
@@ -1027,7 +1163,7 @@ class DrillRun:
             return [{"step": "stop, check and submit", "seconds": round(total, 2)}]
         if rest >= 0.01:
             steps.append({"step": "retries and bookkeeping", "seconds": rest})
-        elif rest < 0:          # rounding: the operation's own clock ran inside this one
+        elif rest < 0:  # rounding: the operation's own clock ran inside this one
             steps[-1]["seconds"] = round(max(0.0, steps[-1]["seconds"] + rest), 2)
         return steps
 
@@ -1053,7 +1189,7 @@ class DrillRun:
         finally:
             if registry is not None:
                 registry.close()
-            if self._lab_lock is not None:      # closing the file releases the flock
+            if self._lab_lock is not None:  # closing the file releases the flock
                 self._lab_lock.close()
                 self._lab_lock = None
 
@@ -1067,64 +1203,115 @@ class DrillRun:
         ended = time.time()
         t = self.book.timeline
         t0 = self.t0
-        phases = {"before": (t0 + t.warmup, t0 + t.first_fault), "during": (t0 + t.first_fault, t0 + t.last_end),
-                  "after": (t0 + self.late + t.after, min(ended, t0 + self.late + t.end))}
+        phases = {
+            "before": (t0 + t.warmup, t0 + t.first_fault),
+            "during": (t0 + t.first_fault, t0 + t.last_end),
+            "after": (t0 + self.late + t.after, min(ended, t0 + self.late + t.end)),
+        }
         hypotheses = evaluate(self.book.steady_state, self.sampler, phases) if self.sampler is not None else []
         faults = []
         for name, made in self.injected.items():
-            faults.append({"name": name, "kind": made.kind, "target": made.label,
-                           "injected_at": _utc(made.injected_at or made.started_at or self.fault_times[name]),
-                           "undone_at": _utc(made.undone_at) if made.undone_at else None,
-                           "undo_ok": made.state == "undone" and not made.unhealthy,
-                           "error": "; ".join(made.errors + made.unhealthy) or None})
+            faults.append(
+                {
+                    "name": name,
+                    "kind": made.kind,
+                    "target": made.label,
+                    "injected_at": _utc(made.injected_at or made.started_at or self.fault_times[name]),
+                    "undone_at": _utc(made.undone_at) if made.undone_at else None,
+                    "undo_ok": made.state == "undone" and not made.unhealthy,
+                    "error": "; ".join(made.errors + made.unhealthy) or None,
+                }
+            )
         reasons = []
         if self.abort_reason:
             reasons.append(self.abort_reason)
         for c in cases:
             if c["verdict"] != "pass":
-                reasons.append(f"{c['name']}: {c['windows_missing']} window(s) missing, {c['windows_wrong']} wrong"
-                               + (f" (the dagger dropped at least {c['late_rows_dropped']} row(s) that came behind "
-                                  f"its watermark: its watermark delay did not hold the backlog)"
-                                  if c.get("late_rows_dropped") and c["windows_missing"] else "")
-                               + (f" ({c.get('windows_late', '?')} of them hold messages that came behind its "
-                                  f"watermark and were set aside to its dead-letter topic as late ({c['late_messages']} "
-                                  f"in all): its watermark delay did not hold the backlog)"
-                                  if c.get("late_messages") and (c["windows_missing"] or c["windows_wrong"]) else "")
-                               + (f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
-                                  if c.get("rto_seconds") is not None and c.get("rto_target_seconds") is not None
-                                  and c["rto_seconds"] > c["rto_target_seconds"] else "")
-                               + (f", failover: {self.deployed[c['name']].failover_error}"
-                                  if self.deployed[c["name"]].failover_error else "")
-                               + ("" if c.get("rto_seconds") is not None or not c.get("failover")
-                                  else ", no first batch after the failover")
-                               + ("" if not c.get("fail_back_to") or c.get("fail_back_seconds") is not None
-                                  else f", not back on {c['fail_back_to']}: "
-                                       f"{self.deployed[c['name']].fail_back_error or 'no first batch there'}"))
-        reasons += [f"hypothesis {h['name']} ({h['phase']}): {'not measured' if h['value'] is None else h['value']}"
-                    for h in hypotheses if h["ok"] is not True]
-        if self.sampler is not None:      # in a crash loop once the faults are undone and the daggers moved
-            reasons += [f"{name}: crash loop: {why}"
-                        for name, why in sorted(self.sampler.crash_loops(*phases["after"]).items())]
+                reasons.append(
+                    f"{c['name']}: {c['windows_missing']} window(s) missing, {c['windows_wrong']} wrong"
+                    + (
+                        f" (the dagger dropped at least {c['late_rows_dropped']} row(s) that came behind "
+                        f"its watermark: its watermark delay did not hold the backlog)"
+                        if c.get("late_rows_dropped") and c["windows_missing"]
+                        else ""
+                    )
+                    + (
+                        f" ({c.get('windows_late', '?')} of them hold messages that came behind its "
+                        f"watermark and were set aside to its dead-letter topic as late ({c['late_messages']} "
+                        f"in all): its watermark delay did not hold the backlog)"
+                        if c.get("late_messages") and (c["windows_missing"] or c["windows_wrong"])
+                        else ""
+                    )
+                    + (
+                        f", rto {c['rto_seconds']:g} s over {c['rto_target_seconds']:g} s"
+                        if c.get("rto_seconds") is not None
+                        and c.get("rto_target_seconds") is not None
+                        and c["rto_seconds"] > c["rto_target_seconds"]
+                        else ""
+                    )
+                    + (
+                        f", failover: {self.deployed[c['name']].failover_error}"
+                        if self.deployed[c["name"]].failover_error
+                        else ""
+                    )
+                    + (
+                        ""
+                        if c.get("rto_seconds") is not None or not c.get("failover")
+                        else ", no first batch after the failover"
+                    )
+                    + (
+                        ""
+                        if not c.get("fail_back_to") or c.get("fail_back_seconds") is not None
+                        else f", not back on {c['fail_back_to']}: "
+                        f"{self.deployed[c['name']].fail_back_error or 'no first batch there'}"
+                    )
+                )
+        reasons += [
+            f"hypothesis {h['name']} ({h['phase']}): {'not measured' if h['value'] is None else h['value']}"
+            for h in hypotheses
+            if h["ok"] is not True
+        ]
+        if self.sampler is not None:  # in a crash loop once the faults are undone and the daggers moved
+            reasons += [
+                f"{name}: crash loop: {why}" for name, why in sorted(self.sampler.crash_loops(*phases["after"]).items())
+            ]
         reasons += [f"fault {f['name']} not undone: {f['error'] or 'unknown'}" for f in faults if not f["undo_ok"]]
         if not cases and not self.abort_reason:
             reasons.append("no case was verified")
         verdict = "aborted" if self.abort_reason else ("pass" if not reasons else "fail")
-        produced = {"messages": self.ledger.acked if self.ledger else 0,
-                    "by_topic": self.ledger.counts_by_topic() if self.ledger else {},
-                    "failed": self.ledger.failed if self.ledger else 0}
+        produced = {
+            "messages": self.ledger.acked if self.ledger else 0,
+            "by_topic": self.ledger.counts_by_topic() if self.ledger else {},
+            "failed": self.ledger.failed if self.ledger else 0,
+        }
         timeline = self.sampler.timeline() if self.sampler is not None else {}
         if timeline.get("t") and self.ledger is not None:
             timeline["throughput"] = produced_rate(self.ledger.frame(), timeline["t"])
         data = {
             "schema": 1,
-            "drill": {"name": self.book.name, "description": self.book.description, "playbook": self.book.source,
-                      "type": self.book.type or (self.book.faults[0].system if self.book.faults else "none"),
-                      "blast_radius": self.book.blast_radius or self.book.cluster},
-            "run": {"id": self.run_id, "started_at": _utc(self.started), "ended_at": _utc(max(ended, time.time())),
-                    "host": socket.gethostname(), "git_commit": _git_commit(), "seed": self.seed},
-            "verdict": verdict, "verdict_reasons": reasons + self.notes if verdict != "pass" else self.notes,
-            "hypotheses": hypotheses, "faults": faults, "events": self.events, "timeline": timeline,
-            "cases": cases, "produced": produced,
+            "drill": {
+                "name": self.book.name,
+                "description": self.book.description,
+                "playbook": self.book.source,
+                "type": self.book.type or (self.book.faults[0].system if self.book.faults else "none"),
+                "blast_radius": self.book.blast_radius or self.book.cluster,
+            },
+            "run": {
+                "id": self.run_id,
+                "started_at": _utc(self.started),
+                "ended_at": _utc(max(ended, time.time())),
+                "host": socket.gethostname(),
+                "git_commit": _git_commit(),
+                "seed": self.seed,
+            },
+            "verdict": verdict,
+            "verdict_reasons": reasons + self.notes if verdict != "pass" else self.notes,
+            "hypotheses": hypotheses,
+            "faults": faults,
+            "events": self.events,
+            "timeline": timeline,
+            "cases": cases,
+            "produced": produced,
         }
         path = self.dir / "report.json"
         report = parse_report(json.loads(json.dumps(data)), path)
@@ -1155,7 +1342,11 @@ def _watermark_delay_ms(spec_path: Path) -> int:
 
 def _git_commit() -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=5).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None

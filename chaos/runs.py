@@ -1,4 +1,5 @@
 """Where drill runs are kept: one folder per run, and history.jsonl across them."""
+
 from __future__ import annotations
 
 import os

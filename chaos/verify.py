@@ -10,6 +10,7 @@ A playbook's `verify` entry says how each sink column follows from a fed message
 The expressions are a small allow-listed grammar (`parse_key`, `parse_measure`), parsed when the
 playbook is loaded; nothing in them is evaluated as code.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ REL_TOL = ABS_TOL = 1e-9
 @dataclass(frozen=True)
 class Key:
     column: str
-    path: str | None = None                 # a field's value
+    path: str | None = None  # a field's value
     s2: tuple[str, str, int] | None = None  # (lat path, lng path, level)
 
     @property
@@ -41,8 +42,8 @@ class Key:
 @dataclass(frozen=True)
 class Measure:
     column: str
-    how: str                                # count, sum, min, max, mean, nunique
-    path: str | None = None                 # None: count rows
+    how: str  # count, sum, min, max, mean, nunique
+    path: str | None = None  # None: count rows
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -59,8 +60,10 @@ def parse_key(column: str, expr: Any) -> Key:
         if level > 30:
             raise ValueError(f"{text!r}: an S2 level is 0 to 30, not {level}")
         return Key(column, s2=(m.group(1), m.group(2), level))
-    raise ValueError(f"{expr!r} is not a key expression: give a field path (city_id, pickup.latitude) or "
-                     "s2id(LAT_FIELD, LNG_FIELD, LEVEL)")
+    raise ValueError(
+        f"{expr!r} is not a key expression: give a field path (city_id, pickup.latitude) or "
+        "s2id(LAT_FIELD, LNG_FIELD, LEVEL)"
+    )
 
 
 def parse_measure(column: str, expr: Any) -> Measure:
@@ -70,13 +73,13 @@ def parse_measure(column: str, expr: Any) -> Measure:
         return Measure(column, "count")
     if isinstance(text, str) and (m := _AGG.fullmatch(text)):
         return Measure(column, m.group(1), m.group(2))
-    raise ValueError(f"{expr!r} is not a measure: give count, or {'|'.join(AGGREGATES)}(FIELD) "
-                     "such as sum(total_fare)")
+    raise ValueError(f"{expr!r} is not a measure: give count, or {'|'.join(AGGREGATES)}(FIELD) such as sum(total_fare)")
 
 
 @dataclass(frozen=True)
 class Expectation:
     """A verify entry, parsed: how each sink column follows from the fed messages."""
+
     window_ms: int
     keys: tuple[Key, ...]
     measures: tuple[Measure, ...]
@@ -86,8 +89,13 @@ class Expectation:
     @classmethod
     def of(cls, verify) -> "Expectation":
         where = tuple((p, tuple(v) if isinstance(v, list) else (v,)) for p, v in (verify.where or {}).items())
-        return cls(int(round(verify.window * 1000)), tuple(parse_key(c, e) for c, e in verify.keys.items()),
-                   tuple(parse_measure(c, e) for c, e in verify.measures.items()), where, verify.at)
+        return cls(
+            int(round(verify.window * 1000)),
+            tuple(parse_key(c, e) for c, e in verify.keys.items()),
+            tuple(parse_measure(c, e) for c, e in verify.measures.items()),
+            where,
+            verify.at,
+        )
 
     @property
     def paths(self) -> list[str]:
@@ -168,13 +176,23 @@ def expected(frame, verify, *, closed_by_ms: int, topics: Iterable[str] | None =
 
 # -- reading the sink back ------------------------------------------------------------------------
 
+
 def _ident(name: str) -> str:
     """An InfluxQL identifier, quoted (a measurement name comes from a spec)."""
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, until_ms: int, timeout_s: float = 10.0,
-                auth: tuple[str, str] | None = None):
+def read_influx(
+    url: str,
+    db: str,
+    measurement: str,
+    verify,
+    *,
+    since_ms: int,
+    until_ms: int,
+    timeout_s: float = 10.0,
+    auth: tuple[str, str] | None = None,
+):
     """The measurement's points with times in [since_ms, until_ms], as the columns of `expected`
     (the point's time is the window's time). `auth`: (user, password) for a server that
     authenticates, sent as HTTP basic auth (never in the URL)."""
@@ -183,7 +201,7 @@ def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, u
     import pandas as pd
 
     exp = Expectation.of(verify)
-    q = (f"SELECT * FROM {_ident(measurement)} WHERE time >= {int(since_ms)}ms AND time <= {int(until_ms)}ms")
+    q = f"SELECT * FROM {_ident(measurement)} WHERE time >= {int(since_ms)}ms AND time <= {int(until_ms)}ms"
     query = urllib.parse.urlencode({"db": db, "q": q, "epoch": "ms"})
     request = urllib.request.Request(f"{url.rstrip('/')}/query?{query}")
     if auth:
@@ -203,7 +221,7 @@ def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, u
     df = pd.DataFrame(rows).rename(columns={"time": "window"})
     for k in exp.keys:
         # label_* columns are tags without their prefix; tag_* keep their name
-        name = k.column[len("label_"):] if k.column.startswith("label_") and k.column not in df else k.column
+        name = k.column[len("label_") :] if k.column.startswith("label_") and k.column not in df else k.column
         df[k.column] = [_text(v) for v in df[name]] if name in df else ""
     for m in exp.measures:
         if m.column not in df:
@@ -212,6 +230,7 @@ def read_influx(url: str, db: str, measurement: str, verify, *, since_ms: int, u
 
 
 # -- the comparison -------------------------------------------------------------------------------
+
 
 @dataclass
 class Comparison:
@@ -226,9 +245,14 @@ class Comparison:
     windows_late: int | None = None
 
     def as_case_fields(self) -> dict:
-        fields = {"windows_expected": self.windows_expected, "windows_matched": self.windows_matched,
-                  "windows_missing": self.windows_missing, "windows_extra": self.windows_extra,
-                  "windows_wrong": self.windows_wrong, "examples": self.examples}
+        fields = {
+            "windows_expected": self.windows_expected,
+            "windows_matched": self.windows_matched,
+            "windows_missing": self.windows_missing,
+            "windows_extra": self.windows_extra,
+            "windows_wrong": self.windows_wrong,
+            "examples": self.examples,
+        }
         if self.windows_late is not None:
             fields["windows_late"] = self.windows_late
         return fields
@@ -300,9 +324,14 @@ def compare(want, got, verify, *, since_ms: int, until_ms: int, examples: int = 
             result.windows_wrong += 1
             result.failed.add(k)
             if len(result.examples["wrong"]) < examples:
-                result.examples["wrong"].append({"window": _iso(k[0]), "key": dict(zip(key_cols, k[1:])),
-                                                 "expected": dict(zip(measures, values)),
-                                                 "got": dict(zip(measures, sink_rows[k]))})
+                result.examples["wrong"].append(
+                    {
+                        "window": _iso(k[0]),
+                        "key": dict(zip(key_cols, k[1:])),
+                        "expected": dict(zip(measures, values)),
+                        "got": dict(zip(measures, sink_rows[k])),
+                    }
+                )
     for k in sorted(set(sink_rows) - set(expected_rows)):
         result.windows_extra += 1
         if len(result.examples["extra"]) < examples:

@@ -9,6 +9,7 @@ the JVM cannot send one: PySpark points the JVM at the server's port with
 new client without the token the old one held. So this module starts the server with a fresh
 token and then gives the JVM a client built with the same token, in place of the copy.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -43,7 +44,8 @@ def authenticate_callbacks(spark) -> str:
         raise CallbackAuthError(
             "PySpark's callback server is already running without an auth token (something "
             "registered a listener or foreachBatch before the dagger's query); refusing to run "
-            "callbacks that any local user could call")
+            "callbacks that any local user could call"
+        )
     token = secrets.token_urlsafe(32)
     params.auth_token = token
     ensure_callback_server_started(gw)  # PySpark's start: port 0, then resetCallbackClient
@@ -52,12 +54,23 @@ def authenticate_callbacks(spark) -> str:
     copy = server.getCallbackClient()
     if copy.getClass().getName() != "py4j.PythonClient":
         raise CallbackAuthError(f"unexpected Py4J callback client {copy.getClass().getName()}")
-    values = {name: _field(jvm, "py4j.PythonClient" if name == "customCommands" else "py4j.CallbackClient",
-                           name).get(copy) for name in _CLIENT_FIELDS}
+    values = {
+        name: _field(jvm, "py4j.PythonClient" if name == "customCommands" else "py4j.CallbackClient", name).get(copy)
+        for name in _CLIENT_FIELDS
+    }
     client = jvm.py4j.PythonClient(
-        copy.getGateway(), values["customCommands"], copy.getPort(), copy.getAddress(),
-        values["minConnectionTime"], values["minConnectionTimeUnit"], values["socketFactory"],
-        copy.getJavaServer(), copy.isMemoryManagementEnabled(), copy.getReadTimeout(), token)
+        copy.getGateway(),
+        values["customCommands"],
+        copy.getPort(),
+        copy.getAddress(),
+        values["minConnectionTime"],
+        values["minConnectionTimeUnit"],
+        values["socketFactory"],
+        copy.getJavaServer(),
+        copy.isMemoryManagementEnabled(),
+        copy.getReadTimeout(),
+        token,
+    )
     _field(jvm, "py4j.Gateway", "cbClient").set(copy.getGateway(), client)
     copy.shutdown()
     if server.getCallbackClient().getPort() != copy.getPort():

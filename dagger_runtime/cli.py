@@ -1,4 +1,5 @@
 """`python -m dagger_runtime` (also installed as `dagger`): validate and preview daggers."""
+
 from __future__ import annotations
 
 import argparse
@@ -54,19 +55,30 @@ def error_items(e: DaggerError) -> list[dict]:
 def sink_target(sink) -> dict:
     """Where the results go, without a secret: the sink's type and what it names."""
     if sink.type == "influx":
-        return {"type": "influx", "url": sink.influx.url, "database": sink.influx.db_name,
-                "measurement": sink.influx.measurement_name}
+        return {
+            "type": "influx",
+            "url": sink.influx.url,
+            "database": sink.influx.db_name,
+            "measurement": sink.influx.measurement_name,
+        }
     if sink.type == "kafka":
-        return {"type": "kafka", "brokers": sink.kafka.brokers, "topic": sink.kafka.topic,
-                "data_type": sink.kafka.data_type, "proto_message": sink.kafka.proto_message}
+        return {
+            "type": "kafka",
+            "brokers": sink.kafka.brokers,
+            "topic": sink.kafka.topic,
+            "data_type": sink.kafka.data_type,
+            "proto_message": sink.kafka.proto_message,
+        }
     if sink.type == "postgres":
         return {"type": "postgres", "url": sink.postgres.url, "table": sink.postgres.table}
     return {"type": sink.type}
 
 
 # what only Spark's analysis of the query finds, which `validate --no-spark` leaves out
-NOT_CHECKED_WITHOUT_SPARK = ["the query's columns and their types against the messages' fields",
-                             "the output columns against the sink"]
+NOT_CHECKED_WITHOUT_SPARK = [
+    "the query's columns and their types against the messages' fields",
+    "the output columns against the sink",
+]
 
 
 def _validate(args) -> int:
@@ -75,6 +87,7 @@ def _validate(args) -> int:
     if not args.no_spark:
         from .sinks import check_sink
         from .validate import analyze
+
         columns = analyze(plan)
         check_sink(plan, columns)
     job = plan.job
@@ -82,12 +95,20 @@ def _validate(args) -> int:
         "job": job.name,
         "valid": True,
         "schema_version": plan.descriptor_set.digest,
-        "streams": [{"table": s.table, "proto": s.proto_class, "proto_as_written": s.proto_as_written,
-                     "event_time": s.event_time_field,
-                     "topics": list(spec.topics), "topic_pattern": spec.topic_pattern,
-                     "bootstrap_servers": spec.kafka.bootstrap_servers, "group_id": spec.kafka.group_id,
-                     "auto_offset_reset": spec.kafka.auto_offset_reset}
-                    for s, spec in zip(plan.streams, job.streams)],
+        "streams": [
+            {
+                "table": s.table,
+                "proto": s.proto_class,
+                "proto_as_written": s.proto_as_written,
+                "event_time": s.event_time_field,
+                "topics": list(spec.topics),
+                "topic_pattern": spec.topic_pattern,
+                "bootstrap_servers": spec.kafka.bootstrap_servers,
+                "group_id": spec.kafka.group_id,
+                "auto_offset_reset": spec.kafka.auto_offset_reset,
+            }
+            for s, spec in zip(plan.streams, job.streams)
+        ],
         "windows": [{"kind": w.kind, "size": w.size.spark()} for w in plan.query.windows],
         "sink": sink_target(job.sink),
         "parallelism": job.parallelism,
@@ -100,16 +121,23 @@ def _validate(args) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
     else:
-        print(f"{job.name}: valid" if columns is not None else
-              f"{job.name}: valid as far as checked (--no-spark: not checked: {', '.join(NOT_CHECKED_WITHOUT_SPARK)})")
-        print(f"  schema version  {info['schema_version']}"
-              + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)"))
+        print(
+            f"{job.name}: valid"
+            if columns is not None
+            else f"{job.name}: valid as far as checked (--no-spark: not checked: {', '.join(NOT_CHECKED_WITHOUT_SPARK)})"
+        )
+        print(
+            f"  schema version  {info['schema_version']}"
+            + ("" if job.schema.version else "  (not pinned: add it to the job to lock it)")
+        )
         for s in info["streams"]:
             topics = ", ".join(s["topics"]) or f"topics matching {s['topic_pattern']}"
             java = f" (the Java class {s['proto_as_written']})" if s["proto_as_written"] != s["proto"] else ""
             print(f"  stream          {s['table']} <- {s['proto']}{java} (rowtime from {s['event_time']})")
-            print(f"                  from {topics} on {s['bootstrap_servers']}, group {s['group_id'] or '-'}, "
-                  f"{s['auto_offset_reset']} when new")
+            print(
+                f"                  from {topics} on {s['bootstrap_servers']}, group {s['group_id'] or '-'}, "
+                f"{s['auto_offset_reset']} when new"
+            )
         for w in info["windows"]:
             print(f"  window          {w['kind']} {w['size']}")
         if columns is not None:
@@ -135,10 +163,18 @@ def cmd_run(args) -> int:
     from .run import RunOptions, run
 
     plan = _load_plan(args)
-    options = RunOptions(checkpoint=args.checkpoint, available_now=args.available_now, master=args.master,
-                         log_path=args.log, metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
-                         starting=_starting(args.starting, plan), emit_after_ms=args.emit_windows_after,
-                         version=args.dagger_version, standby=args.standby)
+    options = RunOptions(
+        checkpoint=args.checkpoint,
+        available_now=args.available_now,
+        master=args.master,
+        log_path=args.log,
+        metrics_port=args.metrics_port,
+        metrics_addr=args.metrics_addr,
+        starting=_starting(args.starting, plan),
+        emit_after_ms=args.emit_windows_after,
+        version=args.dagger_version,
+        standby=args.standby,
+    )
     try:
         return run(plan, options)
     except Fenced as e:
@@ -162,99 +198,147 @@ def _starting(text: str | None, plan) -> dict | None:
 
 
 def _add_strict(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--strict", action="store_true",
-                        help="treat the job file's warnings (unknown or ignored keys) as errors")
+    parser.add_argument(
+        "--strict", action="store_true", help="treat the job file's warnings (unknown or ignored keys) as errors"
+    )
 
 
 def _add_no_warm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-warm", action="store_true",
-                        help="start a Spark of its own even when a warm one (`warm start`) is running")
+    parser.add_argument(
+        "--no-warm", action="store_true", help="start a Spark of its own even when a warm one (`warm start`) is running"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dagger",
         description="Run daggers: SQL aggregations over Kafka topics of protobuf messages, on Spark; and the "
-                    "platform around them (the lab, drills, faults, load, schemas, team platforms).",
-        epilog="`dagger GROUP --help` for each of " + ", ".join(GROUPS) + ".")
+        "platform around them (the lab, drills, faults, load, schemas, team platforms).",
+        epilog="`dagger GROUP --help` for each of " + ", ".join(GROUPS) + ".",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
     p.add_argument("--version", action="version", version=f"dagger {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (_, what) in GROUPS.items():      # run by main before this parser; listed for --help
+    for name, (_, what) in GROUPS.items():  # run by main before this parser; listed for --help
         sub.add_parser(name, help=what, add_help=False)
 
-    v = sub.add_parser("validate", help="check a job's config, schema and SQL without running it",
-                       description="Check config, schema and SQL. Exits 2 with the problem named when "
-                                   "something is wrong. Nothing runs: Spark only analyses the query.")
+    v = sub.add_parser(
+        "validate",
+        help="check a job's config, schema and SQL without running it",
+        description="Check config, schema and SQL. Exits 2 with the problem named when "
+        "something is wrong. Nothing runs: Spark only analyses the query.",
+    )
     v.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
-    v.add_argument("--no-spark", action="store_true",
-                   help="skip Spark's analysis of column names and types (faster, weaker)")
+    v.add_argument(
+        "--no-spark", action="store_true", help="skip Spark's analysis of column names and types (faster, weaker)"
+    )
     v.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_strict(v)
     _add_no_warm(v)
     v.set_defaults(func=cmd_validate)
 
-    pv = sub.add_parser("preview", help="run the job's query once over messages read from files",
-                        description="Run the query once over messages from files instead of Kafka, close "
-                                    "every window at the end of the input and print one JSON object per "
-                                    "result row on stdout. Messages that do not parse are reported on "
-                                    "stderr with their position and left out.")
+    pv = sub.add_parser(
+        "preview",
+        help="run the job's query once over messages read from files",
+        description="Run the query once over messages from files instead of Kafka, close "
+        "every window at the end of the input and print one JSON object per "
+        "result row on stdout. Messages that do not parse are reported on "
+        "stderr with their position and left out.",
+    )
     pv.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
-    pv.add_argument("--input", "-i", action="append", default=[], metavar="TABLE=PATH",
-                    help="messages for one stream table: length-delimited protobuf (writeDelimitedTo), "
-                         "or proto3 JSON lines if PATH ends in .jsonl; repeat per table")
-    pv.add_argument("--rejected", metavar="DIR",
-                    help="also keep every message set aside in DIR/<table>.rejected.jsonl: its position, "
-                         "reason and bytes (base64), so nothing is lost")
+    pv.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="TABLE=PATH",
+        help="messages for one stream table: length-delimited protobuf (writeDelimitedTo), "
+        "or proto3 JSON lines if PATH ends in .jsonl; repeat per table",
+    )
+    pv.add_argument(
+        "--rejected",
+        metavar="DIR",
+        help="also keep every message set aside in DIR/<table>.rejected.jsonl: its position, "
+        "reason and bytes (base64), so nothing is lost",
+    )
     _add_strict(pv)
     _add_no_warm(pv)
     pv.set_defaults(func=cmd_preview)
 
-    r = sub.add_parser("run", help="run the job on Kafka until stopped (or, with --available-now, over what "
-                                   "the topics hold)",
-                       description="Run the job as a Spark Structured Streaming query on its Kafka topics and "
-                                   "write each window once, when the watermark passes its end. Messages that "
-                                   "cannot become rows go to the dead-letter topic. Ctrl-C (SIGINT) or "
-                                   "SIGTERM finishes the current batch and stops; a restart resumes from "
-                                   "the checkpoint.")
+    r = sub.add_parser(
+        "run",
+        help="run the job on Kafka until stopped (or, with --available-now, over what the topics hold)",
+        description="Run the job as a Spark Structured Streaming query on its Kafka topics and "
+        "write each window once, when the watermark passes its end. Messages that "
+        "cannot become rows go to the dead-letter topic. Ctrl-C (SIGINT) or "
+        "SIGTERM finishes the current batch and stops; a restart resumes from "
+        "the checkpoint.",
+    )
     r.add_argument("job", metavar="JOB", help="a native YAML job spec or a raystack/dagger .properties file")
-    r.add_argument("--checkpoint", metavar="DIR",
-                   help="where the job keeps its offsets and open windows (default: the job's "
-                        "checkpoint_location); keep it to resume where the job stopped")
-    r.add_argument("--available-now", action="store_true",
-                   help="process what the topics hold at start, write every window the watermark has "
-                        "passed, then exit 0 (backfills, CI)")
-    r.add_argument("--master", metavar="URL",
-                   help="Spark master, as spark-submit's --master (default: local[parallelism], or "
-                        "$DAGGER_SPARK_MASTER)")
+    r.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="where the job keeps its offsets and open windows (default: the job's "
+        "checkpoint_location); keep it to resume where the job stopped",
+    )
+    r.add_argument(
+        "--available-now",
+        action="store_true",
+        help="process what the topics hold at start, write every window the watermark has "
+        "passed, then exit 0 (backfills, CI)",
+    )
+    r.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master, as spark-submit's --master (default: local[parallelism], or $DAGGER_SPARK_MASTER)",
+    )
     r.add_argument("--log", metavar="FILE", help="append one JSON line per batch to FILE")
-    r.add_argument("--metrics-port", type=int, metavar="PORT",
-                   help="serve Prometheus metrics on ADDR:PORT/metrics")
-    r.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
-                   help="the address to serve metrics on (default 127.0.0.1)")
-    r.add_argument("--starting", metavar="JSON",
-                   help='where a new checkpoint starts reading, per stream: {"TABLE": {"startingOffsets": '
-                        '"earliest"|"latest"|"{\"topic\":{\"0\":42}}"}} or {"TABLE": {"startingTimestamp": '
-                        '"EPOCH_MS"}}; ignored when the checkpoint already holds offsets (deploy and edit '
-                        'set it)')
-    r.add_argument("--emit-windows-after", type=int, metavar="EPOCH_MS",
-                   help="write only the windows that end after this time: a version that replays its "
-                        "input from before its open windows then leaves the windows the previous version "
-                        "wrote as they are (`dagger failover` sets it)")
-    r.add_argument("--dagger-version", type=int, metavar="N",
-                   help="the registry's version this driver runs: it ends without writing once the checkpoint's "
-                        "fence names a later one (deploy, edit and stop write the fence; deploy sets this)")
-    r.add_argument("--standby", action="store_true",
-                   help="start as a standby: wait with the Spark session up until this version's first driver "
-                        "has taken the checkpoint's lease, then take it when that driver is gone (deploy "
-                        "--standby CLUSTER sets it)")
+    r.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on ADDR:PORT/metrics")
+    r.add_argument(
+        "--metrics-addr",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="the address to serve metrics on (default 127.0.0.1)",
+    )
+    r.add_argument(
+        "--starting",
+        metavar="JSON",
+        help='where a new checkpoint starts reading, per stream: {"TABLE": {"startingOffsets": '
+        '"earliest"|"latest"|"{"topic":{"0":42}}"}} or {"TABLE": {"startingTimestamp": '
+        '"EPOCH_MS"}}; ignored when the checkpoint already holds offsets (deploy and edit '
+        "set it)",
+    )
+    r.add_argument(
+        "--emit-windows-after",
+        type=int,
+        metavar="EPOCH_MS",
+        help="write only the windows that end after this time: a version that replays its "
+        "input from before its open windows then leaves the windows the previous version "
+        "wrote as they are (`dagger failover` sets it)",
+    )
+    r.add_argument(
+        "--dagger-version",
+        type=int,
+        metavar="N",
+        help="the registry's version this driver runs: it ends without writing once the checkpoint's "
+        "fence names a later one (deploy, edit and stop write the fence; deploy sets this)",
+    )
+    r.add_argument(
+        "--standby",
+        action="store_true",
+        help="start as a standby: wait with the Spark session up until this version's first driver "
+        "has taken the checkpoint's lease, then take it when that driver is gone (deploy "
+        "--standby CLUSTER sets it)",
+    )
     _add_strict(r)
     r.set_defaults(func=cmd_run)
 
     from .warm.cli import add_command
-    add_command(sub, commands=sys.modules[__name__])     # the warm process runs its commands with this module
+
+    add_command(sub, commands=sys.modules[__name__])  # the warm process runs its commands with this module
 
     from .lifecycle.cli import add_commands
+
     add_commands(sub)
     return p
 
@@ -286,7 +370,7 @@ def version() -> str:
 
     try:
         return installed("daggers")
-    except PackageNotFoundError:      # a checkout run without installing it
+    except PackageNotFoundError:  # a checkout run without installing it
         return "unknown"
 
 
@@ -303,9 +387,12 @@ def _group(path: list[str], target, argv: list[str]) -> int:
     if argv and argv[0] in target:
         return _group([*path, argv[0]], target[argv[0]][0], argv[1:])
     asked = argv[:1] in (["-h"], ["--help"])
-    print(f"usage: {prog} {{{','.join(target)}}} ...\n\n{GROUPS[path[0]][1]}:\n"
-          + "".join(f"  {c:<11} {h}\n" for c, (_, h) in target.items()),
-          file=sys.stdout if asked else sys.stderr, end="")
+    print(
+        f"usage: {prog} {{{','.join(target)}}} ...\n\n{GROUPS[path[0]][1]}:\n"
+        + "".join(f"  {c:<11} {h}\n" for c, (_, h) in target.items()),
+        file=sys.stdout if asked else sys.stderr,
+        end="",
+    )
     return 0 if asked else EXIT_USER_ERROR
 
 
@@ -318,6 +405,7 @@ def main(argv: list[str] | None = None, *, warm: bool = True) -> int:
     args = build_parser().parse_args(argv)
     if warm and uses_warm(args):
         from .warm.client import forward
+
         code = forward(argv)
         if code is not None:
             return code
@@ -333,8 +421,12 @@ def uses_warm(args) -> bool:
 
 def run_command(args) -> int:
     # force: the warm process runs many commands, each with its own stderr
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
     try:
         return args.func(args)
     except DaggerError as e:

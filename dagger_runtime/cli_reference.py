@@ -7,6 +7,7 @@ are its parser's), and each page section is what `dagger … --help` prints, at 
 `python -m dagger_runtime.cli_reference` writes the page; `--check` says whether the committed
 one is current (tests/test_cli_reference.py runs it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,10 @@ def _raise_parser(self, *_args, **_kwargs):
 
 def _module_parser(module: str, prog: str) -> argparse.ArgumentParser:
     """The parser a group's module builds, caught as its main is about to parse."""
-    with mock.patch.object(argparse.ArgumentParser, "parse_args", _raise_parser), \
-            mock.patch.object(argparse.ArgumentParser, "parse_known_args", _raise_parser):
+    with (
+        mock.patch.object(argparse.ArgumentParser, "parse_args", _raise_parser),
+        mock.patch.object(argparse.ArgumentParser, "parse_known_args", _raise_parser),
+    ):
         try:
             importlib.import_module(module).main([], prog=prog)
         except _Parsed as caught:
@@ -50,7 +53,7 @@ def _module_parser(module: str, prog: str) -> argparse.ArgumentParser:
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:      # argparse keeps no public list of a parser's subcommands
+    for action in parser._actions:  # argparse keeps no public list of a parser's subcommands
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
     return {}
@@ -98,10 +101,13 @@ def help_text(path: tuple[str, ...]) -> str:
 
 def render() -> str:
     paths = list(commands())
-    lines = ["# Commands", "",
-             "Every command under `dagger`, as its `--help` prints it. Generated from the parsers by",
-             "`python -m dagger_runtime.cli_reference`; do not edit by hand. Exit codes: "
-             "[exit codes](exit-codes.md).", ""]
+    lines = [
+        "# Commands",
+        "",
+        "Every command under `dagger`, as its `--help` prints it. Generated from the parsers by",
+        "`python -m dagger_runtime.cli_reference`; do not edit by hand. Exit codes: [exit codes](exit-codes.md).",
+        "",
+    ]
     for path in paths[1:]:
         indent = "  " * (len(path) - 1)
         lines.append(f"{indent}- [`dagger {' '.join(path)}`](#{_anchor(path)})")
@@ -116,9 +122,12 @@ def _anchor(path: tuple[str, ...]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return generated_pages.main(argv, prog="python -m dagger_runtime.cli_reference",
-                                description="Write docs/reference/commands.md from the commands' parsers.",
-                                render=lambda: {PAGE: render()})
+    return generated_pages.main(
+        argv,
+        prog="python -m dagger_runtime.cli_reference",
+        description="Write docs/reference/commands.md from the commands' parsers.",
+        render=lambda: {PAGE: render()},
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ decorator treats either as the end of the output: the flush is made inside main,
 that failed is pointed at /dev/null so the exit's flush has nowhere to fail. rich's Console does
 the same by itself and exits 1 (Console.on_broken_pipe); that exit is taken as this one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,7 +37,8 @@ def survives_closed_pipe(main):
             os.close(devnull)
             return 0
         except SystemExit as e:
-            if e.code == 1 and not was_devnull and _stdout_is_devnull():   # rich met the closed pipe
+            if e.code == 1 and not was_devnull and _stdout_is_devnull():  # rich met the closed pipe
                 return 0
             raise
+
     return wrapper

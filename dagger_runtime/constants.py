@@ -2,6 +2,7 @@
 sizes (ConstantGuard.java on the analysed plan), regexes that would backtrack for hours
 (sql.regexes, then a step budget), Spark's constant folding under a time budget, and a constant
 that fails said as a refusal of the analyst's call, at its line and column."""
+
 from __future__ import annotations
 
 from .errors import QueryError
@@ -19,8 +20,13 @@ def check_constants(spark, analyzed, query) -> None:
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     try:  # it evaluates constant counts: under the same time budget as the optimizer
-        checked = guard.check(analyzed, allowlist.MAX_STRING_LITERAL, allowlist.MAX_CONSTANT_COUNT,
-                              allowlist.MAX_CONSTANT_SIZE, int(allowlist.CONSTANT_FOLDING_BUDGET_S * 1000))
+        checked = guard.check(
+            analyzed,
+            allowlist.MAX_STRING_LITERAL,
+            allowlist.MAX_CONSTANT_COUNT,
+            allowlist.MAX_CONSTANT_SIZE,
+            int(allowlist.CONSTANT_FOLDING_BUDGET_S * 1000),
+        )
         items = [str(i).split("\0", 2) for i in checked]
     except (Py4JError, PySparkException) as e:
         raise _folding_refusal(e, query, analyzed, spark) from None
@@ -41,24 +47,35 @@ def check_regexes(spark, items, query) -> None:
             continue
         shown = pattern if len(pattern) <= 60 else pattern[:60] + "..."
         if len(pattern) > allowlist.MAX_REGEX_LENGTH:
-            raise refuse_call(query, function, f"the regex '{shown}' of {{call}}() has {len(pattern):,} characters; "
-                                               f"a regex may have at most {allowlist.MAX_REGEX_LENGTH:,}",
-                              literal=pattern)
+            raise refuse_call(
+                query,
+                function,
+                f"the regex '{shown}' of {{call}}() has {len(pattern):,} characters; "
+                f"a regex may have at most {allowlist.MAX_REGEX_LENGTH:,}",
+                literal=pattern,
+            )
         invalid = guard.regexError(pattern)
         if invalid is not None:
-            raise refuse_call(query, function, f"{{call}}() fails on its constant arguments, so it would fail on "
-                                               f"every row: the regex '{shown}' is not valid: {invalid}",
-                              literal=pattern)
+            raise refuse_call(
+                query,
+                function,
+                f"{{call}}() fails on its constant arguments, so it would fail on "
+                f"every row: the regex '{shown}' is not valid: {invalid}",
+                literal=pattern,
+            )
         why = regexes.problem(pattern)
         if why is None:
             slow = guard.regexProblem(pattern, allowlist.REGEX_PUMP_LENGTH, allowlist.REGEX_STEP_BUDGET)
             if slow is not None:
-                why = (f"java.util.regex took more than {allowlist.REGEX_STEP_BUDGET:,} steps on the "
-                       f"{len(slow)}-character text {slow[:40]!r}, and takes far longer on longer texts; "
-                       "make each character matchable in one way only")
+                why = (
+                    f"java.util.regex took more than {allowlist.REGEX_STEP_BUDGET:,} steps on the "
+                    f"{len(slow)}-character text {slow[:40]!r}, and takes far longer on longer texts; "
+                    "make each character matchable in one way only"
+                )
         if why:
-            raise refuse_call(query, function, f"the regex '{shown}' of {{call}}() would "
-                                               f"backtrack for hours: {why}", literal=pattern)
+            raise refuse_call(
+                query, function, f"the regex '{shown}' of {{call}}() would backtrack for hours: {why}", literal=pattern
+            )
 
 
 def optimize(spark, analyzed, query):
@@ -82,12 +99,16 @@ def _folding_refusal(e, query, analyzed, spark) -> QueryError:
     from py4j.protocol import Py4JJavaError
 
     if not isinstance(e, Py4JJavaError) and type(e).__module__.startswith("py4j"):
-        return QueryError(f"refused: Spark could not check the query's constants: {str(e).splitlines()[0]}",
-                          sql=query.source)
+        return QueryError(
+            f"refused: Spark could not check the query's constants: {str(e).splitlines()[0]}", sql=query.source
+        )
     text = _java_message(e)
     if "TimeoutException" in _java_class(e) or text.startswith("Spark took longer than"):
-        return QueryError(f"refused: {text}; a dagger's constants must be cheap to compute (no long "
-                          "strings compared or searched in constants)", sql=query.source)
+        return QueryError(
+            f"refused: {text}; a dagger's constants must be cheap to compute (no long "
+            "strings compared or searched in constants)",
+            sql=query.source,
+        )
     return spark_failure(e, query, analyzed, spark)
 
 
@@ -120,15 +141,21 @@ def spark_failure(e, query, analyzed=None, spark=None) -> QueryError:
         except Exception:  # noqa: BLE001 - the message below still says what Spark said
             failing = []
     if "OutOfMemoryError" in _java_class(e) or "OutOfMemoryError" in message:
-        return QueryError("refused: evaluating the query's constants ran Spark's driver out of memory; "
-                          "build smaller constants", sql=query.source)
+        return QueryError(
+            "refused: evaluating the query's constants ran Spark's driver out of memory; build smaller constants",
+            sql=query.source,
+        )
     if "StackOverflowError" in _java_class(e) or "StackOverflowError" in message:
-        return QueryError("refused: the query is nested too deeply for Spark (its stack overflowed); split "
-                          "long AND/OR chains or nested calls", sql=query.source)
+        return QueryError(
+            "refused: the query is nested too deeply for Spark (its stack overflowed); split "
+            "long AND/OR chains or nested calls",
+            sql=query.source,
+        )
     if failing:
         function, why = failing[0], failing[1].split("\n")[0].split(" SQLSTATE")[0]
-        return refuse_call(query, function, f"{{call}}() fails on its constant arguments, so it "
-                                            f"would fail on every row: {_plain(why)}")
+        return refuse_call(
+            query, function, f"{{call}}() fails on its constant arguments, so it would fail on every row: {_plain(why)}"
+        )
     return QueryError(f"refused: Spark cannot evaluate the query's constants: {_plain(message)}", sql=query.source)
 
 
@@ -144,10 +171,16 @@ def _shown_name(function: str) -> str:
 
 
 # the analyst's spellings of a Spark function, for pointing at a call Spark names
-_SPELLINGS = {"rlike": {"rlike", "regexp", "regexp_like", "regexplike", "similarto", "similar_to"},
-              "like": {"like"}, "ilike": {"ilike"}, "printf": {"printf", "format_string"},
-              "format_string": {"printf", "format_string"}, "__dartcontains4": {"dartcontains"},
-              "__dartget4": {"dartget"}, "split": {"split", "regexpsplit", "regexp_split"}}
+_SPELLINGS = {
+    "rlike": {"rlike", "regexp", "regexp_like", "regexplike", "similarto", "similar_to"},
+    "like": {"like"},
+    "ilike": {"ilike"},
+    "printf": {"printf", "format_string"},
+    "format_string": {"printf", "format_string"},
+    "__dartcontains4": {"dartcontains"},
+    "__dartget4": {"dartget"},
+    "split": {"split", "regexpsplit", "regexp_split"},
+}
 
 
 def _translates_to(query, node, function: str) -> bool:
@@ -161,6 +194,7 @@ def _translates_to(query, node, function: str) -> bool:
     wrapper = exp.Select(expressions=[node.copy()])
     try:
         from .sql import flink  # the Flink built-ins' translations, when present
+
         flink.normalise(query.source, wrapper)
     except Exception:  # noqa: BLE001 - the call as written
         wrapper = exp.Select(expressions=[node.copy()])
@@ -198,14 +232,20 @@ def refuse_call(query, function: str, message: str, literal: str | None = None) 
             calls.append(node)
     if not calls:  # a call sqlglot models otherwise (element_at as a subscript): by how Spark would read it
         prefix = function.upper() + "("
-        calls = [n for n in query.tree.walk() if isinstance(n, (exp.Func, exp.Bracket))
-                 and n.sql(dialect="spark", comments=False).startswith(prefix)]
+        calls = [
+            n
+            for n in query.tree.walk()
+            if isinstance(n, (exp.Func, exp.Bracket)) and n.sql(dialect="spark", comments=False).startswith(prefix)
+        ]
     if not calls:  # a Flink function the translation writes with this Spark one: the smallest such call
-        calls = sorted((n for n in query.tree.walk() if isinstance(n, exp.Func) and _translates_to(query, n, function)),
-                       key=lambda n: len(n.sql(comments=False)))[:1]
+        calls = sorted(
+            (n for n in query.tree.walk() if isinstance(n, exp.Func) and _translates_to(query, n, function)),
+            key=lambda n: len(n.sql(comments=False)),
+        )[:1]
     if literal is not None:
-        with_literal = [c for c in calls if any(isinstance(a, exp.Literal) and a.this == literal
-                                                for a in c.iter_expressions())]
+        with_literal = [
+            c for c in calls if any(isinstance(a, exp.Literal) and a.this == literal for a in c.iter_expressions())
+        ]
         calls = with_literal or calls
     line, col = locate(query.source, calls[0]) if calls else (None, None)
     call = _shown_name(function)
@@ -213,6 +253,6 @@ def refuse_call(query, function: str, message: str, literal: str | None = None) 
         # the name as the analyst wrote it there (space, not the repeat sqlglot reads it as)
         import re
 
-        written = re.match(r"`?([A-Za-z_][A-Za-z0-9_]*)`?\s*\(", query.source.splitlines()[line - 1][col - 1:])
+        written = re.match(r"`?([A-Za-z_][A-Za-z0-9_]*)`?\s*\(", query.source.splitlines()[line - 1][col - 1 :])
         call = written.group(1) if written else call
     return QueryError(f"refused: {message.replace('{call}', call)}", line=line, col=col, sql=query.source)

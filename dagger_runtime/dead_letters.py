@@ -11,6 +11,7 @@ each topic is read once per batch; the task flushes them before it completes, so
 committed only after its dead letters are stored. A retried task or a replayed batch may store
 a dead letter twice; the source coordinates in its headers identify it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,13 +23,14 @@ from .source import kafka_source_options
 def producer_options(stream) -> dict[str, str]:
     """Kafka client settings for the stream's own cluster: its servers and client settings."""
     source = kafka_source_options(stream)
-    return {k[len("kafka."):]: v for k, v in source.items() if k.startswith("kafka.")}
+    return {k[len("kafka.") :]: v for k, v in source.items() if k.startswith("kafka.")}
 
 
 @dataclass(frozen=True)
 class Writer:
     """A stream's dead-letter function, registered in the session: `sql_name(reason, key, value,
     topic, partition, offset, timestamp_ms)` sends one message aside and returns false."""
+
     table: str
     sql_name: str
     jvm: object
@@ -49,19 +51,25 @@ def register(spark, table: str, stream, topic: str, job_name: str, *, dry: bool 
     for key, value in producer_options(stream).items():
         config.put(key, value)
     name = f"__dagger_dead_letter_{table}"
-    writer = jvm.dev.daggers.runtime.Functions.registerDeadLetters(spark._jsparkSession, name, config, topic, job_name,
-                                                                   dry)
+    writer = jvm.dev.daggers.runtime.Functions.registerDeadLetters(
+        spark._jsparkSession, name, config, topic, job_name, dry
+    )
     return Writer(table, name, writer)
 
 
 def ensure_topic(spark, stream, topic: str, partitions: int = 1) -> str:
     """Make sure the dead-letter topic exists on the stream's cluster (see `ensure_kafka_topic`)."""
-    return ensure_kafka_topic(spark, producer_options(stream), topic, what="the dead-letter topic",
-                              fix="create it, or set dead_letter_topic", partitions=partitions)
+    return ensure_kafka_topic(
+        spark,
+        producer_options(stream),
+        topic,
+        what="the dead-letter topic",
+        fix="create it, or set dead_letter_topic",
+        partitions=partitions,
+    )
 
 
-def ensure_kafka_topic(spark, options: dict[str, str], topic: str, *, what: str, fix: str,
-                       partitions: int = 1) -> str:
+def ensure_kafka_topic(spark, options: dict[str, str], topic: str, *, what: str, fix: str, partitions: int = 1) -> str:
     """Make sure `topic` exists on the cluster the client `options` reach (created with the
     broker's default replication when missing). Uses Kafka's own AdminClient in the JVM, so every
     security setting applies exactly as for the job's own clients. Returns what was done."""
@@ -84,8 +92,10 @@ def ensure_kafka_topic(spark, options: dict[str, str], topic: str, *, what: str,
         except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's ExecutionException
             if "TopicExistsException" in str(e):
                 return "exists"
-            raise DaggerError(f"{what} {topic} is not on {servers} (or not visible to the job's Kafka login) and "
-                              f"could not be created ({_first_line(e)}); {fix}") from None
+            raise DaggerError(
+                f"{what} {topic} is not on {servers} (or not visible to the job's Kafka login) and "
+                f"could not be created ({_first_line(e)}); {fix}"
+            ) from None
         return "created"
     except DaggerError:
         raise

@@ -2,6 +2,7 @@
 it: each example dagger under examples/daggers runs once over generated protobuf messages and its
 results are printed as a table. No servers; `make demo` is the live one, on the lab.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,13 @@ def table(rows: list[dict], limit: int, title: str):
     """The first `limit` rows as a rich Table (a caption says how many more there are)."""
     from rich.table import Table
 
-    shown = Table(title=title, title_justify="left", caption=f"{len(rows) - limit} more rows" if len(rows) > limit
-                  else None, caption_justify="left")
-    for column in (rows[0] if rows else {"(no rows)": None}):
+    shown = Table(
+        title=title,
+        title_justify="left",
+        caption=f"{len(rows) - limit} more rows" if len(rows) > limit else None,
+        caption_justify="left",
+    )
+    for column in rows[0] if rows else {"(no rows)": None}:
         shown.add_column(column, overflow="fold")
     for row in rows[:limit]:
         shown.add_row(*(_cell(v) for v in row.values()))
@@ -71,13 +76,18 @@ def main(argv: list[str] | None = None) -> int:
 
     print("[demo] starting Spark (local, loopback only)...", file=sys.stderr)
     spark = build_session("dagger-demo", parallelism=2)
-    console = Console(width=None if sys.stdout.isatty() else 200)     # a file or pipe: rows unfolded
+    console = Console(width=None if sys.stdout.isatty() else 200)  # a file or pipe: rows unfolded
     for name, tables in INPUTS.items():
         started = time.monotonic()
         plan = plan_job(load_job(EXAMPLES / name))
         report = run_preview(plan, {t: str(files[m]) for t, m in tables.items()}, spark=spark)
-        console.print(table(report.rows, args.rows, f"{plan.job.name} ({name}, {len(report.rows)} rows, "
-                                                    f"{time.monotonic() - started:.1f}s)"))
+        console.print(
+            table(
+                report.rows,
+                args.rows,
+                f"{plan.job.name} ({name}, {len(report.rows)} rows, {time.monotonic() - started:.1f}s)",
+            )
+        )
     spark.stop()
     return 0
 

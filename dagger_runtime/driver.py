@@ -3,6 +3,7 @@ Spark's PythonRunner): `dagger run ...` with the cluster's runtime jars.
 
     driver.py JVM_DIR run JOB --checkpoint ... --master spark://...
 """
+
 import os
 import sys
 

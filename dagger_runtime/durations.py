@@ -5,6 +5,7 @@ Go's and LOKI's form: one or more parts, each a number with its unit (d, h, m, s
 order, spaces between them allowed: 90s, 1m30s, 1.5h, 500ms. A bare number is refused (which
 unit?) unless the caller names the unit it stands for (a command-line option in seconds).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,9 @@ def seconds(value: Any, *, bare_unit: str | None = None) -> float:
     if text.startswith("-"):
         raise ValueError(f"{value!r} is negative: a duration is a length of time (90s, 20m, 1h30m)")
     if not _WHOLE.fullmatch(text):
-        raise ValueError(f"{value!r} is not a duration: write numbers each with its unit, d, h, m, s or ms "
-                         "(90s, 20m, 1h30m)")
+        raise ValueError(
+            f"{value!r} is not a duration: write numbers each with its unit, d, h, m, s or ms (90s, 20m, 1h30m)"
+        )
     return sum(float(n) * UNITS_S[unit] for n, unit in _PARTS.findall(text))
 
 

@@ -7,6 +7,7 @@ results are wrong and nothing says so. Here every literal a query compares with 
 not is refused at its place in the SQL with the closest names (or, for a number, the name it stands
 for). Pure: the analyst's parsed query and the streams' descriptors.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,11 +83,15 @@ def _judge(field: FieldDescriptor, column: exp.Expression, literals: list[exp.Ex
             value = literal.this
             if value in names:
                 continue
-            close = [n for n in names if n.lower() == value.lower()] or \
-                closest(value, names)
+            close = [n for n in names if n.lower() == value.lower()] or closest(value, names)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
-            out.append(Problem(f"{value!r} is not a value of {enum.full_name} ({_path(column)}): it matches "
-                               f"nothing{hint} Its values: {_listing(names)}", literal))
+            out.append(
+                Problem(
+                    f"{value!r} is not a value of {enum.full_name} ({_path(column)}): it matches "
+                    f"nothing{hint} Its values: {_listing(names)}",
+                    literal,
+                )
+            )
         else:
             text = literal.sql()
             try:
@@ -94,10 +99,16 @@ def _judge(field: FieldDescriptor, column: exp.Expression, literals: list[exp.Ex
             except ValueError:
                 number = None
             named = enum.values_by_number.get(number) if number is not None else None
-            fix = (f"write '{named.name}' ({text} is its number)" if named is not None else
-                   f"compare with one of its names: {_listing(names)}")
-            out.append(Problem(f"{what}, which reads as its value's name, so the number {text} matches nothing: "
-                               f"{fix}", literal))
+            fix = (
+                f"write '{named.name}' ({text} is its number)"
+                if named is not None
+                else f"compare with one of its names: {_listing(names)}"
+            )
+            out.append(
+                Problem(
+                    f"{what}, which reads as its value's name, so the number {text} matches nothing: {fix}", literal
+                )
+            )
     return out
 
 
@@ -124,14 +135,17 @@ def _enum_field(node: exp.Expression, by_table: dict[str, Descriptor]) -> FieldD
     if len(names) > 1 and names[0].lower() in sources:
         candidates, path = [sources[names[0].lower()]], names[1:]
     elif any(d is None for d in sources.values()):
-        return None             # a subquery or a table that is not a stream could hold the name
+        return None  # a subquery or a table that is not a stream could hold the name
     else:
         if names[0] in {e.alias for e in select.expressions if isinstance(e, exp.Alias)}:
-            return None         # a name the SELECT gives a computed column
+            return None  # a name the SELECT gives a computed column
         candidates, path = [d for d in dict.fromkeys(sources.values())], names
     fields = [f for d in candidates if d is not None and (f := _resolve(by_table.get(d), path)) is not None]
-    if len(fields) == 1 and fields[0].type == FieldDescriptor.TYPE_ENUM and \
-            fields[0].label != FieldDescriptor.LABEL_REPEATED:
+    if (
+        len(fields) == 1
+        and fields[0].type == FieldDescriptor.TYPE_ENUM
+        and fields[0].label != FieldDescriptor.LABEL_REPEATED
+    ):
         return fields[0]
     return None
 

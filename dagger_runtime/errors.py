@@ -1,4 +1,5 @@
 """The runtime's error tree: every refusal names what is wrong and where."""
+
 from __future__ import annotations
 
 
@@ -13,8 +14,7 @@ class SetupError(DaggerError):
 class QueryError(DaggerError):
     """The analyst's SQL is invalid or refused. Carries the position when known."""
 
-    def __init__(self, message: str, *, line: int | None = None, col: int | None = None,
-                 sql: str | None = None):
+    def __init__(self, message: str, *, line: int | None = None, col: int | None = None, sql: str | None = None):
         self.reason = message
         self.line = line
         self.col = col

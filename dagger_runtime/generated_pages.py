@@ -1,6 +1,7 @@
 """The command line every generated page shares: write the pages, or with --check say which of
 the committed ones are out of date (exit 1), writing nothing. Used by the job keys' reference,
 the commands' reference and the metrics' reference."""
+
 from __future__ import annotations
 
 import argparse

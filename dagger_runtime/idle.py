@@ -16,6 +16,7 @@ the idle stream that arrives later behind the watermark is late, as it is in Fli
 Only jobs of two or more streams have a minimum to hold back: a single stream's watermark is the
 largest event time over all its partitions, so an idle partition never holds it.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -28,7 +29,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from .metrics import epoch_seconds
 from .streams import SOURCE_METRICS
 
-HEARTBEATS = "heartbeats"   # under the checkpoint: one directory per stream
+HEARTBEATS = "heartbeats"  # under the checkpoint: one directory per stream
 
 
 def applies(plan) -> bool:
@@ -46,9 +47,9 @@ class IdleStreams:
 
     def __init__(self, tables, timeout_ms: int, now: float):
         self.timeout_s = timeout_ms / 1000
-        self.last_rows_at = {t: now for t in tables}     # when each stream last read a message
-        self.latest: dict[str, int | None] = {t: None for t in tables}   # its latest event time, ms
-        self.sent: dict[str, int | None] = {t: None for t in tables}     # its latest heartbeat, ms
+        self.last_rows_at = {t: now for t in tables}  # when each stream last read a message
+        self.latest: dict[str, int | None] = {t: None for t in tables}  # its latest event time, ms
+        self.sent: dict[str, int | None] = {t: None for t in tables}  # its latest heartbeat, ms
 
     def observe(self, progress: dict, now: float) -> list[tuple[str, int]]:
         """Take one batch's progress; return the heartbeats due: (table, event time in ms)."""
@@ -66,7 +67,7 @@ class IdleStreams:
         idle = [t for t, at in self.last_rows_at.items() if now - at >= self.timeout_s]
         active = [self.latest[t] for t in self.last_rows_at if t not in idle and self.latest[t] is not None]
         if not idle or not active:
-            return []   # all idle: Flink's watermark stands still too
+            return []  # all idle: Flink's watermark stands still too
         target = min(active)
         beats = [(t, target) for t in idle if max(self.latest[t] or 0, self.sent[t] or 0) < target]
         for table, at in beats:
@@ -89,7 +90,7 @@ class Heartbeats(StreamingQueryListener):
         self.query_id: str | None = None
         self.out = out
         self.written = 0
-        self.quiet: set[str] = set()   # idle tables already announced
+        self.quiet: set[str] = set()  # idle tables already announced
         self.lock = threading.Lock()
 
     def prepare(self) -> None:
@@ -134,8 +135,11 @@ class Heartbeats(StreamingQueryListener):
         if self.out is not None and table not in self.quiet:
             self.quiet.add(table)
             when = dt.datetime.fromtimestamp(event_ms / 1000, dt.timezone.utc).isoformat().replace("+00:00", "Z")
-            print(f"run: {table} idle for {self.idle.timeout_s:g} s: its watermark follows the other "
-                  f"streams' ({when})", file=self.out, flush=True)
+            print(
+                f"run: {table} idle for {self.idle.timeout_s:g} s: its watermark follows the other streams' ({when})",
+                file=self.out,
+                flush=True,
+            )
 
     def _path(self, text: str):
         return self.spark._jvm.org.apache.hadoop.fs.Path(text)

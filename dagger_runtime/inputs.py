@@ -1,4 +1,5 @@
 """Preview input files: length-delimited protobuf (writeDelimitedTo) or proto3 JSON lines."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,8 +10,8 @@ from .errors import DaggerError
 
 @dataclass(frozen=True)
 class Record:
-    position: int        # 1-based message number in the file
-    offset: int          # byte offset of the record (protobuf) or its line number (JSON)
+    position: int  # 1-based message number in the file
+    offset: int  # byte offset of the record (protobuf) or its line number (JSON)
     value: bytes | None  # None: the framing itself is broken (the error says why)
     error: str | None = None
     rest: bytes | None = None  # with a broken frame: the bytes from there to the end, kept
@@ -46,10 +47,17 @@ def read_delimited(data: bytes) -> list[Record]:
             records.append(Record(n, start, None, str(e), data[start:]))
             break
         if pos + length > len(data):
-            records.append(Record(n, start, None, f"truncated message: the prefix says {length} bytes, "
-                                                  f"{len(data) - pos} remain", data[start:]))
+            records.append(
+                Record(
+                    n,
+                    start,
+                    None,
+                    f"truncated message: the prefix says {length} bytes, {len(data) - pos} remain",
+                    data[start:],
+                )
+            )
             break
-        records.append(Record(n, start, data[pos:pos + length]))
+        records.append(Record(n, start, data[pos : pos + length]))
         pos += length
     return records
 

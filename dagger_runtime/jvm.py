@@ -1,4 +1,5 @@
 """Where the JVM parts live: fetched by `make jars` (Maven, pinned) into .jvm/ at the repo root."""
+
 from __future__ import annotations
 
 import os
@@ -40,5 +41,6 @@ def spark_jars() -> list[Path]:
         raise SetupError(
             f"the runtime's JVM parts are missing from {base} (found {len(picked)} of "
             f"{len(_SPARK_EXTRAS)} connector jars, decoder jar {'present' if decoder.is_file() else 'absent'}): "
-            "run `make jars`")
+            "run `make jars`"
+        )
     return picked + [decoder]

@@ -7,6 +7,7 @@ The JVM function (dev.daggers.runtime.LateRows) follows Spark's own rule, with t
 drops rows by in each micro-batch, read from the query's checkpoint; it is applied where a message
 is decoded, in the filter that sets bad messages aside, so the topic is still read once.
 """
+
 from __future__ import annotations
 
 NAME = "__dagger_late_{table}"

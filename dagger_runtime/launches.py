@@ -13,6 +13,7 @@ Lines are only appended (one write each, O_APPEND), so two drivers on one checkp
 each other's lines; the file is cut to its last launches now and then. The ledger never stops a
 driver: a write that fails is said and skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,9 @@ LAUNCHES_FILE = "dagger-launches.jsonl"
 # launches in a row without a committed batch (the one running included) that make a crash loop:
 # the current launch may still be starting, two before it failed
 CRASH_LOOP_LAUNCHES = 3
-_KEPT = 50                      # launches kept when the file is cut
-_CUT_AT = 4 * _KEPT             # lines that make it cut
-_MAX_MS = 253_402_300_800_000   # epoch milliseconds a line may carry: before the year 10000
+_KEPT = 50  # launches kept when the file is cut
+_CUT_AT = 4 * _KEPT  # lines that make it cut
+_MAX_MS = 253_402_300_800_000  # epoch milliseconds a line may carry: before the year 10000
 
 
 def local_root(checkpoint: str) -> Path | None:
@@ -59,8 +60,9 @@ def read_regular(path: Path, limit: int) -> str | None:
 def last_committed_batch(root: Path) -> int:
     """The highest batch id in Spark's commit log (-1 before the first commit)."""
     try:
-        return max((int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit() and len(p.name) < 19),
-                   default=-1)
+        return max(
+            (int(p.name) for p in (root / "commits").iterdir() if p.name.isdigit() and len(p.name) < 19), default=-1
+        )
     except (FileNotFoundError, NotADirectoryError):
         return -1
 
@@ -132,7 +134,7 @@ def _cut(path: Path, text: str) -> None:
         return
     fd, temp = tempfile.mkstemp(prefix=".launches-", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines[starts[-_KEPT]:]) + "\n")
+        f.write("\n".join(lines[starts[-_KEPT] :]) + "\n")
     os.replace(temp, path)
 
 
@@ -152,8 +154,9 @@ def record(checkpoint: str, now_ms: int | None = None, out=sys.stderr) -> tuple[
         text = path.read_text(encoding="utf-8", errors="replace")
         _cut(path, text)
     except OSError as e:
-        print(f"run: the launch ledger {path} cannot be written ({e.strerror}): a crash loop will not be seen",
-              file=out)
+        print(
+            f"run: the launch ledger {path} cannot be written ({e.strerror}): a crash loop will not be seen", file=out
+        )
         return None
     return at_ms, launches_without_commit(parse(text), committed)
 

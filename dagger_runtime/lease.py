@@ -16,6 +16,7 @@ that could not be reached when its dagger was stopped therefore never writes.
 Local checkpoints only: the clusters share the folder (the lab's disk, a VM's mounted volume).
 `flock` means nothing on object storage; a standby is refused there (operations.deploy).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -34,13 +35,13 @@ from .launches import local_root, read_regular
 
 LEASE_FILE = "dagger-lease"
 FENCE_FILE = "dagger-fence"
-STANDBY_FILE = "dagger-standby"     # the standby that is ready: {"pid", "master", "version", "warm", "ready_ms"}
-HANDOFF_FILE = "dagger-handoff"     # the tooling's order to this checkpoint's standby: run the next version
-POLL_S = 0.25                   # how often a standby tries the lease: a quarter second of the RTO
-FIRST_DRIVER_WAIT_S = 600.0     # how long a standby lets its version's first driver come up first
-HANDOFF_WAIT_S = 180.0          # how long a fenced standby waits for a handoff before it ends (the
-                                # tooling first stops the old driver: a kill and its end take up to ~2 min)
-_MAX_READ = 4096                # the holder's line and the fence are tiny; more is not theirs
+STANDBY_FILE = "dagger-standby"  # the standby that is ready: {"pid", "master", "version", "warm", "ready_ms"}
+HANDOFF_FILE = "dagger-handoff"  # the tooling's order to this checkpoint's standby: run the next version
+POLL_S = 0.25  # how often a standby tries the lease: a quarter second of the RTO
+FIRST_DRIVER_WAIT_S = 600.0  # how long a standby lets its version's first driver come up first
+HANDOFF_WAIT_S = 180.0  # how long a fenced standby waits for a handoff before it ends (the
+# tooling first stops the old driver: a kill and its end take up to ~2 min)
+_MAX_READ = 4096  # the holder's line and the fence are tiny; more is not theirs
 
 
 class Fenced(DaggerError):
@@ -62,7 +63,7 @@ class Lease:
     root: Path
     fd: int
     version: int | None
-    waited_s: float             # how long this driver waited as a standby (0: it took the lease at once)
+    waited_s: float  # how long this driver waited as a standby (0: it took the lease at once)
 
     def fenced(self) -> int | None:
         """The fence, when it now excludes this driver's version (checked while the query runs)."""
@@ -71,7 +72,7 @@ class Lease:
 
     def release(self) -> None:
         if self.fd >= 0:
-            os.close(self.fd)   # closing the last descriptor of the open file releases the flock
+            os.close(self.fd)  # closing the last descriptor of the open file releases the flock
             self.fd = -1
 
 
@@ -83,8 +84,10 @@ def _open_lease(root: Path) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as e:
-        raise DaggerError(f"the checkpoint's lease {path} cannot be opened ({e.strerror}): it must be a "
-                          "regular file the driver can write, not a link") from None
+        raise DaggerError(
+            f"the checkpoint's lease {path} cannot be opened ({e.strerror}): it must be a "
+            "regular file the driver can write, not a link"
+        ) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise DaggerError(f"the checkpoint's lease {path} is not a regular file")
@@ -180,8 +183,10 @@ def _pinned_dir(checkpoint: str, within: str | None) -> int | None:
                 os.chown(part, owner.st_uid, owner.st_gid, dir_fd=folder, follow_symlinks=False)
                 step = os.open(part, flags | os.O_NOFOLLOW, dir_fd=folder)
             except OSError as e:
-                raise DaggerError(f"the checkpoint {checkpoint}: {part} is not a folder ({e.strerror}: a link in "
-                                  "the team's part of the path?); it was not fenced") from None
+                raise DaggerError(
+                    f"the checkpoint {checkpoint}: {part} is not a folder ({e.strerror}: a link in "
+                    "the team's part of the path?); it was not fenced"
+                ) from None
             os.close(folder)
             folder = step
         return folder
@@ -194,6 +199,7 @@ def fence(checkpoint: str, version: int, *, within: str | None = None) -> bool:
     """Let only drivers of `version` or later run on the checkpoint (a fence never goes down: an
     older operation finishing late cannot let an old version back). False for a checkpoint that is
     not local (or not there, without `within`)."""
+
     def text(old: str | None) -> str:
         return f"{max(int(version), int(old.strip())) if old and old.strip().isdigit() else int(version)}\n"
 
@@ -234,13 +240,12 @@ def _write_pinned(checkpoint: str, name: str, text, within: str | None) -> bool:
     temp = f".{name}-{secrets.token_hex(8)}"
     try:
         new = text(read_regular(Path(f"/proc/self/fd/{folder}") / name, _MAX_READ))
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                     dir_fd=folder)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
         try:
             os.write(fd, new.encode())
             os.fchmod(fd, 0o644)
             owner = os.fstat(folder)
-            if os.geteuid() == 0:       # the folder's owner's, like everything else in it
+            if os.geteuid() == 0:  # the folder's owner's, like everything else in it
                 os.fchown(fd, owner.st_uid, owner.st_gid)
         finally:
             os.close(fd)
@@ -268,13 +273,17 @@ def _follow_handoff(root: Path, version: int | None, stop: threading.Event | Non
     while True:
         order = read_handoff(root, version)
         if order is not None and order.get("cancelled"):
-            raise Fenced(f"the handoff to version {order['version']} was cancelled (a new driver runs it): this "
-                         "standby ends without writing")
+            raise Fenced(
+                f"the handoff to version {order['version']} was cancelled (a new driver runs it): this "
+                "standby ends without writing"
+            )
         if order is not None:
             raise HandedOff(order)
         if time.monotonic() > deadline or (stop is not None and stop.is_set()):
-            raise Fenced(f"version {version} of this dagger was stopped or replaced (the checkpoint {root} takes a "
-                         "later one) and no handoff came: this standby ends without writing")
+            raise Fenced(
+                f"version {version} of this dagger was stopped or replaced (the checkpoint {root} takes a "
+                "later one) and no handoff came: this standby ends without writing"
+            )
         time.sleep(poll_s)
 
 
@@ -287,15 +296,26 @@ def _say_ready(root: Path, version: int | None, master: str | None, warm: bool |
     """Tell `dagger status` this standby has its session and query ready (a takeover now costs
     only the query's start), and whether its rehearsal has warmed its JVMs (None: it has none);
     a file of its own, replaced whole, never the lease's."""
-    line = json.dumps({"pid": os.getpid(), "master": master, "version": version, "warm": warm,
-                       "ready_ms": int(time.time() * 1000)}, sort_keys=True) + "\n"
+    line = (
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "master": master,
+                "version": version,
+                "warm": warm,
+                "ready_ms": int(time.time() * 1000),
+            },
+            sort_keys=True,
+        )
+        + "\n"
+    )
     try:
         fd, temp = tempfile.mkstemp(prefix=".standby-", dir=root)
         with os.fdopen(fd, "w") as f:
             f.write(line)
         os.replace(temp, root / STANDBY_FILE)
     except OSError:
-        pass                    # status then says STARTING; the takeover does not depend on it
+        pass  # status then says STARTING; the takeover does not depend on it
 
 
 def say_warm(checkpoint: str, version: int | None, master: str | None, warm: bool | None) -> None:
@@ -315,14 +335,25 @@ def describe(found: dict | None) -> str:
     if not found:
         return "another driver"
     since = found.get("since_ms")
-    when = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since / 1000)) if isinstance(since, int) else "?")
-    return (f"the driver of version {found.get('version', '?')} on {found.get('master', '?')} "
-            f"(pid {found.get('pid', '?')}, since {when})")
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since / 1000)) if isinstance(since, int) else "?"
+    return (
+        f"the driver of version {found.get('version', '?')} on {found.get('master', '?')} "
+        f"(pid {found.get('pid', '?')}, since {when})"
+    )
 
 
-def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.stderr, warm=None,
-         standby: bool = False, stop: threading.Event | None = None, poll_s: float = POLL_S,
-         first_wait_s: float = FIRST_DRIVER_WAIT_S) -> Lease | None:
+def take(
+    checkpoint: str,
+    *,
+    version: int | None,
+    master: str | None,
+    out=sys.stderr,
+    warm=None,
+    standby: bool = False,
+    stop: threading.Event | None = None,
+    poll_s: float = POLL_S,
+    first_wait_s: float = FIRST_DRIVER_WAIT_S,
+) -> Lease | None:
     """The checkpoint's lease, waiting while another driver holds it (this driver is then a
     standby: `warm()` is called once, before the wait, to get everything but the query ready; a
     driver that takes the lease at once does not call it).
@@ -331,7 +362,7 @@ def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.st
     if root is None:
         return None
     if standby and _excluded(root, version):
-        _follow_handoff(root, version, stop, poll_s)     # a promoted standby started again (--supervise)
+        _follow_handoff(root, version, stop, poll_s)  # a promoted standby started again (--supervise)
     fd = _open_lease(root)
     started = time.monotonic()
     try:
@@ -358,8 +389,12 @@ def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.st
                 break
             if not waited:
                 waited = True
-                print(f"run: standby: {describe(holder(checkpoint))} holds {checkpoint}; this driver takes over "
-                      "when it is gone", file=out, flush=True)
+                print(
+                    f"run: standby: {describe(holder(checkpoint))} holds {checkpoint}; this driver takes over "
+                    "when it is gone",
+                    file=out,
+                    flush=True,
+                )
                 if warm is not None:
                     warm()
                     _say_ready(root, version, master)
@@ -368,17 +403,31 @@ def take(checkpoint: str, *, version: int | None, master: str | None, out=sys.st
                 raise Fenced("stopped while waiting for the lease")
             time.sleep(poll_s)
         if waited:
-            print(f"run: standby: took over {checkpoint} after {time.monotonic() - started:.1f} s", file=out,
-                  flush=True)
+            print(
+                f"run: standby: took over {checkpoint} after {time.monotonic() - started:.1f} s", file=out, flush=True
+            )
         fence_at = read_fence(root)
         if fence_at is not None and version is not None and version < fence_at:
-            if standby:         # fenced between the check and the lock: let it go, then as above
+            if standby:  # fenced between the check and the lock: let it go, then as above
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 _follow_handoff(root, version, stop, poll_s)
-            raise Fenced(f"version {version} of this dagger was stopped or replaced (the checkpoint {checkpoint} "
-                         f"takes version {fence_at} or later): this driver ends without writing")
-        line = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "master": master, "version": version,
-                           "since_ms": int(time.time() * 1000)}, sort_keys=True) + "\n"
+            raise Fenced(
+                f"version {version} of this dagger was stopped or replaced (the checkpoint {checkpoint} "
+                f"takes version {fence_at} or later): this driver ends without writing"
+            )
+        line = (
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "master": master,
+                    "version": version,
+                    "since_ms": int(time.time() * 1000),
+                },
+                sort_keys=True,
+            )
+            + "\n"
+        )
         os.ftruncate(fd, 0)
         os.pwrite(fd, line.encode(), 0)
     except BaseException:

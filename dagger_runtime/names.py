@@ -17,6 +17,7 @@ starting with a letter and ending with a letter or digit. Why each part:
 
 Pure and cheap: imports `re` only (infra imports it; it imports nothing of infra).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,10 @@ import re
 # use with fullmatch (re.fullmatch never lets '$'-style matching take a trailing newline)
 TEAM_PATTERN = r"(?!.*--)[a-z][a-z0-9-]{1,18}[a-z0-9]"
 TEAM_NAME = re.compile(TEAM_PATTERN)
-TEAM_RULE = ("a team name is a DNS label (lowercase letters, digits and single '-', 3 to 20 characters, "
-             "starting with a letter and ending with a letter or digit, without '--')")
+TEAM_RULE = (
+    "a team name is a DNS label (lowercase letters, digits and single '-', 3 to 20 characters, "
+    "starting with a letter and ending with a letter or digit, without '--')"
+)
 _SHOWN_MAX = 80
 
 
@@ -33,7 +36,7 @@ def _shown(value: object) -> str:
     """`value` quoted for a message: ascii() escapes newlines, ESC, surrogates and every other
     non-ASCII character, so no name can write a line of its own or a terminal sequence."""
     text = ascii(value)
-    return text if len(text) <= _SHOWN_MAX else text[:_SHOWN_MAX - 3] + "..."
+    return text if len(text) <= _SHOWN_MAX else text[: _SHOWN_MAX - 3] + "..."
 
 
 def is_team(name: object) -> bool:

@@ -1,4 +1,5 @@
 """Result rows as JSON: timestamps ISO-8601 in UTC, numbers stay numbers, keys in query order."""
+
 from __future__ import annotations
 
 import base64
@@ -24,8 +25,11 @@ def to_json_ready(df):
             c = F.to_json(c, {"timestampFormat": TS_FORMAT + "'Z'", "ignoreNullFields": "false"})
             c = F.concat(F.lit("\u0000json:"), c)
         cols.append(c.alias(f.name))
-    return df.select(*cols), [f.name for f in df.schema.fields], {
-        f.name for f in df.schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))}
+    return (
+        df.select(*cols),
+        [f.name for f in df.schema.fields],
+        {f.name for f in df.schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))},
+    )
 
 
 def _iso(text: str) -> str:
@@ -82,8 +86,14 @@ def _is_time(v) -> bool:
 def sort_key(row: dict):
     """Time columns first (windows in order), then the other columns left to right."""
     values = [v for v in row.values() if _is_time(v)] + [v for v in row.values() if not _is_time(v)]
-    return tuple((v is None, json.dumps(v, sort_keys=True) if not isinstance(v, (int, float)) else "",
-                  v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0) for v in values)
+    return tuple(
+        (
+            v is None,
+            json.dumps(v, sort_keys=True) if not isinstance(v, (int, float)) else "",
+            v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0,
+        )
+        for v in values
+    )
 
 
 def dumps(row: dict) -> str:

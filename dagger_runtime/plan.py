@@ -1,4 +1,5 @@
 """A job's plan: everything checked and resolved before anything runs (config -> plan -> execution)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,21 +21,24 @@ class JobPlan:
         schema = self.job.schema
         said = []
         if not schema.version and not schema.stencil_urls:
-            said.append(f"schema: the job does not pin a descriptor version, so it decodes with whatever is "
-                        f"latest when it starts (now {self.descriptor_set.digest}); pin it with "
-                        f"schema.version: {self.descriptor_set.digest} (DAGGER_SCHEMA_VERSION in a .properties "
-                        f"job) so a newer release cannot change what it reads")
+            said.append(
+                f"schema: the job does not pin a descriptor version, so it decodes with whatever is "
+                f"latest when it starts (now {self.descriptor_set.digest}); pin it with "
+                f"schema.version: {self.descriptor_set.digest} (DAGGER_SCHEMA_VERSION in a .properties "
+                f"job) so a newer release cannot change what it reads"
+            )
         if self.job.idle_timeout_ms and len(self.streams) == 1:
-            said.append("idle_timeout: changes nothing in a job of one stream: its watermark is the latest "
-                        "event time over all its partitions, so an idle partition never holds it back")
+            said.append(
+                "idle_timeout: changes nothing in a job of one stream: its watermark is the latest "
+                "event time over all its partitions, so an idle partition never holds it back"
+            )
         return said
 
     def stream(self, table: str) -> StreamPlan:
         for s in self.streams:
             if s.table.lower() == table.lower():
                 return s
-        raise DaggerError(f"unknown table {table!r}: this job's streams are "
-                          f"{', '.join(s.table for s in self.streams)}")
+        raise DaggerError(f"unknown table {table!r}: this job's streams are {', '.join(s.table for s in self.streams)}")
 
 
 def load_descriptor_set(job):

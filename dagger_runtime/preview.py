@@ -3,6 +3,7 @@
 stdout carries one JSON object per result row and nothing else; progress and the messages set
 aside go to stderr, so `preview ... | jq` works.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,26 +38,28 @@ def parse_inputs(pairs: list[str], plan: JobPlan) -> dict[str, str]:
         out[stream.table] = path
     missing = [t for t in plan.query.tables if t not in out and t.lower() not in {k.lower() for k in out}]
     if missing:
-        raise DaggerError(f"the query reads {', '.join(missing)} but no --input was given for it "
-                          f"(use --input {missing[0]}=PATH)")
+        raise DaggerError(
+            f"the query reads {', '.join(missing)} but no --input was given for it (use --input {missing[0]}=PATH)"
+        )
     return out
 
 
-SKIPPED_SHOWN = 10          # skipped messages said one by one; the rest are counted
-MIN_DECODED_SHARE = 0.1     # fewer decoded than this share of a file: the wrong file, not bad messages
-TYPE_SAMPLE = 200           # messages read again in Python to tell a file of another message type
+SKIPPED_SHOWN = 10  # skipped messages said one by one; the rest are counted
+MIN_DECODED_SHARE = 0.1  # fewer decoded than this share of a file: the wrong file, not bad messages
+TYPE_SAMPLE = 200  # messages read again in Python to tell a file of another message type
 
 
-def run_preview(plan: JobPlan, input_paths: dict[str, str], spark=None, log=None,
-                rejected_dir: str | None = None) -> PreviewReport:
+def run_preview(
+    plan: JobPlan, input_paths: dict[str, str], spark=None, log=None, rejected_dir: str | None = None
+) -> PreviewReport:
     from .validate import analyze, checked_query
 
     log = log or sys.stderr  # looked up now: the warm process points it at each command's client
 
     if spark is None:
         from .session import build_session
-        spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2),
-                              short_lived=True)
+
+        spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2), short_lived=True)
     # validate's checks, with validate's messages, before a single message is read or decoded
     analyze(plan, spark)
     records = {table: inputs.read_input(path) for table, path in input_paths.items()}
@@ -90,11 +93,13 @@ def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inpu
         stream = replace(stream, data_type="JSON")
     good = [r for r in recs if r.value is not None]
     if stream.data_type == "PROTO":
-        _refuse_another_type(table, path, stream.proto_class, [r.value for r in good[:TYPE_SAMPLE]],
-                             plan.descriptor_set, log)
+        _refuse_another_type(
+            table, path, stream.proto_class, [r.value for r in good[:TYPE_SAMPLE]], plan.descriptor_set, log
+        )
     schema = "position long, offset long, value binary"
-    pdf = pd.DataFrame({"position": [r.position for r in good], "offset": [r.offset for r in good],
-                        "value": [r.value for r in good]})
+    pdf = pd.DataFrame(
+        {"position": [r.position for r in good], "offset": [r.offset for r in good], "value": [r.value for r in good]}
+    )
     raw = spark.createDataFrame(pdf, schema=schema) if good else spark.createDataFrame([], schema)
     decoded_table, rejected, decoded = decode(spark, raw, stream, plan.descriptor_set, keep=("position", "offset"))
     decoded.cache()  # decoded once, read twice (the table and the rejected messages)
@@ -104,15 +109,18 @@ def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inpu
     for position, offset, reason in bad[:SKIPPED_SHOWN]:
         print(f"preview: {table}: {path}: message {position} ({unit} {offset}) skipped: {reason}", file=log)
     if len(bad) > SKIPPED_SHOWN:
-        print(f"preview: {table}: ... and {len(bad) - SKIPPED_SHOWN} more skipped (--rejected DIR keeps them all)",
-              file=log)
+        print(
+            f"preview: {table}: ... and {len(bad) - SKIPPED_SHOWN} more skipped (--rejected DIR keeps them all)",
+            file=log,
+        )
     decoded = len(recs) - len(bad)
     if recs and decoded < len(recs) * MIN_DECODED_SHARE:
         kind = "proto3 JSON" if inputs.is_json(path) else "length-delimited protobuf"
         raise DaggerError(
             f"{table}: {decoded} of the {len(recs)} messages in {path} decoded as {stream.proto_class} "
             f"({kind}); the first was skipped with: {bad[0][2]}. Is it a file of another message type? "
-            f"`python -m protos show {stream.proto_class}` lists the fields this stream expects")
+            f"`python -m protos show {stream.proto_class}` lists the fields this stream expects"
+        )
     decoded_table.createOrReplaceTempView(stream.table)
     print(f"preview: {table}: {len(recs)} messages read, {decoded} decoded, {len(bad)} skipped", file=log)
     return bad
@@ -144,13 +152,17 @@ def _refuse_another_type(table: str, path: str, expected: str, sample: list[byte
         return
     fits = [m for m in dset.messages() if m != expected and strangers(m) == 0]
     if not fits:
-        print(f"preview: {table}: {unknown} of the first {len(sample)} messages carry fields {expected} does not "
-              "have (a newer schema?)", file=log)
+        print(
+            f"preview: {table}: {unknown} of the first {len(sample)} messages carry fields {expected} does not "
+            "have (a newer schema?)",
+            file=log,
+        )
         return
     raise DaggerError(
         f"{table}: the messages in {path} do not look like {expected}: {unknown} of the first {len(sample)} "
         f"carry fields it does not have, while they read as {' or '.join(fits[:3])} without any. Is it a file "
-        f"of another message type? `python -m protos show {expected}` lists the fields this stream expects")
+        f"of another message type? `python -m protos show {expected}` lists the fields this stream expects"
+    )
 
 
 def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: list, log) -> None:
@@ -162,8 +174,18 @@ def _keep_rejected(directory: Path, table: str, recs: list[inputs.Record], bad: 
         for position, offset, reason in bad:
             rec = by_position[position]
             raw = rec.value if rec.value is not None else rec.rest or b""
-            out.write(json.dumps({"table": table, "position": position, "offset": offset, "reason": reason,
-                                  "value_base64": base64.b64encode(raw).decode("ascii")}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "table": table,
+                        "position": position,
+                        "offset": offset,
+                        "reason": reason,
+                        "value_base64": base64.b64encode(raw).decode("ascii"),
+                    }
+                )
+                + "\n"
+            )
     print(f"preview: {table}: {len(bad)} messages set aside kept in {path}", file=log)
 
 

@@ -1,5 +1,6 @@
 """What a running dagger says about itself: a compact line per batch for people, a JSON line per
 batch for machines, from Spark's StreamingQueryProgress and the runtime's own counters."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,15 @@ from pyspark.sql.streaming import StreamingQueryListener
 @dataclass
 class Counters:
     """The runtime's own counts, updated by the batch writer (driver side)."""
+
     job: str
     query_id: str | None = None
-    scans: float = 1.0      # how many times the plan scans each source (see messages_read)
+    scans: float = 1.0  # how many times the plan scans each source (see messages_read)
     batches: int = 0
     messages_read: int = 0
     late_rows_dropped: int = 0
     rows_written: int = 0
-    dead_letters: Counter = field(default_factory=Counter)     # (table, kind) -> messages
+    dead_letters: Counter = field(default_factory=Counter)  # (table, kind) -> messages
     # launches in a row on this checkpoint without a committed batch, this one included (launches.py)
     launches_without_commit: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -96,7 +98,7 @@ def batch_record(progress: dict, counters: Counters) -> dict:
     lag = lag_by_partition(sources)
     read = messages_read(sources, counters.scans)
     scanned = sum(s.get("numInputRows") or 0 for s in sources)
-    scale = read / scanned if scanned else 0.0   # Spark's rates are per scanned row
+    scale = read / scanned if scanned else 0.0  # Spark's rates are per scanned row
     return {
         "job": counters.job,
         "batch": progress.get("batchId"),
@@ -117,9 +119,11 @@ def batch_record(progress: dict, counters: Counters) -> dict:
 
 def compact(record: dict) -> str:
     wm = record["watermark"] if record["watermark"] and not record["watermark"].startswith("1970-") else "-"
-    return (f"batch {record['batch']:>5} | in {record['input_rows_per_s']:>9,.0f}/s | done "
-            f"{record['processed_rows_per_s']:>9,.0f}/s | watermark {wm} | lag {record['lag']:,} | "
-            f"rows {record['rows_written_total']:,} | dead {record['dead_letters_total']:,}")
+    return (
+        f"batch {record['batch']:>5} | in {record['input_rows_per_s']:>9,.0f}/s | done "
+        f"{record['processed_rows_per_s']:>9,.0f}/s | watermark {wm} | lag {record['lag']:,} | "
+        f"rows {record['rows_written_total']:,} | dead {record['dead_letters_total']:,}"
+    )
 
 
 class ProgressListener(StreamingQueryListener):

@@ -1,6 +1,7 @@
 """The streaming query a dagger runs, built and checked: its stream tables with their dead-letter
 functions, the analyst's query, the sink for its columns; and the foreachBatch that stores each
 batch. `run` starts it; a standby's rehearsal (rehearsal.py) starts it once more, writing nothing."""
+
 from __future__ import annotations
 
 from .plan import JobPlan
@@ -28,9 +29,17 @@ class BatchWriter:
         self.counters.batch_done(batch_id, written, dead)
 
 
-def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 600.0, starting=None,
-                emit_after_ms: int | None = None, heartbeats: dict | None = None, dry_dead_letters: bool = False,
-                checkpoint: str | None = None):
+def build_query(
+    plan: JobPlan,
+    spark,
+    sink_factory=None,
+    sink_retry_s: float = 600.0,
+    starting=None,
+    emit_after_ms: int | None = None,
+    heartbeats: dict | None = None,
+    dry_dead_letters: bool = False,
+    checkpoint: str | None = None,
+):
     """Everything `run` starts, checked: the stream tables with their dead-letter functions (with
     the query's `checkpoint`, late messages are set aside too: late.py), the analyst's query (both
     sandbox checks, Spark's analysis and streaming checks), the sink against its output columns."""
@@ -40,13 +49,16 @@ def build_query(plan: JobPlan, spark, sink_factory=None, sink_retry_s: float = 6
     from .sinks import create_sink
     from .validate import stream_tables, streaming_query
 
-    writers = [dead_letters.register(spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name,
-                                     dry=dry_dead_letters)
-               for i, s in enumerate(plan.streams)]
+    writers = [
+        dead_letters.register(
+            spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name, dry=dry_dead_letters
+        )
+        for i, s in enumerate(plan.streams)
+    ]
     window = late.window_of(plan) if checkpoint is not None else None
     late_rows = {s.table: late.register(spark, s.table, checkpoint, window) for s in plan.streams} if window else None
     stream_tables(spark, plan, {w.table: w.sql_name for w in writers}, starting, heartbeats, late_rows)
-    if emit_after_ms is not None:   # checked like any query: the column is part of what Spark runs
+    if emit_after_ms is not None:  # checked like any query: the column is part of what Spark runs
         plan = dataclasses.replace(plan, query=plan.query.with_window_end(WINDOW_END))
     results = streaming_query(spark, plan)
     if emit_after_ms is not None:

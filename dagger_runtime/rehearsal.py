@@ -12,6 +12,7 @@ the generated source, are shared) over the last REHEARSAL_S seconds of the job's
 not sent, and its results counted and not written. It is stopped the moment the lease is taken;
 anything it fails at is said and costs only the warmth.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -23,16 +24,16 @@ from pathlib import Path
 
 from .query import build_query
 
-LOOKBACK_S = 900            # it reads the topics from this long ago ...
-MAX_OFFSETS = 2000          # ... at most this many records a batch ...
-BATCHES = 2                 # ... for this many batches with data (the second restores state)
+LOOKBACK_S = 900  # it reads the topics from this long ago ...
+MAX_OFFSETS = 2000  # ... at most this many records a batch ...
+BATCHES = 2  # ... for this many batches with data (the second restores state)
 
 
 class Rehearsal:
     def __init__(self, query, folder: Path, sink, writers: list, out):
         self.query, self.folder, self.sink, self.writers, self.out = query, folder, sink, writers, out
         self.started = time.monotonic()
-        self.stopped = False        # by stop(): the takeover came first
+        self.stopped = False  # by stop(): the takeover came first
 
     def wait(self, timeout_s: float = 600.0) -> bool | None:
         """Until it has run BATCHES batches with data (True: warm), or found nothing to read
@@ -44,9 +45,12 @@ class Rehearsal:
                 batches = sum(1 for p in progress if p.get("numInputRows", 0) > 0)
                 if batches >= BATCHES:
                     break
-                if progress and progress[-1].get("numInputRows", 0) == 0 and not self.query.status.get(
-                        "isDataAvailable", True):
-                    self.stop()         # caught up: what there was is read
+                if (
+                    progress
+                    and progress[-1].get("numInputRows", 0) == 0
+                    and not self.query.status.get("isDataAvailable", True)
+                ):
+                    self.stop()  # caught up: what there was is read
                     return True if batches else None
                 self.query.awaitTermination(1.0)
             warm = not self.stopped and self.query.isActive and self.query.exception() is None
@@ -67,8 +71,11 @@ class Rehearsal:
                 done = not self.query.isActive
                 self.query.stop()
                 if done:
-                    print(f"run: standby: rehearsal done in {time.monotonic() - self.started:.1f} s", file=self.out,
-                          flush=True)
+                    print(
+                        f"run: standby: rehearsal done in {time.monotonic() - self.started:.1f} s",
+                        file=self.out,
+                        flush=True,
+                    )
             except Exception as e:  # noqa: BLE001 - a rehearsal only warms
                 print(f"run: standby: the rehearsal did not stop cleanly ({type(e).__name__})", file=self.out)
             finally:
@@ -98,8 +105,11 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool
     # from LOOKBACK_S ago (a partition without records since then starts at its end), a bounded
     # number of records a batch: the same plan, on real records, in a few seconds of work
     since = str(int(time.time() * 1000) - LOOKBACK_S * 1000)
-    start = ({"startingOffsets": "earliest"} if oldest else
-             {"startingTimestamp": since, "startingOffsetsByTimestampStrategy": "latest"})
+    start = (
+        {"startingOffsets": "earliest"}
+        if oldest
+        else {"startingTimestamp": since, "startingOffsetsByTimestampStrategy": "latest"}
+    )
     starting = {s.table: {**start, "maxOffsetsPerTrigger": str(MAX_OFFSETS)} for s in plan.job.streams}
     folder = None
     try:
@@ -108,17 +118,30 @@ def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool
         authenticate_callbacks(spark)
         folder = Path(tempfile.mkdtemp(prefix=".rehearsal-", dir=checkpoint_root.parent))
         session = spark.newSession()
-        results, sink, writers = build_query(plan, session, lambda p, c: Counted(p, c), starting=starting,
-                                             dry_dead_letters=True, checkpoint=str(folder))
-        query = (results.writeStream.outputMode("append").option("checkpointLocation", str(folder))
-                 .foreachBatch(lambda df, batch_id: sink.write(df, batch_id)).start())
+        results, sink, writers = build_query(
+            plan, session, lambda p, c: Counted(p, c), starting=starting, dry_dead_letters=True, checkpoint=str(folder)
+        )
+        query = (
+            results.writeStream.outputMode("append")
+            .option("checkpointLocation", str(folder))
+            .foreachBatch(lambda df, batch_id: sink.write(df, batch_id))
+            .start()
+        )
     except Exception as e:  # noqa: BLE001 - a rehearsal only warms
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        print(f"run: standby: no rehearsal ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-              "the first batch after a takeover will be cold", file=out, flush=True)
+        print(
+            f"run: standby: no rehearsal ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+            "the first batch after a takeover will be cold",
+            file=out,
+            flush=True,
+        )
         return None
-    print(f"run: standby: rehearsing the query on up to {BATCHES} x {MAX_OFFSETS} records "
-          + ("from the oldest its topics keep" if oldest else f"from the last {LOOKBACK_S // 60} minutes of its topics")
-          + " (nothing written)", file=out, flush=True)
+    print(
+        f"run: standby: rehearsing the query on up to {BATCHES} x {MAX_OFFSETS} records "
+        + ("from the oldest its topics keep" if oldest else f"from the last {LOOKBACK_S // 60} minutes of its topics")
+        + " (nothing written)",
+        file=out,
+        flush=True,
+    )
     return Rehearsal(query, folder, sink, writers, out)

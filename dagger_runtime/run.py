@@ -8,6 +8,7 @@ then does Spark commit the batch in the checkpoint. A batch that fails half-way 
 the same id from the same offsets, and the sinks overwrite by window and tags, so nothing is
 lost and nothing is counted twice.
 """
+
 from __future__ import annotations
 
 import signal
@@ -23,32 +24,35 @@ from .query import BatchWriter, build_query
 
 @dataclass(frozen=True)
 class RunOptions:
-    checkpoint: str | None = None       # overrides the job's checkpoint_location
-    available_now: bool = False         # read what the topics hold now, then stop
-    master: str | None = None           # spark://host:port; default local[parallelism]
-    log_path: str | None = None         # one JSON line per batch
-    metrics_port: int | None = None     # serve /metrics for Prometheus
-    metrics_addr: str = "127.0.0.1"     # ... on this address
-    starting: dict | None = None        # Kafka starting options by table, for a new checkpoint
-    sink_retry_s: float = 600.0         # how long a sink write is retried before the job fails
-    emit_after_ms: int | None = None    # write only windows ending after this (a replay, failover)
-    version: int | None = None          # the registry's version this driver runs (lease.py's fence)
-    standby: bool = False               # wait for this version's first driver to take the lease
+    checkpoint: str | None = None  # overrides the job's checkpoint_location
+    available_now: bool = False  # read what the topics hold now, then stop
+    master: str | None = None  # spark://host:port; default local[parallelism]
+    log_path: str | None = None  # one JSON line per batch
+    metrics_port: int | None = None  # serve /metrics for Prometheus
+    metrics_addr: str = "127.0.0.1"  # ... on this address
+    starting: dict | None = None  # Kafka starting options by table, for a new checkpoint
+    sink_retry_s: float = 600.0  # how long a sink write is retried before the job fails
+    emit_after_ms: int | None = None  # write only windows ending after this (a replay, failover)
+    version: int | None = None  # the registry's version this driver runs (lease.py's fence)
+    standby: bool = False  # wait for this version's first driver to take the lease
 
 
 def checkpoint_of(plan: JobPlan, options: RunOptions) -> str:
     location = options.checkpoint or plan.job.checkpoint_location
     if not location:
-        raise DaggerError("run needs a checkpoint location, where the job keeps its Kafka offsets and "
-                          "open windows: pass --checkpoint DIR or set checkpoint_location in the job")
+        raise DaggerError(
+            "run needs a checkpoint location, where the job keeps its Kafka offsets and "
+            "open windows: pass --checkpoint DIR or set checkpoint_location in the job"
+        )
     return location
 
 
 STARTING_FILE = "dagger-starting.json"
 
 
-def remembered_start(checkpoint: str, starting: dict | None,
-                     emit_after_ms: int | None) -> tuple[dict | None, int | None]:
+def remembered_start(
+    checkpoint: str, starting: dict | None, emit_after_ms: int | None
+) -> tuple[dict | None, int | None]:
     """How a checkpoint was begun, kept in it: a new checkpoint records its starting options and
     its --emit-windows-after; a run given neither (a redeploy on the same checkpoint) reads them
     back. Spark applies a source's starting options only while the checkpoint holds no offsets,
@@ -99,7 +103,7 @@ def read_start(checkpoint: str) -> tuple[dict | None, int | None]:
         return None, None
 
 
-FENCE_CHECK_S = 1.0     # how often a running driver reads its checkpoint's fence (lease.py): a stop's latency
+FENCE_CHECK_S = 1.0  # how often a running driver reads its checkpoint's fence (lease.py): a stop's latency
 
 # what Spark's StreamExecution says once a trigger has run through (no data found, or a batch done)
 SETTLED_MESSAGES = ("Waiting for data to arrive", "Waiting for next trigger")
@@ -112,10 +116,10 @@ class Running:
     counters: object
     listener: object
     writers: list
-    heartbeats: object = None       # idle.Heartbeats, for a job that lets idle streams go
-    launch: tuple | None = None     # (checkpoint, launch id) in the checkpoint's launch ledger
-    lease: object = None            # lease.Lease: this driver is the checkpoint's one writer
-    plan: object = None             # what it runs (a standby's handoff changes the version)
+    heartbeats: object = None  # idle.Heartbeats, for a job that lets idle streams go
+    launch: tuple | None = None  # (checkpoint, launch id) in the checkpoint's launch ledger
+    lease: object = None  # lease.Lease: this driver is the checkpoint's one writer
+    plan: object = None  # what it runs (a standby's handoff changes the version)
     options: object = None
 
     def settle_once_running(self) -> None:
@@ -139,8 +143,9 @@ class Running:
         return [self.listener] + ([self.heartbeats] if self.heartbeats is not None else [])
 
 
-def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr,
-          _handed_over: bool = False) -> Running:
+def start(
+    plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, out=sys.stderr, _handed_over: bool = False
+) -> Running:
     """Start the job's streaming query, once this driver holds its checkpoint's lease. A standby
     waits for it with everything but the query ready: its Spark session and executors, the
     query analysed, the sink and dead-letter topics reached."""
@@ -153,7 +158,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
     def warm() -> None:
         ready.append(_prepare(plan, options, spark or _session(plan, options), checkpoint, sink_factory, out))
 
-    def warm_and_rehearse() -> None:     # a standby's: it may wait long enough to warm its JVMs too
+    def warm_and_rehearse() -> None:  # a standby's: it may wait long enough to warm its JVMs too
         from .launches import local_root
         from .rehearsal import rehearse
 
@@ -163,7 +168,7 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
             ready[0].rehearsal = rehearse(plan, ready[0].spark, root, out=out)
         rehearsal = ready[0].rehearsal
 
-        def said_warm() -> None:        # for `dagger status` and the drills: READY, and warm
+        def said_warm() -> None:  # for `dagger status` and the drills: READY, and warm
             nonlocal rehearsal
             warmed = None if rehearsal is None else rehearsal.wait()
             if warmed is None and rehearsal is not None and not taken.is_set():
@@ -176,17 +181,28 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
                     again.stop()
             if warmed is not False and not taken.is_set():
                 leases.say_warm(checkpoint, options.version, options.master, warmed)
-                print(f"run: standby: {'warm' if warmed else 'no records to rehearse on'} after "
-                      f"{time.monotonic() - rehearsal.started:.1f} s" if rehearsal else "run: standby: no rehearsal",
-                      file=out, flush=True)
+                print(
+                    f"run: standby: {'warm' if warmed else 'no records to rehearse on'} after "
+                    f"{time.monotonic() - rehearsal.started:.1f} s"
+                    if rehearsal
+                    else "run: standby: no rehearsal",
+                    file=out,
+                    flush=True,
+                )
 
         threading.Thread(target=said_warm, name="dagger-rehearsal-wait", daemon=True).start()
 
     taken = threading.Event()
     try:
         # (a handed-over driver is the version's one driver: no rehearsal, no standby's line)
-        lease = leases.take(checkpoint, version=options.version, master=options.master, out=out,
-                            warm=warm if _handed_over else warm_and_rehearse, standby=options.standby)
+        lease = leases.take(
+            checkpoint,
+            version=options.version,
+            master=options.master,
+            out=out,
+            warm=warm if _handed_over else warm_and_rehearse,
+            standby=options.standby,
+        )
         taken.set()
     except leases.HandedOff as handed:
         taken.set()
@@ -195,8 +211,14 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
             ready[0].rehearsal.stop()
         base = ready[0].spark if ready else spark
         plan, options = _handed(plan, options, handed.order, out)
-        return start(plan, options, base.newSession() if base is not None else None, sink_factory=sink_factory,
-                     out=out, _handed_over=True)
+        return start(
+            plan,
+            options,
+            base.newSession() if base is not None else None,
+            sink_factory=sink_factory,
+            out=out,
+            _handed_over=True,
+        )
     if ready and ready[0].rehearsal is not None:
         ready[0].rehearsal.stop()
     try:
@@ -204,9 +226,16 @@ def start(plan: JobPlan, options: RunOptions, spark=None, *, sink_factory=None, 
         # standby's is counted from its takeover: waiting is no launch)
         launch = launches.record(checkpoint, out=out)
         if launch and launch[1] > 1:
-            print(f"run: launch {launch[1]} in a row on {checkpoint} without a committed batch"
-                  + (" (a crash loop: see this log's earlier launches)"
-                     if launch[1] >= launches.CRASH_LOOP_LAUNCHES else ""), file=out, flush=True)
+            print(
+                f"run: launch {launch[1]} in a row on {checkpoint} without a committed batch"
+                + (
+                    " (a crash loop: see this log's earlier launches)"
+                    if launch[1] >= launches.CRASH_LOOP_LAUNCHES
+                    else ""
+                ),
+                file=out,
+                flush=True,
+            )
         if not ready:
             warm()
         return _launch(ready[0], options, checkpoint, lease, launch, out=out)
@@ -227,20 +256,32 @@ def _handed(plan: JobPlan, options: RunOptions, order: dict, out) -> tuple[JobPl
 
     spec, checkpoint, emit_after = order.get("spec"), order.get("checkpoint"), order.get("emit_after_ms")
     version = order.get("version")
-    if not isinstance(spec, str) or not isinstance(checkpoint, str) or not (
-            emit_after is None or (isinstance(emit_after, int) and not isinstance(emit_after, bool))):
-        raise DaggerError(f"the handoff to version {version} is not one the tooling writes (spec, "
-                          "checkpoint and emit_after_ms)")
+    if (
+        not isinstance(spec, str)
+        or not isinstance(checkpoint, str)
+        or not (emit_after is None or (isinstance(emit_after, int) and not isinstance(emit_after, bool)))
+    ):
+        raise DaggerError(
+            f"the handoff to version {version} is not one the tooling writes (spec, checkpoint and emit_after_ms)"
+        )
     _check_handed_paths(plan, options, spec, checkpoint, version)
     handed = plan_job(load_job(spec))
     if (handed.job.name, handed.job.team) != (plan.job.name, plan.job.team):
-        raise DaggerError(f"the handoff names {handed.job.name} of team {handed.job.team}; this standby runs "
-                          f"{plan.job.name} of team {plan.job.team}")
+        raise DaggerError(
+            f"the handoff names {handed.job.name} of team {handed.job.team}; this standby runs "
+            f"{plan.job.name} of team {plan.job.team}"
+        )
     starting = order.get("starting")
     starting = None if starting is None else checked_starting(starting, handed, "the handoff's starting")
     print(f"run: standby: handed version {order['version']} ({spec}), on {checkpoint}", file=out, flush=True)
-    return handed, replace(options, version=order["version"], checkpoint=checkpoint, starting=starting,
-                           emit_after_ms=emit_after, standby=False)
+    return handed, replace(
+        options,
+        version=order["version"],
+        checkpoint=checkpoint,
+        starting=starting,
+        emit_after_ms=emit_after,
+        standby=False,
+    )
 
 
 def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoint: str, version: int) -> None:
@@ -257,8 +298,10 @@ def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoin
     own = Path(plan.job.source_path) if plan.job.source_path else None
     path = Path(spec)
     if own is None or path.parent.parent != own.parent.parent or path.parent.name != f"v{version}":
-        raise DaggerError(f"the handoff names the spec {spec}, which is not where the tooling stores version {version} "
-                          f"of {plan.job.name} (beside {own}): refused")
+        raise DaggerError(
+            f"the handoff names the spec {spec}, which is not where the tooling stores version {version} "
+            f"of {plan.job.name} (beside {own}): refused"
+        )
     found = os.lstat(path)
     if not stat.S_ISREG(found.st_mode) or found.st_uid != os.stat(own).st_uid:
         raise DaggerError(f"the handoff's spec {spec} is not a regular file owned like this driver's spec: refused")
@@ -266,7 +309,7 @@ def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoin
     if checkpoint != beside:
         raise DaggerError(f"the handoff's checkpoint {checkpoint} is not {beside}: refused")
     fmt = "properties" if path.suffix == ".properties" else "yaml"
-    referenced_env(path.read_text(), plan.job.team, fmt)     # only the team's own secrets, as deploy checks
+    referenced_env(path.read_text(), plan.job.team, fmt)  # only the team's own secrets, as deploy checks
 
 
 def _session(plan: JobPlan, options: RunOptions):
@@ -286,7 +329,7 @@ class _Prepared:
     listener: object
     writer: object
     heartbeats: object
-    rehearsal: object = None        # rehearsal.Rehearsal: a standby's warm-up run, stopped at the takeover
+    rehearsal: object = None  # rehearsal.Rehearsal: a standby's warm-up run, stopped at the takeover
 
 
 def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_factory, out) -> _Prepared:
@@ -300,28 +343,41 @@ def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_fa
     if idle.applies(plan):
         heartbeats = idle.Heartbeats(spark, plan, idle.directories(checkpoint, plan), out=out)
         heartbeats.prepare()
-    results, sink, writers = build_query(plan, spark, sink_factory, options.sink_retry_s, starting, emit_after_ms,
-                                         heartbeats.directories if heartbeats else None, checkpoint=checkpoint)
+    results, sink, writers = build_query(
+        plan,
+        spark,
+        sink_factory,
+        options.sink_retry_s,
+        starting,
+        emit_after_ms,
+        heartbeats.directories if heartbeats else None,
+        checkpoint=checkpoint,
+    )
     for stream in plan.job.streams:
         done = dead_letters.ensure_topic(spark, stream, plan.job.dlq_topic)
         if done == "created":
-            print(f"run: created the dead-letter topic {plan.job.dlq_topic} on "
-                  f"{stream.kafka.bootstrap_servers}", file=out)
+            print(
+                f"run: created the dead-letter topic {plan.job.dlq_topic} on {stream.kafka.bootstrap_servers}", file=out
+            )
     if plan.job.sink.type == "kafka":
         # a missing topic would fail each batch's write for a minute, then retry for sink_retry_s
         kafka = plan.job.sink.kafka
-        admin = {k: v for k, v in kafka.kafka_options().items() if k != "linger.ms"}    # a producer's only
-        done = dead_letters.ensure_kafka_topic(spark, admin, kafka.topic, what="the sink topic",
-                                               fix="create it, or name another in sink.kafka.topic")
+        admin = {k: v for k, v in kafka.kafka_options().items() if k != "linger.ms"}  # a producer's only
+        done = dead_letters.ensure_kafka_topic(
+            spark, admin, kafka.topic, what="the sink topic", fix="create it, or name another in sink.kafka.topic"
+        )
         if done == "created":
             print(f"run: created the sink topic {kafka.topic} on {kafka.brokers}", file=out)
     counters = Counters(plan.job.name, scans=_scans_per_source(results, len(plan.streams)))
     listener = ProgressListener(counters, out=out, log_path=options.log_path)
     authenticate_callbacks(spark)  # before the first callback object reaches the JVM
     spark.streams.addListener(listener)
-    writer = (results.writeStream.queryName(_query_name(plan.job.name)).outputMode("append")
-              .option("checkpointLocation", checkpoint)
-              .foreachBatch(BatchWriter(sink, counters, writers)))
+    writer = (
+        results.writeStream.queryName(_query_name(plan.job.name))
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint)
+        .foreachBatch(BatchWriter(sink, counters, writers))
+    )
     writer = writer.trigger(availableNow=True) if options.available_now else writer
     if heartbeats is not None:
         spark.streams.addListener(heartbeats)
@@ -329,21 +385,38 @@ def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_fa
 
 
 def _launch(ready: _Prepared, options: RunOptions, checkpoint: str, lease, launch, *, out) -> Running:
-    plan, counters, sink, listener, writer, heartbeats = (ready.plan, ready.counters, ready.sink, ready.listener,
-                                                          ready.writer, ready.heartbeats)
+    plan, counters, sink, listener, writer, heartbeats = (
+        ready.plan,
+        ready.counters,
+        ready.sink,
+        ready.listener,
+        ready.writer,
+        ready.heartbeats,
+    )
     counters.launches_without_commit = launch[1] if launch else 1
     if options.metrics_port:
         # before the query: a port that cannot be bound stops the run before any batch, not the
         # driver's Python under a running query (whose SparkContext would stop mid-batch)
         from .metrics import serve
+
         serve(options.metrics_port, plan.job.name, counters, sink, listener, addr=options.metrics_addr)
         print(f"run: metrics on http://{options.metrics_addr}:{options.metrics_port}/metrics", file=out)
     query = writer.start()
     counters.query_id = str(query.id)
     if heartbeats is not None:
         heartbeats.query_id = str(query.id)
-    return Running(query, sink, counters, listener, ready.writers, heartbeats,
-                   launch=(checkpoint, launch[0]) if launch else None, lease=lease, plan=plan, options=options)
+    return Running(
+        query,
+        sink,
+        counters,
+        listener,
+        ready.writers,
+        heartbeats,
+        launch=(checkpoint, launch[0]) if launch else None,
+        lease=lease,
+        plan=plan,
+        options=options,
+    )
 
 
 def _scans_per_source(results, streams: int) -> float:
@@ -362,12 +435,15 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
     from .source import describe
 
     running = start(plan, options, spark, sink_factory=sink_factory, out=out)
-    plan, options = running.plan or plan, running.options or options      # a standby's handoff's
+    plan, options = running.plan or plan, running.options or options  # a standby's handoff's
     query, sink, counters = running.query, running.sink, running.counters
     for stream, spec in zip(plan.streams, plan.job.streams):
         print(f"run: {stream.table} <- {describe(spec)}", file=out)
-    print(f"run: sink {sink.describe()}; dead letters to {plan.job.dlq_topic}; checkpoint "
-          f"{checkpoint_of(plan, options)}", file=out, flush=True)
+    print(
+        f"run: sink {sink.describe()}; dead letters to {plan.job.dlq_topic}; checkpoint {checkpoint_of(plan, options)}",
+        file=out,
+        flush=True,
+    )
     stop = threading.Event()
 
     def on_signal(signum, frame):  # noqa: ARG001
@@ -388,8 +464,12 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
                     break
         if fenced is not None:
             # a later version owns the checkpoint: stop now, without finishing the batch's commit
-            print(f"run: version {options.version} was replaced or stopped (the checkpoint takes version {fenced} "
-                  "or later): stopping without writing more", file=out, flush=True)
+            print(
+                f"run: version {options.version} was replaced or stopped (the checkpoint takes version {fenced} "
+                "or later): stopping without writing more",
+                file=out,
+                flush=True,
+            )
             # (a driver on a cluster: its own process, which may end; in-process, the query just stops)
             _stop_or_end(query, out, may_end=(options.master or "").startswith("spark://"))
         elif stop.is_set() and query.isActive:
@@ -418,14 +498,16 @@ def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_
         if stopped_under:
             # Spark then fails the batch being planned with an internal error (a null session):
             # the cause is whatever stopped the context, earlier in the driver's log
-            raise DaggerError("the job stopped because its SparkContext was stopped under the running query "
-                              "(the master removed the application, or the driver is shutting down; see the "
-                              f"lines before this in the driver's log); Spark's error: {_failure_text(failure)}")
+            raise DaggerError(
+                "the job stopped because its SparkContext was stopped under the running query "
+                "(the master removed the application, or the driver is shutting down; see the "
+                f"lines before this in the driver's log); Spark's error: {_failure_text(failure)}"
+            )
         raise DaggerError(f"the job stopped with an error: {_failure_text(failure)}")
     return 0
 
 
-FENCED_STOP_S = 2.0      # how long a fenced driver's query has to stop before the driver ends anyway
+FENCED_STOP_S = 2.0  # how long a fenced driver's query has to stop before the driver ends anyway
 
 
 def _stop_or_end(query, out, *, may_end: bool) -> None:
@@ -451,9 +533,13 @@ def _stop_or_end(query, out, *, may_end: bool) -> None:
     if not stopped.wait(FENCED_STOP_S):
         import os
 
-        print(f"run: the query did not stop within {FENCED_STOP_S:g} s (a batch waits on an unreachable Kafka?): "
-              "this driver ends now, and with it every batch it could still write", file=out, flush=True)
-        os._exit(0)     # 0: --supervise does not start it again
+        print(
+            f"run: the query did not stop within {FENCED_STOP_S:g} s (a batch waits on an unreachable Kafka?): "
+            "this driver ends now, and with it every batch it could still write",
+            file=out,
+            flush=True,
+        )
+        os._exit(0)  # 0: --supervise does not start it again
 
 
 def _context_stopped(query) -> bool:

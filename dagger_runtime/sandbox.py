@@ -5,6 +5,7 @@ one reads the translated query as Spark itself parses and analyses it, so the tw
 parser: a spelling one misreads, the other still refuses. Both read the same allow-list
 (`dagger_runtime.sql.allowlist`).
 """
+
 from __future__ import annotations
 
 from .errors import QueryError
@@ -17,8 +18,7 @@ def runtime_udfs() -> list[str]:
     from .sql import flink_types, functions
     from .udfs.java_udfs import JAVA_UDFS
 
-    return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS)
-                  | set(flink_types.NAMES))
+    return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS) | set(flink_types.NAMES))
 
 
 def _guard(spark):
@@ -44,8 +44,11 @@ def _constant_arrays(spark) -> tuple:
     gateway = spark.sparkContext._gateway
     known = _CONSTANT_ARRAYS.get(id(gateway))
     if known is None or known[0] is not gateway:
-        known = (gateway, java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)),
-                 java_strings(spark, runtime_udfs()))
+        known = (
+            gateway,
+            java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)),
+            java_strings(spark, runtime_udfs()),
+        )
         _CONSTANT_ARRAYS.clear()
         _CONSTANT_ARRAYS[id(gateway)] = known
     return known[1], known[2]
@@ -64,14 +67,16 @@ def _arguments(spark, translation, tables):
 
 def check_parsed(spark, translation, tables) -> None:
     """Spark's parser on the query it is about to run; nothing is analysed or executed."""
-    refusals = list(_guard(spark).checkParsed(spark._jsparkSession, translation.spark_sql,
-                                              *_arguments(spark, translation, tables)))
+    refusals = list(
+        _guard(spark).checkParsed(spark._jsparkSession, translation.spark_sql, *_arguments(spark, translation, tables))
+    )
     _raise(refusals, translation)
 
 
 def check_analyzed(spark, dataframe, translation, tables) -> None:
     """The analysed plan, before anything executes."""
     analyzed = dataframe._jdf.queryExecution().analyzed()
-    refusals = list(_guard(spark).checkAnalyzed(spark._jsparkSession, analyzed,
-                                                *_arguments(spark, translation, tables)))
+    refusals = list(
+        _guard(spark).checkAnalyzed(spark._jsparkSession, analyzed, *_arguments(spark, translation, tables))
+    )
     _raise(refusals, translation)

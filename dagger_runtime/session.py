@@ -1,4 +1,5 @@
 """Builds the Spark session every dagger command runs in."""
+
 from __future__ import annotations
 
 import logging
@@ -74,7 +75,7 @@ def _launch_quiet_jvm(options: dict[str, str]) -> None:
     conf = SparkConf()
     for key, value in options.items():
         conf.set(key, value)
-    with SparkContext._lock:            # as pyspark checks and launches: one JVM for two threads
+    with SparkContext._lock:  # as pyspark checks and launches: one JVM for two threads
         if SparkContext._gateway is not None:
             return
         # read from before the start, so a JVM that fails to start still says why on our stderr
@@ -105,8 +106,8 @@ def _pass_on(fd: int) -> None:
             view = memoryview(line)
             try:
                 while view:
-                    view = view[os.write(2, view):]
-            except OSError:     # our stderr is gone: keep reading, or the JVM blocks on a full pipe
+                    view = view[os.write(2, view) :]
+            except OSError:  # our stderr is gone: keep reading, or the JVM blocks on a full pipe
                 pass
 
 
@@ -116,8 +117,14 @@ def _pass_on(fd: int) -> None:
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
 
 
-def build_session(app_name: str = "dagger", *, master: str | None = None, parallelism: int = 2,
-                  extra_conf: dict[str, str] | None = None, short_lived: bool = False):
+def build_session(
+    app_name: str = "dagger",
+    *,
+    master: str | None = None,
+    parallelism: int = 2,
+    extra_conf: dict[str, str] | None = None,
+    short_lived: bool = False,
+):
     """A Spark session with the runtime's jars, UTC time, and quiet logs.
 
     Everything time-related runs in UTC so window boundaries and the ISO timestamps printed by

@@ -1,4 +1,5 @@
 """A stream's Kafka topics as Spark's Kafka source: the job's settings under Spark's option names."""
+
 from __future__ import annotations
 
 from .errors import DaggerError
@@ -12,8 +13,7 @@ def kafka_source_options(stream) -> dict[str, str]:
     group list), and auto_offset_reset only decides where a job with no checkpoint starts.
     """
     kafka = stream.kafka
-    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers,
-               "startingOffsets": kafka.auto_offset_reset}
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "startingOffsets": kafka.auto_offset_reset}
     if stream.topic_pattern:
         options["subscribePattern"] = stream.topic_pattern
     else:
@@ -51,8 +51,9 @@ def checked_starting(value, plan, where: str) -> dict:
             raise DaggerError(f"{where}: {table!r} is not one of the job's streams ({', '.join(sorted(tables))})")
         for key, option in options.items():
             if key not in STARTING_OPTIONS or not isinstance(option, str):
-                raise DaggerError(f"{where}: {table}.{key} is not one of {', '.join(STARTING_OPTIONS)} "
-                                  "with a string value")
+                raise DaggerError(
+                    f"{where}: {table}.{key} is not one of {', '.join(STARTING_OPTIONS)} with a string value"
+                )
     return value
 
 
@@ -73,5 +74,6 @@ def read_kafka(spark, stream, starting: dict[str, str] | None = None):
     try:
         return reader.load()
     except IllegalArgumentException as e:  # Spark refuses some consumer settings by name
-        raise DaggerError(f"stream {stream.table}: Spark's Kafka source refused a setting: "
-                          f"{str(e).splitlines()[0]}") from None
+        raise DaggerError(
+            f"stream {stream.table}: Spark's Kafka source refused a setting: {str(e).splitlines()[0]}"
+        ) from None

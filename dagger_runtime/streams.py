@@ -1,4 +1,5 @@
 """From raw Kafka values to the analyst's tables: decode in the JVM, add rowtime, set bad ones aside."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,11 +16,12 @@ TIMESTAMP = "google.protobuf.Timestamp"
 @dataclass(frozen=True)
 class StreamPlan:
     """What the runtime needs to turn one stream's bytes into its SQL table."""
+
     table: str
     proto_class: str
-    data_type: str            # PROTO | JSON
-    event_time_field: str     # the Timestamp field whose value becomes the rowtime column
-    event_time_number: int    # ... and its protobuf field number
+    data_type: str  # PROTO | JSON
+    event_time_field: str  # the Timestamp field whose value becomes the rowtime column
+    event_time_number: int  # ... and its protobuf field number
     rowtime: str
     proto_as_written: str = ""  # the job's name for the message: a raystack Java class name, say
 
@@ -34,24 +36,32 @@ def resolve_event_time(stream, descriptor, where: str):
         field = descriptor.fields_by_number.get(int(number))
         if field is None:
             fields = ", ".join(f"{f.name}={f.number}" for f in descriptor.fields)
-            raise DaggerError(f"{where}: {descriptor.full_name} has no field number {number} "
-                              f"(its fields: {fields})")
+            raise DaggerError(f"{where}: {descriptor.full_name} has no field number {number} (its fields: {fields})")
     else:
         field = descriptor.fields_by_name.get(name)
         if field is None:
-
-            timestamps = [f.name for f in descriptor.fields
-                          if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP]
+            timestamps = [
+                f.name
+                for f in descriptor.fields
+                if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP
+            ]
             close = closest(name, descriptor.fields_by_name, n=1)
-            raise DaggerError(f"{where}: {descriptor.full_name} has no field named {name!r}"
-                              + (f"; did you mean {close[0]}?" if close else "")
-                              + (f" Its timestamp fields: {', '.join(timestamps)}" if timestamps else ""))
+            raise DaggerError(
+                f"{where}: {descriptor.full_name} has no field named {name!r}"
+                + (f"; did you mean {close[0]}?" if close else "")
+                + (f" Its timestamp fields: {', '.join(timestamps)}" if timestamps else "")
+            )
     if field.type != FieldDescriptor.TYPE_MESSAGE or field.message_type.full_name != TIMESTAMP:
-        timestamps = [f"{f.name} ({f.number})" for f in descriptor.fields
-                      if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP]
-        raise DaggerError(f"{where}: the event-time field {field.name} ({field.number}) of "
-                          f"{descriptor.full_name} is not a google.protobuf.Timestamp"
-                          + (f"; timestamp fields: {', '.join(timestamps)}" if timestamps else ""))
+        timestamps = [
+            f"{f.name} ({f.number})"
+            for f in descriptor.fields
+            if f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type.full_name == TIMESTAMP
+        ]
+        raise DaggerError(
+            f"{where}: the event-time field {field.name} ({field.number}) of "
+            f"{descriptor.full_name} is not a google.protobuf.Timestamp"
+            + (f"; timestamp fields: {', '.join(timestamps)}" if timestamps else "")
+        )
     return field
 
 
@@ -60,20 +70,33 @@ def plan_streams(job, descriptor_set) -> list[StreamPlan]:
     for i, stream in enumerate(job.streams):
         where = f"streams[{i}] ({stream.table})"
         if not stream.proto_class:
-            raise DaggerError(f"{where}: JSON input needs `proto`, the message whose proto3 JSON the topic "
-                              "carries (it gives the table its columns); input described only by a JSON "
-                              "Schema is not supported yet")
+            raise DaggerError(
+                f"{where}: JSON input needs `proto`, the message whose proto3 JSON the topic "
+                "carries (it gives the table its columns); input described only by a JSON "
+                "Schema is not supported yet"
+            )
         try:
             descriptor = descriptor_set.message_descriptor(stream.proto_class)
         except Exception as e:  # noqa: BLE001 - SchemaError names the message and close matches
             raise DaggerError(f"{where}: {e}") from None
         field = resolve_event_time(stream, descriptor, where)
         if job.rowtime_attribute in descriptor.fields_by_name:
-            raise DaggerError(f"{where}: {descriptor.full_name} already has a field named "
-                              f"{job.rowtime_attribute!r}; choose another rowtime attribute name")
+            raise DaggerError(
+                f"{where}: {descriptor.full_name} already has a field named "
+                f"{job.rowtime_attribute!r}; choose another rowtime attribute name"
+            )
         # the proto name from here on (the JVM decoder, the state key), whatever the job called it
-        plans.append(StreamPlan(stream.table, descriptor.full_name, stream.data_type, field.name, field.number,
-                                job.rowtime_attribute, stream.proto_class))
+        plans.append(
+            StreamPlan(
+                stream.table,
+                descriptor.full_name,
+                stream.data_type,
+                field.name,
+                field.number,
+                job.rowtime_attribute,
+                stream.proto_class,
+            )
+        )
     return plans
 
 
@@ -85,8 +108,13 @@ def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] =
 
     udf_name = f"__dagger_decode_{plan.table}"
     spark._jvm.dev.daggers.runtime.Functions.registerDecoder(
-        spark._jsparkSession, udf_name, bytearray(descriptor_set.data), plan.proto_class, plan.data_type,
-        plan.event_time_number)
+        spark._jsparkSession,
+        udf_name,
+        bytearray(descriptor_set.data),
+        plan.proto_class,
+        plan.data_type,
+        plan.event_time_number,
+    )
     decoded = raw.select(*keep, F.expr(f"{udf_name}(value)").alias("__d"))
     table = decoded.where(F.col("__d.error").isNull()).select("__d.message.*", F.col("__d.rowtime").alias(plan.rowtime))
     rejected = decoded.where(F.col("__d.error").isNotNull()).select(*keep, F.col("__d.error").alias("reason"))
@@ -97,8 +125,9 @@ def decode(spark, raw, plan: StreamPlan, descriptor_set, keep: tuple[str, ...] =
 KAFKA_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value")
 
 
-def register_tables(spark, plan, raws: dict, set_aside: dict | None = None,
-                    heartbeats: dict | None = None, late: dict | None = None) -> None:
+def register_tables(
+    spark, plan, raws: dict, set_aside: dict | None = None, heartbeats: dict | None = None, late: dict | None = None
+) -> None:
     """Decode each stream's raw records into its SQL table, with the job's watermark on rowtime,
     and register it under the stream's table name.
 
@@ -113,24 +142,29 @@ def register_tables(spark, plan, raws: dict, set_aside: dict | None = None,
     delay = f"{plan.job.watermark_delay_ms} milliseconds"
     for stream in plan.streams:
         raw = raws[stream.table]
-        table, _, decoded = decode(spark, raw, stream, plan.descriptor_set,
-                                   keep=KAFKA_COLUMNS if set_aside else ())
+        table, _, decoded = decode(spark, raw, stream, plan.descriptor_set, keep=KAFKA_COLUMNS if set_aside else ())
         if set_aside:
             reason = F.col("__d.error")
-            if late and stream.table in late:     # (coalesce is lazy: only decoded rows are asked)
+            if late and stream.table in late:  # (coalesce is lazy: only decoded rows are asked)
                 reason = F.coalesce(reason, F.call_function(late[stream.table], F.unix_millis(F.col("__d.rowtime"))))
             decoded = decoded.withColumn(REASON, reason)
             # only a row set aside reaches the call (CASE is lazy), so good rows pay nothing for it
-            send = F.call_function(set_aside[stream.table], F.col(REASON), *[
-                F.unix_millis(F.col(c)) if c == "timestamp" else F.col(c) for c in (
-                    "key", "value", "topic", "partition", "offset", "timestamp")])
-            table = (decoded.where(F.when(F.col(REASON).isNull(), F.lit(True)).otherwise(send))
-                     .select("__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)))
+            send = F.call_function(
+                set_aside[stream.table],
+                F.col(REASON),
+                *[
+                    F.unix_millis(F.col(c)) if c == "timestamp" else F.col(c)
+                    for c in ("key", "value", "topic", "partition", "offset", "timestamp")
+                ],
+            )
+            table = decoded.where(F.when(F.col(REASON).isNull(), F.lit(True)).otherwise(send)).select(
+                "__d.message.*", F.col("__d.rowtime").alias(stream.rowtime)
+            )
         heartbeat = heartbeat_rows(spark, table, stream, heartbeats[stream.table]) if heartbeats else None
         source_watermark(table, stream, delay, heartbeat).createOrReplaceTempView(stream.table)
 
 
-REASON = "__dagger_set_aside"      # why a message is set aside (null: it becomes a row)
+REASON = "__dagger_set_aside"  # why a message is set aside (null: it becomes a row)
 # the name under which each stream's decoded rows are counted (progress's observedMetrics)
 SOURCE_METRICS = "__dagger_source_{table}"
 HEARTBEAT = "__dagger_heartbeat"
@@ -154,14 +188,20 @@ def source_watermark(table, stream: StreamPlan, delay: str, heartbeat=None):
 
     name = SOURCE_METRICS.format(table=stream.table)
     if heartbeat is None:
-        return (table.withWatermark(stream.rowtime, delay)
-                .observe(name, F.count(F.lit(1)).alias("rows")))
+        return table.withWatermark(stream.rowtime, delay).observe(name, F.count(F.lit(1)).alias("rows"))
     message = F.col(HEARTBEAT).isNull()
-    return (table.withColumn(HEARTBEAT, F.lit(None).cast("boolean")).unionByName(heartbeat)
-            .withWatermark(stream.rowtime, delay)
-            .observe(name, F.count(F.when(message, 1)).alias("rows"),
-                     F.max(F.when(message, F.col(stream.rowtime))).alias("max_event_time"))
-            .where(message).drop(HEARTBEAT))
+    return (
+        table.withColumn(HEARTBEAT, F.lit(None).cast("boolean"))
+        .unionByName(heartbeat)
+        .withWatermark(stream.rowtime, delay)
+        .observe(
+            name,
+            F.count(F.when(message, 1)).alias("rows"),
+            F.max(F.when(message, F.col(stream.rowtime))).alias("max_event_time"),
+        )
+        .where(message)
+        .drop(HEARTBEAT)
+    )
 
 
 def heartbeat_rows(spark, table, stream: StreamPlan, directory: str):
@@ -172,6 +212,10 @@ def heartbeat_rows(spark, table, stream: StreamPlan, directory: str):
     from pyspark.sql import functions as F
 
     source = spark.readStream.schema("rowtime_ms BIGINT").option("cleanSource", "delete").json(directory)
-    columns = [F.timestamp_millis(F.col("rowtime_ms")).alias(f.name) if f.name == stream.rowtime
-               else F.lit(None).cast(f.dataType).alias(f.name) for f in table.schema.fields]
+    columns = [
+        F.timestamp_millis(F.col("rowtime_ms")).alias(f.name)
+        if f.name == stream.rowtime
+        else F.lit(None).cast(f.dataType).alias(f.name)
+        for f in table.schema.fields
+    ]
     return source.select(*columns, F.lit(True).alias(HEARTBEAT))

@@ -2,6 +2,7 @@
 offers them (job keys and columns, SQL functions, enum values, messages, fields, playbook names,
 command-line settings). One measure for all: difflib's ratio over the lower-cased names, at
 least 0.6 (difflib's own default), the closest first."""
+
 from __future__ import annotations
 
 import difflib

@@ -1,4 +1,5 @@
 """Spark's analysis of a planned query against the streams' schemas: names and types, no data."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,14 @@ def analyze(plan: JobPlan, spark=None) -> list[dict]:
     return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
 
 
-def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting: dict | None = None,
-                  heartbeats: dict | None = None, late: dict | None = None) -> None:
+def stream_tables(
+    spark,
+    plan: JobPlan,
+    set_aside: dict | None = None,
+    starting: dict | None = None,
+    heartbeats: dict | None = None,
+    late: dict | None = None,
+) -> None:
     """Register the UDFs and each stream's table over its Kafka topics (streaming DataFrames,
     not started); set_aside: each table's dead-letter function, when the tables will run;
     starting: Kafka starting options by table, for a new checkpoint; heartbeats: each table's
@@ -34,8 +41,10 @@ def stream_tables(spark, plan: JobPlan, set_aside: dict | None = None, starting:
     from .udfs import register_all
 
     register_all(spark)
-    raws = {s.table: read_kafka(spark, plan.job.streams[i], (starting or {}).get(s.table))
-            for i, s in enumerate(plan.streams)}
+    raws = {
+        s.table: read_kafka(spark, plan.job.streams[i], (starting or {}).get(s.table))
+        for i, s in enumerate(plan.streams)
+    }
     register_tables(spark, plan, raws, set_aside, heartbeats, late)
 
 
@@ -51,17 +60,29 @@ _DISTINCT_COUNT = "COUNT(DISTINCT ...) cannot run on a stream; use DistinctCount
 # Spark's UnsupportedOperationChecker messages (Spark 4.0), what they mean to the analyst, and the
 # SQL node to point at
 _STREAMING = (
-    ("Sorting is not supported", "Order",
-     "ORDER BY cannot run on a stream: each result row is written once, when its window closes; "
-     "sort where the results are read"),
-    ("without watermark", "Group",
-     "GROUP BY without a TUMBLE or HOP window on the rowtime never closes a group, so a stream would "
-     "never write its result; add TUMBLE(rowtime, INTERVAL '1' MINUTE) to the GROUP BY"),
-    ("NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING", "Window",
-     "OVER (...) windows cannot run on a stream; aggregate per TUMBLE or HOP window instead"),
-    ("join between two streaming", "Join",
-     "a join of two streams needs a time bound between their rowtimes, e.g. "
-     "ON a.id = b.id AND b.rowtime BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime"),
+    (
+        "Sorting is not supported",
+        "Order",
+        "ORDER BY cannot run on a stream: each result row is written once, when its window closes; "
+        "sort where the results are read",
+    ),
+    (
+        "without watermark",
+        "Group",
+        "GROUP BY without a TUMBLE or HOP window on the rowtime never closes a group, so a stream would "
+        "never write its result; add TUMBLE(rowtime, INTERVAL '1' MINUTE) to the GROUP BY",
+    ),
+    (
+        "NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING",
+        "Window",
+        "OVER (...) windows cannot run on a stream; aggregate per TUMBLE or HOP window instead",
+    ),
+    (
+        "join between two streaming",
+        "Join",
+        "a join of two streams needs a time bound between their rowtimes, e.g. "
+        "ON a.id = b.id AND b.rowtime BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime",
+    ),
 )
 
 
@@ -83,8 +104,9 @@ def _distinct_aggregate(query, refuse) -> QueryError:
         "AVG": f"average the window's set of values instead: {total} / size(collect_set({value}))",
     }.get(name, f"aggregate the window's set of values instead, collect_set({value})")
     line, col = locate(query.source, call)
-    return QueryError(f"{name}(DISTINCT ...) cannot run on a stream; {alternative}", line=line, col=col,
-                      sql=query.source)
+    return QueryError(
+        f"{name}(DISTINCT ...) cannot run on a stream; {alternative}", line=line, col=col, sql=query.source
+    )
 
 
 def check_streaming(spark, dataframe, query) -> None:
@@ -104,19 +126,29 @@ def check_streaming(spark, dataframe, query) -> None:
     # Spark runs LIMIT on a stream (the first N rows ever, then nothing): never what a dagger means
     for kind in ("Limit", "Offset", "Fetch"):
         if next(query.tree.find_all(getattr(exp, kind)), None) is not None:
-            raise refuse(kind, f"{kind.upper()} cannot run on a stream: a stream has no end to count "
-                               "rows from; filter or aggregate per window instead")
+            raise refuse(
+                kind,
+                f"{kind.upper()} cannot run on a stream: a stream has no end to count "
+                "rows from; filter or aggregate per window instead",
+            )
     jvm = spark._jvm
     plan = dataframe._jdf.queryExecution().analyzed()
     try:
         jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
-            plan, jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+            plan, jvm.org.apache.spark.sql.streaming.OutputMode.Append()
+        )
     except (Py4JJavaError, PySparkException) as e:
-        text = (str(e.java_exception.getMessage() or e.java_exception.toString())
-                if isinstance(e, Py4JJavaError) else str(e))
+        text = (
+            str(e.java_exception.getMessage() or e.java_exception.toString())
+            if isinstance(e, Py4JJavaError)
+            else str(e)
+        )
         if "without watermark" in text and next(query.tree.find_all(exp.Group), None) is None:
-            raise refuse("Distinct", "SELECT DISTINCT on a stream keeps every value it has ever seen and "
-                                     "never writes a result; GROUP BY a TUMBLE window instead") from None
+            raise refuse(
+                "Distinct",
+                "SELECT DISTINCT on a stream keeps every value it has ever seen and "
+                "never writes a result; GROUP BY a TUMBLE window instead",
+            ) from None
         if "Distinct aggregations are not supported" in text:
             raise _distinct_aggregate(query, refuse) from None
         for needle, kind, message in _STREAMING:
@@ -128,12 +160,16 @@ def check_streaming(spark, dataframe, query) -> None:
     # (the optimizer puts WHERE conditions into the join; QueryExecution.optimizedPlan refuses a stream)
     optimized = optimize(spark, plan, query)
     # a regex that reaches its function through a subquery's column is a literal only now
-    check_regexes(spark, [str(i).split("\0", 2) for i in
-                          jvm.dev.daggers.runtime.ConstantGuard.regexesOf(optimized)], query)
+    check_regexes(
+        spark, [str(i).split("\0", 2) for i in jvm.dev.daggers.runtime.ConstantGuard.regexesOf(optimized)], query
+    )
     if list(jvm.dev.daggers.runtime.StreamingChecks.unboundedJoins(optimized)):
-        raise refuse("Join", "a join of two streams needs a time bound between their rowtimes, or it keeps "
-                             "every message of both streams for ever; e.g. ON a.id = b.id AND b.rowtime "
-                             "BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime")
+        raise refuse(
+            "Join",
+            "a join of two streams needs a time bound between their rowtimes, or it keeps "
+            "every message of both streams for ever; e.g. ON a.id = b.id AND b.rowtime "
+            "BETWEEN a.rowtime - INTERVAL '10' MINUTE AND a.rowtime",
+        )
 
 
 def checked_query(spark, plan: JobPlan):
@@ -191,8 +227,11 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
         written = node.sql(dialect="spark").replace("`", "") if node is not None else name
         proposals = closest(name, fields, n=1)
         parent = written.rsplit(".", 1)[0] if "." in written else "the message"
-        message = (f"{parent} has no field `{name}`" + (f"; did you mean `{proposals[0]}`?" if proposals else "")
-                   + (f" (its fields: {', '.join(fields)})" if fields else ""))
+        message = (
+            f"{parent} has no field `{name}`"
+            + (f"; did you mean `{proposals[0]}`?" if proposals else "")
+            + (f" (its fields: {', '.join(fields)})" if fields else "")
+        )
     elif condition.startswith("UNRESOLVED_ROUTINE"):
         name = _unquote(params.get("routineName", ""))
         node = next((f for f in tree.find_all(exp.Anonymous) if str(f.this).lower() == name.lower()), None)
@@ -200,17 +239,35 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
     elif condition.startswith(("MISSING_AGGREGATION", "MISSING_GROUP_BY")):
         name = _unquote(params.get("expression", ""))
         node = next((c for c in tree.find_all(exp.Column) if c.sql().lower() == name.lower()), None)
-        message = (f"{name} is neither in GROUP BY nor inside an aggregate" if name
-                   else "the query aggregates without GROUP BY")
+        message = (
+            f"{name} is neither in GROUP BY nor inside an aggregate"
+            if name
+            else "the query aggregates without GROUP BY"
+        )
     elif condition.startswith("INVALID_SUBQUERY_EXPRESSION.STREAMING_QUERY"):
-        node = next((n for n in tree.find_all(exp.In, exp.Exists, exp.Subquery)
-                     if isinstance(n, (exp.In, exp.Exists)) and n.find(exp.Select) is not None
-                     or isinstance(n, exp.Subquery) and not isinstance(n.parent, (exp.From, exp.Join))), None)
-        what = ("IN (SELECT ...)" if isinstance(node, exp.In) else "EXISTS (SELECT ...)" if isinstance(node, exp.Exists)
-                else "a subquery inside an expression")
-        message = (f"refused: {what} cannot run on a stream (Spark runs no subquery over a stream inside an "
-                   "expression); join the two streams instead, with an interval join on rowtime: "
-                   "JOIN p ON p.k = b.k AND p.rowtime BETWEEN b.rowtime - INTERVAL '1' MINUTE AND b.rowtime")
+        node = next(
+            (
+                n
+                for n in tree.find_all(exp.In, exp.Exists, exp.Subquery)
+                if isinstance(n, (exp.In, exp.Exists))
+                and n.find(exp.Select) is not None
+                or isinstance(n, exp.Subquery)
+                and not isinstance(n.parent, (exp.From, exp.Join))
+            ),
+            None,
+        )
+        what = (
+            "IN (SELECT ...)"
+            if isinstance(node, exp.In)
+            else "EXISTS (SELECT ...)"
+            if isinstance(node, exp.Exists)
+            else "a subquery inside an expression"
+        )
+        message = (
+            f"refused: {what} cannot run on a stream (Spark runs no subquery over a stream inside an "
+            "expression); join the two streams instead, with an interval join on rowtime: "
+            "JOIN p ON p.k = b.k AND p.rowtime BETWEEN b.rowtime - INTERVAL '1' MINUTE AND b.rowtime"
+        )
     if message is None:
         first = str(error).split("\n")[0]
         message = "does not fit the streams' schemas: " + first.split(" SQLSTATE")[0]
@@ -259,6 +316,5 @@ def _json_path_size(path: str) -> str | None:
         elif c in ")]":
             depth -= 1
     if deepest > allowlist.MAX_JSON_PATH_NESTING:
-        return (f"its brackets and parentheses are nested {deepest} deep; at most "
-                f"{allowlist.MAX_JSON_PATH_NESTING}")
+        return f"its brackets and parentheses are nested {deepest} deep; at most {allowlist.MAX_JSON_PATH_NESTING}"
     return None

@@ -10,6 +10,7 @@ given twice are refused, so that what a reviewer reads is what the program gets.
 
 Pure: imports nothing of the project, so cheap to import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,7 @@ SHOWN_MAX = 120
 def shown(value: object, limit: int = SHOWN_MAX) -> str:
     """`value` quoted for a message, ASCII only: ascii(value), cut to `limit` characters."""
     text = ascii(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def printable(line: object, ascii_only: bool = True) -> str:
@@ -43,8 +44,9 @@ def printable(line: object, ascii_only: bool = True) -> str:
     text = str(line)
     if text.isascii() and text.isprintable():
         return text
-    return "".join(ch if (" " <= ch <= "~" or (not ascii_only and ch.isprintable())) else ascii(ch)[1:-1]
-                   for ch in text)
+    return "".join(
+        ch if (" " <= ch <= "~" or (not ascii_only and ch.isprintable())) else ascii(ch)[1:-1] for ch in text
+    )
 
 
 # -- where a field is -------------------------------------------------------------------------
@@ -58,7 +60,7 @@ _PART = re.compile(r"""\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\]|([^.\
 
 
 def field_path(name: str) -> tuple:
-    """"kafka[0].topics[1]" -> ("kafka", 0, "topics", 1); "labels['a.b']" -> ("labels", "a.b")."""
+    """ "kafka[0].topics[1]" -> ("kafka", 0, "topics", 1); "labels['a.b']" -> ("labels", "a.b")."""
     out = []
     for index, quoted, key in _PART.findall(name):
         if index:
@@ -113,14 +115,16 @@ class Problems(list):
 
 # -- what kind of document is read ------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Document:
     """The words the messages use for one kind of document, and the error raised with the problems
     (called with the list of problem strings)."""
+
     error: type
-    holds: str = "a team spec"                              # "<holds> holds plain strings, ..."
-    gets: str = "the platform gets"                         # "what reviewers read is what <gets>"
-    needs: str = "a spec needs team, owners, tier and network"   # said of an empty file
+    holds: str = "a team spec"  # "<holds> holds plain strings, ..."
+    gets: str = "the platform gets"  # "what reviewers read is what <gets>"
+    needs: str = "a spec needs team, owners, tier and network"  # said of an empty file
 
 
 # -- reading the YAML ----------------------------------------------------------------------------
@@ -128,12 +132,21 @@ class Document:
 _YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 _YAML_HINTS = (
     ("found character '\\t'", "YAML indents with spaces only: replace the tab by spaces"),
-    ("mapping values are not allowed", "a ':' where YAML did not expect a field: is the line indented more than "
-                                       "the field above it, or is a value with ': ' in it missing its quotes?"),
-    ("expected <block end>", "a line is indented less or more than the fields around it: line up fields of the "
-                             "same mapping (two spaces a level), list items under their field"),
-    ("did not find expected key", "a line is indented less or more than the fields around it: line up fields of "
-                                  "the same mapping (two spaces a level)"),
+    (
+        "mapping values are not allowed",
+        "a ':' where YAML did not expect a field: is the line indented more than "
+        "the field above it, or is a value with ': ' in it missing its quotes?",
+    ),
+    (
+        "expected <block end>",
+        "a line is indented less or more than the fields around it: line up fields of the "
+        "same mapping (two spaces a level), list items under their field",
+    ),
+    (
+        "did not find expected key",
+        "a line is indented less or more than the fields around it: line up fields of "
+        "the same mapping (two spaces a level)",
+    ),
     ("did not find expected '-'", "list items must line up: every '- ' of one list at the same column"),
     ("could not find expected ':'", "a field needs 'name: value'; is a ':' or a closing quote missing?"),
     ("expected ',' or ']'", "a [list] is not closed: add the ']'"),
@@ -159,22 +172,30 @@ def walk(node, path: tuple, lines: dict, problems: Problems, seen: set, doc: Doc
     """Record the line of every field under `node`; refuse aliases, tags, merge keys and duplicates."""
     if id(node) in seen:
         # the composer hands back the anchored node for an alias: the same object twice
-        problems.add(field_name(path), "an alias (*name) repeats another part of the file: write the value out, "
-                                       f"so that what reviewers read is what {doc.gets}")
+        problems.add(
+            field_name(path),
+            "an alias (*name) repeats another part of the file: write the value out, "
+            f"so that what reviewers read is what {doc.gets}",
+        )
         return
     seen.add(id(node))
     if node.tag not in _YAML_TAGS:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-        tag = tag if _PLAIN_TAG.fullmatch(tag) else shown(tag)      # a %-escape in a tag is decoded: %1B is ESC
-        problems.add(field_name(path), f"the YAML tag {tag} is not allowed: {doc.holds} holds plain strings, "
-                                       "numbers, booleans, lists and mappings (quote a value to keep it a string)")
+        tag = tag if _PLAIN_TAG.fullmatch(tag) else shown(tag)  # a %-escape in a tag is decoded: %1B is ESC
+        problems.add(
+            field_name(path),
+            f"the YAML tag {tag} is not allowed: {doc.holds} holds plain strings, "
+            "numbers, booleans, lists and mappings (quote a value to keep it a string)",
+        )
         return
     if isinstance(node, yaml.MappingNode):
         keys: dict = {}
         for key_node, value_node in node.value:
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (
-                    "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"):
+                "tag:yaml.org,2002:str",
+                "tag:yaml.org,2002:merge",
+            ):
                 problems.add(field_name(path), f"line {line}: a field name must be plain text")
                 continue
             key = key_node.value
@@ -183,8 +204,11 @@ def walk(node, path: tuple, lines: dict, problems: Problems, seen: set, doc: Doc
                 problems.add(field_name(path + ("<<",)), "merge keys (<<) are not allowed: write the fields out")
                 continue
             if key in keys:
-                problems.add(field_name(path + (key,)), f"given twice (lines {keys[key]} and {line}): keep one; "
-                                                        "YAML would silently keep the last", line)
+                problems.add(
+                    field_name(path + (key,)),
+                    f"given twice (lines {keys[key]} and {line}): keep one; YAML would silently keep the last",
+                    line,
+                )
                 continue
             keys[key] = line
             lines[path + (key,)] = line
@@ -211,5 +235,5 @@ def read_yaml(text: str, source: str, doc: Document) -> tuple[object, dict[tuple
         raise doc.error(problems)
     try:
         return yaml.safe_load(text), lines
-    except yaml.YAMLError as e:     # composed cleanly, so unlikely: a value YAML cannot construct
+    except yaml.YAMLError as e:  # composed cleanly, so unlikely: a value YAML cannot construct
         raise doc.error([yaml_error(source, e)]) from None

@@ -8,13 +8,14 @@ Config (read here only, and passed down):
     daggers:platformStack   the platform stack to read (default: <organization>/daggers/platform)
     daggers:groupsDomain    domain of the owners' Google groups (Kubernetes RBAC), default daggers.dev
 """
+
 import sys
 from pathlib import Path
 
 import pulumi
 
 INFRA = Path(__file__).resolve().parent
-if str(INFRA.parent) not in sys.path:           # `infra` as a package, however Pulumi starts us
+if str(INFRA.parent) not in sys.path:  # `infra` as a package, however Pulumi starts us
     sys.path.insert(0, str(INFRA.parent))
 
 from infra import platform_stack  # noqa: E402
@@ -35,11 +36,16 @@ def main() -> None:
         except SpecError as e:
             raise pulumi.RunError(str(e)) from None
         if spec.name != stack:
-            raise pulumi.RunError(f"stack {stack!r} points at team {spec.name!r} ({spec.source}): "
-                                  f"a team's stack is named after the team")
+            raise pulumi.RunError(
+                f"stack {stack!r} points at team {spec.name!r} ({spec.source}): a team's stack is named after the team"
+            )
         default_ref = f"{pulumi.get_organization()}/{pulumi.get_project()}/{platform_stack.STACK}"
-        team = team_program(spec, platform, platform_stack_name=config.get("platformStack") or default_ref,
-                            groups_domain=config.get("groupsDomain") or DEFAULT_GROUPS_DOMAIN)
+        team = team_program(
+            spec,
+            platform,
+            platform_stack_name=config.get("platformStack") or default_ref,
+            groups_domain=config.get("groupsDomain") or DEFAULT_GROUPS_DOMAIN,
+        )
         outputs = team.outputs()
     for name, value in outputs.items():
         pulumi.export(name, value)
@@ -51,9 +57,11 @@ def _outside_pulumi() -> int:
     print(__doc__)
     if sys.argv[1:2] in (["-h"], ["--help"]):
         return 0
-    print("python -m infra: this is the Pulumi program of project `daggers`; run it with `pulumi preview` or "
-          "`pulumi up -s <stack>` in infra/ (`dagger team plan SPEC` shows a team's stack without a cloud)",
-          file=sys.stderr)
+    print(
+        "python -m infra: this is the Pulumi program of project `daggers`; run it with `pulumi preview` or "
+        "`pulumi up -s <stack>` in infra/ (`dagger team plan SPEC` shows a team's stack without a cloud)",
+        file=sys.stderr,
+    )
     return 2
 
 

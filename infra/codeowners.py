@@ -11,6 +11,7 @@ that no team line can ever cover a grant. `--check` writes nothing and exits 1 w
 file differs from what the specs say (CI runs it, so a pull request that adds a team also adds its
 CODEOWNERS line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,12 @@ def team_owners(s: spec.TeamSpec) -> list[str]:
 def restricted_grants(platform: spec.Platform) -> list[tuple[str, str]]:
     """(grant file, data owner) of every restricted catalogue entry, whether the file exists yet or
     not: whoever first grants a restricted topic needs its data owner too."""
-    return [(topics.restricted_grant_path(c.name, t.value, t.is_prefix), t.contact)
-            for c in platform.kafka_clusters.values() for t in c.topics if t.sensitivity == "restricted"]
+    return [
+        (topics.restricted_grant_path(c.name, t.value, t.is_prefix), t.contact)
+        for c in platform.kafka_clusters.values()
+        for t in c.topics
+        if t.sensitivity == "restricted"
+    ]
 
 
 def render(specs: list[spec.TeamSpec], platform: spec.Platform | None = None) -> str:
@@ -80,8 +85,11 @@ def render(specs: list[spec.TeamSpec], platform: spec.Platform | None = None) ->
         lines.append(f"/infra/teams/{s.name}.yaml {' '.join(team_owners(s))}")
     lines += ["", "# Restricted topics: who may read them, approved by their data owner (infra/topics.py)"]
     lines += [f"/{path} {owner}" for path, owner in sorted(restricted_grants(platform))]
-    lines += ["", "# What the platform team grants each team (last: no team line may cover it)",
-              f"{GRANTS_PATH} {PLATFORM_OWNER}"]
+    lines += [
+        "",
+        "# What the platform team grants each team (last: no team line may cover it)",
+        f"{GRANTS_PATH} {PLATFORM_OWNER}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -102,8 +110,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m infra.codeowners"
         if current == text:
             print(f"{shown} is up to date")
             return 0
-        sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), text.splitlines(True),
-                                                   "committed", "generated"))
+        sys.stdout.writelines(
+            difflib.unified_diff(current.splitlines(True), text.splitlines(True), "committed", "generated")
+        )
         print(f"{shown} is stale: run `python -m infra.codeowners` and commit it", file=sys.stderr)
         return 1
     args.output.parent.mkdir(parents=True, exist_ok=True)

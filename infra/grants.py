@@ -13,6 +13,7 @@ RBAC binding names. `python -m infra.validate` refuses a spec that asks for more
 
 Pure: text in, a Grant or a GrantError listing every problem (`<file>:<line>: <field>: ...`) out.
 """
+
 from __future__ import annotations
 
 import re
@@ -107,8 +108,10 @@ def group_problem(group: str) -> str | None:
         return f"{group!a} is not plain ASCII"
     local, at, domain = group.partition("@")
     if not at or domain != GROUPS_DOMAIN or not _GROUP_LOCAL.fullmatch(local):
-        return (f"{group!a} is not a group of {GROUPS_DOMAIN}: Google Groups for RBAC only resolves groups "
-                f"nested in {SECURITY_GROUP}, so write <lowercase name>@{GROUPS_DOMAIN}")
+        return (
+            f"{group!a} is not a group of {GROUPS_DOMAIN}: Google Groups for RBAC only resolves groups "
+            f"nested in {SECURITY_GROUP}, so write <lowercase name>@{GROUPS_DOMAIN}"
+        )
     if group == SECURITY_GROUP:
         return f"{group!a} is the cluster's security group itself (every RBAC group is in it), not a team's"
     return None
@@ -121,11 +124,16 @@ def team_group_problem(group: str) -> str | None:
     return group_problem(group)
 
 
-def parse(text: str, *, source: str = "<memory>", team: str | None = None,
-          kafka_clusters: Mapping[str, Iterable[str]] | None = None) -> Grant:
+def parse(
+    text: str,
+    *,
+    source: str = "<memory>",
+    team: str | None = None,
+    kafka_clusters: Mapping[str, Iterable[str]] | None = None,
+) -> Grant:
     """A grant from its text. team: the name the file must carry (its file name); kafka_clusters:
     the platform's clusters and the tiers that may read each (platform.yaml), to check against."""
-    shape = spec_file.shape_problem(text, source)     # size and depth, before YAML builds anything
+    shape = spec_file.shape_problem(text, source)  # size and depth, before YAML builds anything
     if shape:
         raise GrantError([shape])
     try:
@@ -147,8 +155,10 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
     for name in raw:
         if name not in FIELDS:
             # the name quoted when it is not plain (a newline or ESC in it would print as itself)
-            problems.append(f"{source}:{lines.get(name, 1)}: {field_name((str(name),))}: unknown field "
-                            f"(a grant has {', '.join(FIELDS)})")
+            problems.append(
+                f"{source}:{lines.get(name, 1)}: {field_name((str(name),))}: unknown field "
+                f"(a grant has {', '.join(FIELDS)})"
+            )
     for name in FIELDS:
         if name not in raw:
             problems.append(f"{source}:1: {name}: missing (a grant has {', '.join(FIELDS)})")
@@ -165,9 +175,11 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
             quota = {}
         for key in quota:
             if key not in QUOTA_FIELDS:
-                problems.append(f"{source}:{lines.get(f'quota.{key}', lines.get('quota', 1))}: "
-                                f"{field_name(('quota', str(key)))}: unknown field (a quota has "
-                                f"{', '.join(QUOTA_FIELDS)})")
+                problems.append(
+                    f"{source}:{lines.get(f'quota.{key}', lines.get('quota', 1))}: "
+                    f"{field_name(('quota', str(key)))}: unknown field (a quota has "
+                    f"{', '.join(QUOTA_FIELDS)})"
+                )
         for key in QUOTA_FIELDS:
             if key not in quota:
                 problems.append(f"{at('quota')}.{key}: missing")
@@ -184,11 +196,12 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
             if kafka_clusters is None:
                 continue
             if c not in kafka_clusters:
-                problems.append(f"{at('kafka_clusters')}: unknown Kafka cluster {c!a} "
-                                f"(the platform has: {', '.join(sorted(kafka_clusters))})")
+                problems.append(
+                    f"{at('kafka_clusters')}: unknown Kafka cluster {c!a} "
+                    f"(the platform has: {', '.join(sorted(kafka_clusters))})"
+                )
             elif tier in TIER_ORDER and tier not in kafka_clusters[c]:
-                problems.append(f"{at('kafka_clusters')}: {c} is for tiers {', '.join(kafka_clusters[c])}, "
-                                f"not {tier}")
+                problems.append(f"{at('kafka_clusters')}: {c} is for tiers {', '.join(kafka_clusters[c])}, not {tier}")
     group = raw.get("rbac_group")
     if "rbac_group" in raw:
         why = team_group_problem(group) if isinstance(group, str) else f"{group!a} is not a group address"
@@ -196,8 +209,17 @@ def parse(text: str, *, source: str = "<memory>", team: str | None = None,
             problems.append(f"{at('rbac_group')}: {why}")
     if problems:
         raise GrantError(problems)
-    return Grant(team=name, tier=tier, cpu=quota["cpu"], memory_gb=quota["memory_gb"], pods=quota["pods"],
-                 kafka_clusters=tuple(clusters), rbac_group=group, source=source, lines=lines)
+    return Grant(
+        team=name,
+        tier=tier,
+        cpu=quota["cpu"],
+        memory_gb=quota["memory_gb"],
+        pods=quota["pods"],
+        kafka_clusters=tuple(clusters),
+        rbac_group=group,
+        source=source,
+        lines=lines,
+    )
 
 
 def _label(p: Path) -> str:
@@ -214,8 +236,9 @@ def load(path: str | Path, kafka_clusters: Mapping[str, Iterable[str]] | None = 
     return parse(p.read_text(), source=_label(p), team=p.stem, kafka_clusters=kafka_clusters)
 
 
-def load_all(grants_dir: Path = GRANTS_DIR, kafka_clusters: Mapping[str, Iterable[str]] | None = None
-             ) -> tuple[dict[str, Grant], dict[str, list[str]]]:
+def load_all(
+    grants_dir: Path = GRANTS_DIR, kafka_clusters: Mapping[str, Iterable[str]] | None = None
+) -> tuple[dict[str, Grant], dict[str, list[str]]]:
     """Every grant file, parsed once: ({team: grant}, {team: problems of a broken file})."""
     grants, broken = {}, {}
     for path in sorted(grants_dir.glob("*.yaml")):
@@ -241,24 +264,32 @@ def problems_of(spec, grant: Grant | None, where) -> list[str]:
     """Why `spec` asks for more than `grant` allows (none: []). where(field) -> `<file>:<line>: <field>`."""
     ask = f"ask {PLATFORM_OWNER} to change infra/grants/{spec.name}.yaml"
     if grant is None:
-        return [f"{where('team')}: {spec.name} has no grant: the platform team grants each team its tier, "
-                f"quota ceilings, Kafka clusters and owners' group in infra/grants/{spec.name}.yaml; "
-                f"ask {PLATFORM_OWNER} to add it"]
+        return [
+            f"{where('team')}: {spec.name} has no grant: the platform team grants each team its tier, "
+            f"quota ceilings, Kafka clusters and owners' group in infra/grants/{spec.name}.yaml; "
+            f"ask {PLATFORM_OWNER} to add it"
+        ]
     out = []
     if not grant.allows_tier(spec.tier):
         out.append(f"{where('tier')}: {spec.tier} is above the tier granted to {spec.name} ({grant.tier}); {ask}")
     for key, unit in (("cpu", " CPUs"), ("memory_gb", " GB"), ("pods", " pods")):
         asked, ceiling = getattr(spec.quota, key), getattr(grant, key)
         if asked > ceiling:
-            out.append(f"{where(f'quota.{key}')}: {asked}{unit} is above the ceiling granted to {spec.name} "
-                       f"({ceiling}{unit}); {ask}")
+            out.append(
+                f"{where(f'quota.{key}')}: {asked}{unit} is above the ceiling granted to {spec.name} "
+                f"({ceiling}{unit}); {ask}"
+            )
     granted = ", ".join(grant.kafka_clusters) or "none"
     for i, read in enumerate(spec.kafka):
         if read.cluster not in grant.kafka_clusters:
-            out.append(f"{where(f'kafka[{i}].cluster')}: {read.cluster} is not among the Kafka clusters granted "
-                       f"to {spec.name} ({granted}); {ask}")
+            out.append(
+                f"{where(f'kafka[{i}].cluster')}: {read.cluster} is not among the Kafka clusters granted "
+                f"to {spec.name} ({granted}); {ask}"
+            )
     for i, topic in enumerate(getattr(spec, "own_topics", ())):
         if topic.cluster not in grant.kafka_clusters:
-            out.append(f"{where(f'topics[{i}].cluster')}: {topic.cluster} is not among the Kafka clusters granted "
-                       f"to {spec.name} ({granted}); {ask}")
+            out.append(
+                f"{where(f'topics[{i}].cluster')}: {topic.cluster} is not among the Kafka clusters granted "
+                f"to {spec.name} ({granted}); {ask}"
+            )
     return out

@@ -9,6 +9,7 @@ DAGGER_STACKS_EXPORT_DIR=DIR, so CI and the tests get the cloud inventory the st
 Teams: every spec in infra/teams/ unless named. Exit status 0, or 2 when a team is unknown or its
 spec is refused (plan's reasons on stderr).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -16,6 +16,7 @@ Kafka denies what no ACL allows (allow.everyone.if.no.acl.found=false on the sha
 these lists are the whole of what each principal may do. Applied by the platform team's tooling
 (kafka-acls / the Admin API) from the `kafka_acls` of each team; proven on the lab's real Kafka.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -29,12 +30,12 @@ READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS = "READ", "WRITE", "DESCRIBE", "DESCRIBE
 
 @dataclass(frozen=True, order=True)
 class Acl:
-    cluster: str            # the shared Kafka cluster the ACL is set on
-    principal: str          # User:<name>
-    resource_type: str      # TOPIC | GROUP
+    cluster: str  # the shared Kafka cluster the ACL is set on
+    principal: str  # User:<name>
+    resource_type: str  # TOPIC | GROUP
     name: str
-    pattern_type: str       # LITERAL | PREFIXED
-    operation: str          # READ | DESCRIBE | DESCRIBE_CONFIGS
+    pattern_type: str  # LITERAL | PREFIXED
+    operation: str  # READ | DESCRIBE | DESCRIBE_CONFIGS
     permission: str = "ALLOW"
     host: str = "*"
 
@@ -54,13 +55,14 @@ def mirror_principal(spec: TeamSpec, source: str) -> str:
 # never contain '--' (dagger_runtime/names.py, checked again here), so no team's prefix is a
 # prefix of another's: `dagger-growth--` does not cover `dagger-growth-lab--...` (with a single '-'
 # it did). A dagger's kafka.group_id must start with it; Spark appends `-<uuid>...` to it.
-GROUP_DELIMITER = topic_quota.DELIMITER      # the same delimiter as the team's own topics
+GROUP_DELIMITER = topic_quota.DELIMITER  # the same delimiter as the team's own topics
 
 
 def consumer_group_prefix(team: str) -> str:
     if GROUP_DELIMITER in team:
-        raise ValueError(f"team name {team!r} contains {GROUP_DELIMITER!r}: its consumer groups would overlap "
-                         "another team's")
+        raise ValueError(
+            f"team name {team!r} contains {GROUP_DELIMITER!r}: its consumer groups would overlap another team's"
+        )
     return f"dagger-{team}{GROUP_DELIMITER}"
 
 
@@ -77,8 +79,11 @@ def _reached(spec: TeamSpec, platform: Platform, cluster: str, reaches: tuple[st
 
 
 def _topic_acls(cluster: str, principal: str, entries: list[Topic], operations: tuple[str, ...]) -> list[Acl]:
-    return [Acl(cluster, principal, "TOPIC", t.value, "PREFIXED" if t.is_prefix else "LITERAL", op)
-            for t in entries for op in operations]
+    return [
+        Acl(cluster, principal, "TOPIC", t.value, "PREFIXED" if t.is_prefix else "LITERAL", op)
+        for t in entries
+        for op in operations
+    ]
 
 
 def acls_for(spec: TeamSpec, platform: Platform) -> list[Acl]:
@@ -86,11 +91,15 @@ def acls_for(spec: TeamSpec, platform: Platform) -> list[Acl]:
     its own topics (infra/topic_quota.py): READ, WRITE and DESCRIBE each, LITERAL; never CREATE or
     ALTER, so the partitions and retention the spec was checked for are all it can have."""
     principal = team_principal(spec)
-    acls: set[Acl] = {Acl(t.cluster, principal, "TOPIC", t.name, "LITERAL", op)
-                      for t in spec.own_topics for op in (READ, WRITE, DESCRIBE)}
+    acls: set[Acl] = {
+        Acl(t.cluster, principal, "TOPIC", t.name, "LITERAL", op)
+        for t in spec.own_topics
+        for op in (READ, WRITE, DESCRIBE)
+    }
     for read in spec.kafka:
-        acls.update(_topic_acls(read.cluster, principal, _reached(spec, platform, read.cluster, read.reaches),
-                                (READ, DESCRIBE)))
+        acls.update(
+            _topic_acls(read.cluster, principal, _reached(spec, platform, read.cluster, read.reaches), (READ, DESCRIBE))
+        )
         acls.add(Acl(read.cluster, principal, "GROUP", consumer_group_prefix(spec.name), "PREFIXED", READ))
     return sorted(acls)
 
@@ -100,7 +109,12 @@ def mirror_acls(spec: TeamSpec, platform: Platform) -> list[Acl]:
     acls: set[Acl] = set()
     for read in spec.kafka:
         if read.mirrored:
-            acls.update(_topic_acls(read.cluster, mirror_principal(spec, read.cluster),
-                                    _reached(spec, platform, read.cluster, read.reaches),
-                                    (READ, DESCRIBE, DESCRIBE_CONFIGS)))
+            acls.update(
+                _topic_acls(
+                    read.cluster,
+                    mirror_principal(spec, read.cluster),
+                    _reached(spec, platform, read.cluster, read.reaches),
+                    (READ, DESCRIBE, DESCRIBE_CONFIGS),
+                )
+            )
     return sorted(acls)

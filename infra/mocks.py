@@ -13,6 +13,7 @@ between the two stacks is exercised too.
 Runs are serialised (Pulumi's runtime settings are process-wide) and each starts from a fresh
 root stack, monitor and mocks, so any number of specs can be declared in one process.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,28 +36,29 @@ from . import platform_stack
 from .spec import Platform, TeamSpec, load_platform
 from .team import DEFAULT_GROUPS_DOMAIN, team_program
 
-PROJECT = "daggers"          # the Pulumi project (Pulumi.yaml)
+PROJECT = "daggers"  # the Pulumi project (Pulumi.yaml)
 ORGANIZATION = "organization"
 PLATFORM_STACK_NAME = f"{ORGANIZATION}/{PROJECT}/{platform_stack.STACK}"
 
 GENERATED_SECRET = "random:index/randomPassword:RandomPassword"
 _ALPHANUMERIC = string.ascii_letters + string.digits
 _RUN_LOCK = threading.Lock()
-_slot = threading.local()    # hands a resource's mocked args from the mocks to the monitor (same thread)
+_slot = threading.local()  # hands a resource's mocked args from the mocks to the monitor (same thread)
 
 
 @dataclass(frozen=True)
 class Declared:
     """One resource a program declared."""
-    type: str                # e.g. gcp:storage/bucket:Bucket, daggers:infra:CheckpointBucket
-    name: str                # logical (Pulumi) name
+
+    type: str  # e.g. gcp:storage/bucket:Bucket, daggers:infra:CheckpointBucket
+    name: str  # logical (Pulumi) name
     urn: str
-    parent: str | None       # the parent's logical name; None when the parent is the stack
+    parent: str | None  # the parent's logical name; None when the parent is the stack
     parent_type: str | None
-    inputs: dict[str, Any]   # as the provider receives them (wire names, outputs resolved, secrets unwrapped)
-    outputs: dict[str, Any] = field(default_factory=dict)   # custom: mocked state; component: registered outputs
+    inputs: dict[str, Any]  # as the provider receives them (wire names, outputs resolved, secrets unwrapped)
+    outputs: dict[str, Any] = field(default_factory=dict)  # custom: mocked state; component: registered outputs
     custom: bool = True
-    secrets: frozenset[str] = frozenset()   # top-level input keys that were secret
+    secrets: frozenset[str] = frozenset()  # top-level input keys that were secret
 
     @property
     def is_component(self) -> bool:
@@ -90,15 +92,19 @@ def _unwrap(value: Any) -> tuple[Any, bool]:
         pairs = [_unwrap(v) for v in value]
         return [v for v, _ in pairs], any(s for _, s in pairs)
     if isinstance(value, float) and value.is_integer():
-        return int(value), False       # the wire has doubles only; 3.0 was a 3 in the program
+        return int(value), False  # the wire has doubles only; 3.0 was a 3 in the program
     return value, False
 
 
 class PlatformMocks(pulumi.runtime.Mocks):
     """Plausible outputs for the resources and invokes the stacks use."""
 
-    def __init__(self, platform: Platform, stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
-                 secret_outputs: Mapping[str, tuple[str, ...]] | None = None):
+    def __init__(
+        self,
+        platform: Platform,
+        stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+        secret_outputs: Mapping[str, tuple[str, ...]] | None = None,
+    ):
         self.platform = platform
         self.stack_outputs = dict(stack_outputs or {})
         self.secret_outputs = dict(secret_outputs or {})
@@ -110,8 +116,12 @@ class PlatformMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi_mocks.MockCallArgs):
         if args.token == "gcp:compute/getZones:getZones":
             region = args.args.get("region") or self.platform.region
-            return {"id": region, "project": args.args.get("project"), "region": region,
-                    "names": [f"{region}-{z}" for z in "abc"]}
+            return {
+                "id": region,
+                "project": args.args.get("project"),
+                "region": region,
+                "names": [f"{region}-{z}" for z in "abc"],
+            }
         raise NotImplementedError(f"no mock for invoke {args.token}")
 
     # -- resources ------------------------------------------------------------------------------
@@ -129,13 +139,20 @@ class PlatformMocks(pulumi.runtime.Mocks):
             ref = i["name"]
             if ref not in self.stack_outputs:
                 raise KeyError(f"StackReference to {ref!r}: no such stack (known: {sorted(self.stack_outputs)})")
-            return ref, {"name": ref, "outputs": dict(self.stack_outputs[ref]),
-                         "secretOutputNames": list(self.secret_outputs.get(ref, ()))}
+            return ref, {
+                "name": ref,
+                "outputs": dict(self.stack_outputs[ref]),
+                "secretOutputNames": list(self.secret_outputs.get(ref, ())),
+            }
         if typ == "gcp:serviceaccount/account:Account":
             email = f"{i['accountId']}@{project}.iam.gserviceaccount.com"
             rid = f"projects/{project}/serviceAccounts/{email}"
-            state.update(email=email, name=rid, member=f"serviceAccount:{email}",
-                         uniqueId=str(int(hashlib.sha256(email.encode()).hexdigest()[:15], 16)))
+            state.update(
+                email=email,
+                name=rid,
+                member=f"serviceAccount:{email}",
+                uniqueId=str(int(hashlib.sha256(email.encode()).hexdigest()[:15], 16)),
+            )
             return rid, state
         if typ == "gcp:compute/network:Network":
             rid = f"projects/{project}/global/networks/{cloud_name}"
@@ -146,26 +163,42 @@ class PlatformMocks(pulumi.runtime.Mocks):
             cidr = ipaddress.IPv4Network(i["ipCidrRange"])
             with self._lock:
                 self._subnets[rid] = cidr
-            state.update(name=cloud_name, selfLink=f"https://www.googleapis.com/compute/v1/{rid}",
-                         gatewayAddress=str(cidr.network_address + 1))
+            state.update(
+                name=cloud_name,
+                selfLink=f"https://www.googleapis.com/compute/v1/{rid}",
+                gatewayAddress=str(cidr.network_address + 1),
+            )
             return rid, state
         if typ == "gcp:compute/instance:Instance":
             rid = f"projects/{project}/zones/{i['zone']}/instances/{cloud_name}"
-            nics = [dict(nic, networkIp=self._address(nic.get("subnetwork"), cloud_name))
-                    for nic in i.get("networkInterfaces", [])]
-            state.update(name=cloud_name, networkInterfaces=nics, instanceId=cloud_name,
-                         selfLink=f"https://www.googleapis.com/compute/v1/{rid}")
+            nics = [
+                dict(nic, networkIp=self._address(nic.get("subnetwork"), cloud_name))
+                for nic in i.get("networkInterfaces", [])
+            ]
+            state.update(
+                name=cloud_name,
+                networkInterfaces=nics,
+                instanceId=cloud_name,
+                selfLink=f"https://www.googleapis.com/compute/v1/{rid}",
+            )
             return rid, state
         if typ == "gcp:storage/bucket:Bucket":
-            state.update(name=cloud_name, url=f"gs://{cloud_name}",
-                         selfLink=f"https://www.googleapis.com/storage/v1/b/{cloud_name}")
+            state.update(
+                name=cloud_name,
+                url=f"gs://{cloud_name}",
+                selfLink=f"https://www.googleapis.com/storage/v1/b/{cloud_name}",
+            )
             return cloud_name, state
         if typ == "gcp:container/cluster:Cluster":
             rid = f"projects/{project}/locations/{i['location']}/clusters/{cloud_name}"
             ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nmock\n-----END CERTIFICATE-----\n").decode()
             auth = {"clusterCaCertificate": ca, "clientCertificateConfig": {"issueClientCertificate": False}}
-            state.update(name=cloud_name, endpoint="172.16.0.2", masterAuth=auth,
-                         selfLink=f"https://container.googleapis.com/v1/{rid}")
+            state.update(
+                name=cloud_name,
+                endpoint="172.16.0.2",
+                masterAuth=auth,
+                selfLink=f"https://container.googleapis.com/v1/{rid}",
+            )
             return rid, state
         if typ == GENERATED_SECRET:
             # the engine's provider draws it from the CSPRNG; here a stand-in of the same shape,
@@ -175,7 +208,7 @@ class PlatformMocks(pulumi.runtime.Mocks):
             return f"{name}-id", state
         if typ.startswith("kubernetes:") and "metadata" in state:
             meta = dict(state["metadata"])
-            meta.setdefault("name", f"{name}-mock")     # Pulumi auto-names what the program does not
+            meta.setdefault("name", f"{name}-mock")  # Pulumi auto-names what the program does not
             meta.setdefault("uid", hashlib.sha256(name.encode()).hexdigest()[:32])
             state["metadata"] = meta
             rid = f"{meta.get('namespace')}/{meta['name']}" if meta.get("namespace") else meta["name"]
@@ -190,7 +223,7 @@ class PlatformMocks(pulumi.runtime.Mocks):
             cidr = self._subnets.get(subnetwork or "")
             if cidr is None:
                 raise KeyError(f"instance {host}: subnetwork {subnetwork!r} was not declared in this stack")
-            usable = cidr.num_addresses - 4          # GCP keeps the first two and the last two
+            usable = cidr.num_addresses - 4  # GCP keeps the first two and the last two
             start = int(hashlib.sha256(host.encode()).hexdigest(), 16) % usable
             for step in range(usable):
                 address = cidr.network_address + 2 + (start + step) % usable
@@ -244,9 +277,18 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         args, inputs, state = pending
         secret_keys = frozenset(k for k, v in args.inputs.items() if _unwrap(v)[1])
         with self._lock:
-            self._records.append({"type": request.type, "name": request.name, "urn": urn,
-                                  "parent_urn": request.parent, "inputs": inputs,
-                                  "state": state, "custom": custom, "secrets": secret_keys})
+            self._records.append(
+                {
+                    "type": request.type,
+                    "name": request.name,
+                    "urn": urn,
+                    "parent_urn": request.parent,
+                    "inputs": inputs,
+                    "state": state,
+                    "custom": custom,
+                    "secrets": secret_keys,
+                }
+            )
 
     def declared(self) -> list[Declared]:
         out = []
@@ -255,10 +297,19 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             parent_type = parent_urn.split("::")[2].split("$")[-1] if parent_urn else None
             is_stack = parent_type in (None, "pulumi:pulumi:Stack")
             outputs = r["state"] if r["custom"] else self._component_outputs.get(r["urn"], {})
-            out.append(Declared(type=r["type"], name=r["name"], urn=r["urn"],
-                                parent=None if is_stack else parent_urn.split("::")[-1],
-                                parent_type=None if is_stack else parent_type,
-                                inputs=r["inputs"], outputs=outputs, custom=r["custom"], secrets=r["secrets"]))
+            out.append(
+                Declared(
+                    type=r["type"],
+                    name=r["name"],
+                    urn=r["urn"],
+                    parent=None if is_stack else parent_urn.split("::")[-1],
+                    parent_type=None if is_stack else parent_type,
+                    inputs=r["inputs"],
+                    outputs=outputs,
+                    custom=r["custom"],
+                    secrets=r["secrets"],
+                )
+            )
         return out
 
 
@@ -266,9 +317,10 @@ def run(program: Callable[[], Any], *, stack: str, mocks: PlatformMocks) -> list
     """Run one Pulumi program under the mocks, as stack `stack`; the resources it declared."""
     monitor = RecordingMonitor(mocks)
     with _RUN_LOCK:
-        settings.ROOT.set(None)              # a fresh root stack for this run
-        pulumi_mocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor,
-                               organization=ORGANIZATION)
+        settings.ROOT.set(None)  # a fresh root stack for this run
+        pulumi_mocks.set_mocks(
+            mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, organization=ORGANIZATION
+        )
         settings.SETTINGS.outputs.clear()
         try:
             _sync_await(run_pulumi_func(program))
@@ -298,19 +350,26 @@ def platform_outputs(platform: Platform) -> dict[str, Any]:
 def declare_platform(platform: Platform | None = None) -> list[Declared]:
     """The platform stack's resources."""
     platform = platform or load_platform()
-    return run(lambda: platform_stack.platform_program(platform), stack=platform_stack.STACK,
-               mocks=PlatformMocks(platform))
+    return run(
+        lambda: platform_stack.platform_program(platform), stack=platform_stack.STACK, mocks=PlatformMocks(platform)
+    )
 
 
 def team_mocks(platform: Platform) -> PlatformMocks:
-    return PlatformMocks(platform, stack_outputs={PLATFORM_STACK_NAME: platform_outputs(platform)},
-                         secret_outputs={PLATFORM_STACK_NAME: ("kubeconfig",)})
+    return PlatformMocks(
+        platform,
+        stack_outputs={PLATFORM_STACK_NAME: platform_outputs(platform)},
+        secret_outputs={PLATFORM_STACK_NAME: ("kubeconfig",)},
+    )
 
 
-def declare(spec: TeamSpec, platform: Platform | None = None, *,
-            groups_domain: str = DEFAULT_GROUPS_DOMAIN) -> list[Declared]:
+def declare(
+    spec: TeamSpec, platform: Platform | None = None, *, groups_domain: str = DEFAULT_GROUPS_DOMAIN
+) -> list[Declared]:
     """Every resource the team's stack declares, as `pulumi up -s <team>` would (in registration order)."""
     platform = platform or load_platform()
-    return run(lambda: team_program(spec, platform, platform_stack_name=PLATFORM_STACK_NAME,
-                                    groups_domain=groups_domain),
-               stack=spec.name, mocks=team_mocks(platform))
+    return run(
+        lambda: team_program(spec, platform, platform_stack_name=PLATFORM_STACK_NAME, groups_domain=groups_domain),
+        stack=spec.name,
+        mocks=team_mocks(platform),
+    )

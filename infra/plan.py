@@ -8,6 +8,7 @@ isolation: names, namespaces, ranges, IAM members and roles, bucket access, fire
 quotas. --json prints the same for machines (every input too, secrets redacted).
 Exit status: 0, or 2 when the spec is refused (the reasons on stderr).
 """
+
 from __future__ import annotations
 
 import time
@@ -67,8 +68,13 @@ def _firewall(d) -> dict[str, Any]:
     rules = d.inputs.get("allows") or d.inputs.get("denies") or []
     action = "allow" if d.inputs.get("allows") else "deny"
     what = ", ".join(f"{r.get('protocol')}:{','.join(r.get('ports', [])) or '*'}" for r in rules)
-    return {"direction": d.inputs.get("direction"), "priority": d.inputs.get("priority"), action: what,
-            "sources": ",".join(d.inputs.get("sourceRanges", [])), "targets": ",".join(d.inputs.get("targetTags", []))}
+    return {
+        "direction": d.inputs.get("direction"),
+        "priority": d.inputs.get("priority"),
+        action: what,
+        "sources": ",".join(d.inputs.get("sourceRanges", [])),
+        "targets": ",".join(d.inputs.get("targetTags", [])),
+    }
 
 
 def _network_policy(d) -> dict[str, Any]:
@@ -90,8 +96,12 @@ def _network_policy(d) -> dict[str, Any]:
                 out.append(who + (f":{ports}" if ports else ""))
         return " ".join(out) or "none"
 
-    return {**_k8s(d), "types": "+".join(spec.get("policyTypes", [])),
-            "ingress from": peers(spec.get("ingress", []), "from"), "egress to": peers(spec.get("egress", []), "to")}
+    return {
+        **_k8s(d),
+        "types": "+".join(spec.get("policyTypes", [])),
+        "ingress from": peers(spec.get("ingress", []), "from"),
+        "egress to": peers(spec.get("egress", []), "to"),
+    }
 
 
 def _workload(d) -> dict[str, Any]:
@@ -99,38 +109,58 @@ def _workload(d) -> dict[str, Any]:
     pod = spec.get("template", {}).get("spec", {})
     containers = pod.get("containers", [])
     res = containers[0].get("resources", {}).get("requests", {}) if containers else {}
-    return {**_k8s(d), "replicas": spec.get("replicas"), "sa": pod.get("serviceAccountName", "default"),
-            "nodes": ",".join(f"{k}={v}" for k, v in pod.get("nodeSelector", {}).items()),
-            "requests": f"{res.get('cpu')} cpu/{res.get('memory')}" if res else "-"}
+    return {
+        **_k8s(d),
+        "replicas": spec.get("replicas"),
+        "sa": pod.get("serviceAccountName", "default"),
+        "nodes": ",".join(f"{k}={v}" for k, v in pod.get("nodeSelector", {}).items()),
+        "requests": f"{res.get('cpu')} cpu/{res.get('memory')}" if res else "-",
+    }
 
 
 def _node_pool(d) -> dict[str, Any]:
     node = d.inputs.get("nodeConfig", {})
     scale = d.inputs.get("autoscaling", {})
     taints = ",".join(f"{t['key']}={t['value']}:{t['effect']}" for t in node.get("taints", []))
-    return {"machine": node.get("machineType"),
-            "nodes": f"{scale.get('totalMinNodeCount')}-{scale.get('totalMaxNodeCount')}",
-            "taint": taints, "sa": node.get("serviceAccount"),
-            "pod range": d.get("networkConfig.podIpv4CidrBlock"), "tags": ",".join(node.get("tags", []))}
+    return {
+        "machine": node.get("machineType"),
+        "nodes": f"{scale.get('totalMinNodeCount')}-{scale.get('totalMaxNodeCount')}",
+        "taint": taints,
+        "sa": node.get("serviceAccount"),
+        "pod range": d.get("networkConfig.podIpv4CidrBlock"),
+        "tags": ",".join(node.get("tags", [])),
+    }
 
 
 def _bucket(d) -> dict[str, Any]:
     rules = d.inputs.get("lifecycleRules", [])
-    keep = ", ".join(f"{r['action']['type'].lower()} noncurrent after {r['condition']['daysSinceNoncurrentTime']}d"
-                     if r.get("condition", {}).get("daysSinceNoncurrentTime") else r["action"]["type"].lower()
-                     for r in rules)
-    return {"location": d.inputs.get("location"), "uniform access": _yes(d.inputs.get("uniformBucketLevelAccess")),
-            "public access": "prevented" if d.inputs.get("publicAccessPrevention") == "enforced" else "NOT prevented",
-            "versioning": _yes(d.get("versioning.enabled")), "lifecycle": keep or "none",
-            "force_destroy": _yes(d.inputs.get("forceDestroy"))}
+    keep = ", ".join(
+        f"{r['action']['type'].lower()} noncurrent after {r['condition']['daysSinceNoncurrentTime']}d"
+        if r.get("condition", {}).get("daysSinceNoncurrentTime")
+        else r["action"]["type"].lower()
+        for r in rules
+    )
+    return {
+        "location": d.inputs.get("location"),
+        "uniform access": _yes(d.inputs.get("uniformBucketLevelAccess")),
+        "public access": "prevented" if d.inputs.get("publicAccessPrevention") == "enforced" else "NOT prevented",
+        "versioning": _yes(d.get("versioning.enabled")),
+        "lifecycle": keep or "none",
+        "force_destroy": _yes(d.inputs.get("forceDestroy")),
+    }
 
 
 def _instance(d) -> dict[str, Any]:
     nics = d.outputs.get("networkInterfaces") or d.inputs.get("networkInterfaces", [])
     external = any(nic.get("accessConfigs") for nic in nics)
-    return {"machine": d.inputs.get("machineType"), "zone": d.inputs.get("zone"),
-            "ip": ",".join(str(nic.get("networkIp", "?")) for nic in nics), "external ip": _yes(external),
-            "sa": d.get("serviceAccount.email"), "tags": ",".join(d.inputs.get("tags", []))}
+    return {
+        "machine": d.inputs.get("machineType"),
+        "zone": d.inputs.get("zone"),
+        "ip": ",".join(str(nic.get("networkIp", "?")) for nic in nics),
+        "external ip": _yes(external),
+        "sa": d.get("serviceAccount.email"),
+        "tags": ",".join(d.inputs.get("tags", [])),
+    }
 
 
 def _config_map(d) -> dict[str, Any]:
@@ -145,46 +175,74 @@ def _config_map(d) -> dict[str, Any]:
 
 
 SUMMARIES: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "gcp:serviceaccount/account:Account": lambda d: {"project": d.inputs.get("project"),
-                                                      "email": d.outputs.get("email")},
-    "gcp:projects/iAMMember:IAMMember": lambda d: {"project": d.inputs.get("project"),
-                                                    "member": d.inputs.get("member")},
-    "gcp:serviceaccount/iAMMember:IAMMember": lambda d: {"on": d.inputs.get("serviceAccountId", "").rsplit("/", 1)[-1],
-                                                          "member": d.inputs.get("member")},
-    "gcp:storage/bucketIAMMember:BucketIAMMember": lambda d: {"bucket": d.inputs.get("bucket"),
-                                                               "member": d.inputs.get("member")},
+    "gcp:serviceaccount/account:Account": lambda d: {
+        "project": d.inputs.get("project"),
+        "email": d.outputs.get("email"),
+    },
+    "gcp:projects/iAMMember:IAMMember": lambda d: {
+        "project": d.inputs.get("project"),
+        "member": d.inputs.get("member"),
+    },
+    "gcp:serviceaccount/iAMMember:IAMMember": lambda d: {
+        "on": d.inputs.get("serviceAccountId", "").rsplit("/", 1)[-1],
+        "member": d.inputs.get("member"),
+    },
+    "gcp:storage/bucketIAMMember:BucketIAMMember": lambda d: {
+        "bucket": d.inputs.get("bucket"),
+        "member": d.inputs.get("member"),
+    },
     "gcp:storage/bucket:Bucket": _bucket,
     "gcp:compute/subnetwork:Subnetwork": lambda d: {
-        "range": d.inputs.get("ipCidrRange"), "region": d.inputs.get("region"),
-        "private google access": _yes(d.inputs.get("privateIpGoogleAccess"))},
+        "range": d.inputs.get("ipCidrRange"),
+        "region": d.inputs.get("region"),
+        "private google access": _yes(d.inputs.get("privateIpGoogleAccess")),
+    },
     "gcp:compute/router:Router": lambda d: {"region": d.inputs.get("region")},
-    "gcp:compute/routerNat:RouterNat": lambda d: {"region": d.inputs.get("region"), "nat for": ",".join(
-        s["name"].rsplit("/", 1)[-1] for s in d.inputs.get("subnetworks", []))},
+    "gcp:compute/routerNat:RouterNat": lambda d: {
+        "region": d.inputs.get("region"),
+        "nat for": ",".join(s["name"].rsplit("/", 1)[-1] for s in d.inputs.get("subnetworks", [])),
+    },
     "gcp:compute/firewall:Firewall": _firewall,
     "gcp:compute/instance:Instance": _instance,
     "gcp:container/nodePool:NodePool": _node_pool,
-    "kubernetes:core/v1:Namespace": lambda d: {"labels": ",".join(
-        f"{k}={v}" for k, v in sorted(d.get("metadata.labels", {}).items())
-        if k in ("team", "tier", "daggers.dev/team", "pod-security.kubernetes.io/enforce"))},
-    "kubernetes:core/v1:ResourceQuota": lambda d: {**_k8s(d), **{
-        k: v for k, v in d.get("spec.hard", {}).items() if k in ("requests.cpu", "requests.memory", "pods")}},
-    "kubernetes:core/v1:LimitRange": lambda d: {**_k8s(d), "max": "/".join(
-        str(v) for v in (d.get("spec.limits.0.max") or {}).values())},
+    "kubernetes:core/v1:Namespace": lambda d: {
+        "labels": ",".join(
+            f"{k}={v}"
+            for k, v in sorted(d.get("metadata.labels", {}).items())
+            if k in ("team", "tier", "daggers.dev/team", "pod-security.kubernetes.io/enforce")
+        )
+    },
+    "kubernetes:core/v1:ResourceQuota": lambda d: {
+        **_k8s(d),
+        **{k: v for k, v in d.get("spec.hard", {}).items() if k in ("requests.cpu", "requests.memory", "pods")},
+    },
+    "kubernetes:core/v1:LimitRange": lambda d: {
+        **_k8s(d),
+        "max": "/".join(str(v) for v in (d.get("spec.limits.0.max") or {}).values()),
+    },
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": _network_policy,
     "kubernetes:rbac.authorization.k8s.io/v1:Role": lambda d: {**_k8s(d), "rules": len(d.inputs.get("rules", []))},
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": lambda d: {
-        **_k8s(d), "role": d.get("roleRef.name"),
-        "subjects": ",".join(f"{s.get('kind')}:{s.get('name')}" for s in d.inputs.get("subjects", []))},
-    "kubernetes:core/v1:ServiceAccount": lambda d: {**_k8s(d), "gsa": (d.get("metadata.annotations") or {}).get(
-        "iam.gke.io/gcp-service-account")},
-    "kubernetes:core/v1:Service": lambda d: {**_k8s(d), "ports": ",".join(
-        str(p.get("port")) for p in d.get("spec.ports", [])), "headless": _yes(d.get("spec.clusterIP") == "None")},
+        **_k8s(d),
+        "role": d.get("roleRef.name"),
+        "subjects": ",".join(f"{s.get('kind')}:{s.get('name')}" for s in d.inputs.get("subjects", [])),
+    },
+    "kubernetes:core/v1:ServiceAccount": lambda d: {
+        **_k8s(d),
+        "gsa": (d.get("metadata.annotations") or {}).get("iam.gke.io/gcp-service-account"),
+    },
+    "kubernetes:core/v1:Service": lambda d: {
+        **_k8s(d),
+        "ports": ",".join(str(p.get("port")) for p in d.get("spec.ports", [])),
+        "headless": _yes(d.get("spec.clusterIP") == "None"),
+    },
     "kubernetes:core/v1:ConfigMap": _config_map,
     "kubernetes:apps/v1:Deployment": _workload,
     "kubernetes:apps/v1:StatefulSet": _workload,
     "pulumi:pulumi:StackReference": lambda d: {"stack": d.inputs.get("name")},
     "pulumi:providers:kubernetes": lambda d: {
-        "kubeconfig": "from the platform stack (secret)" if "kubeconfig" in d.inputs else "-"},
+        "kubeconfig": "from the platform stack (secret)" if "kubeconfig" in d.inputs else "-"
+    },
 }
 
 
@@ -215,35 +273,61 @@ def grouped(declared: Sequence) -> list[tuple[Any, list]]:
         rank = COMPONENT_ORDER.index(kind) if kind in COMPONENT_ORDER else len(COMPONENT_ORDER)
         return (rank, name)
 
-    return [(components.get(name) if name else None,
-             sorted(groups[name], key=lambda d: (short_type(d.type), cloud_name(d), d.name)))
-            for name in sorted(groups, key=order)]
+    return [
+        (
+            components.get(name) if name else None,
+            sorted(groups[name], key=lambda d: (short_type(d.type), cloud_name(d), d.name)),
+        )
+        for name in sorted(groups, key=order)
+    ]
 
 
 def as_json(spec: TeamSpec, declared: Sequence, outputs: dict, elapsed: dict[str, float]) -> dict[str, Any]:
     return {
-        "team": spec.name, "tier": spec.tier, "flavour": spec.spark.flavour, "spec": spec.source,
-        "stack": spec.name, "elapsed_seconds": elapsed, "outputs": outputs,
+        "team": spec.name,
+        "tier": spec.tier,
+        "flavour": spec.spark.flavour,
+        "spec": spec.source,
+        "stack": spec.name,
+        "elapsed_seconds": elapsed,
+        "outputs": outputs,
         "resource_count": sum(1 for d in declared if not d.is_component),
-        "components": [{
-            "type": comp.type if comp else "pulumi:pulumi:Stack", "name": comp.name if comp else spec.name,
-            "urn": comp.urn if comp else None,
-            "resources": [{"type": d.type, "name": d.name, "cloud_name": cloud_name(d), "urn": d.urn,
-                           "properties": properties(d), "inputs": redacted_inputs(d)} for d in members]}
-            for comp, members in grouped(declared)],
+        "components": [
+            {
+                "type": comp.type if comp else "pulumi:pulumi:Stack",
+                "name": comp.name if comp else spec.name,
+                "urn": comp.urn if comp else None,
+                "resources": [
+                    {
+                        "type": d.type,
+                        "name": d.name,
+                        "cloud_name": cloud_name(d),
+                        "urn": d.urn,
+                        "properties": properties(d),
+                        "inputs": redacted_inputs(d),
+                    }
+                    for d in members
+                ],
+            }
+            for comp, members in grouped(declared)
+        ],
     }
 
 
 def as_table(spec: TeamSpec, project: str, declared: Sequence, outputs: dict) -> str:
     s = spec.spark
-    lines = [f"plan: team {spec.name} · tier {spec.tier} · spark {s.flavour} ({s.workers} workers × "
-             f"{s.machine_type}) · region {spec.region} · range {spec.cidr}",
-             f"spec {spec.source} · stack {spec.name} · project {project} · owners {', '.join(spec.owners)}"]
+    lines = [
+        f"plan: team {spec.name} · tier {spec.tier} · spark {s.flavour} ({s.workers} workers × "
+        f"{s.machine_type}) · region {spec.region} · range {spec.cidr}",
+        f"spec {spec.source} · stack {spec.name} · project {project} · owners {', '.join(spec.owners)}",
+    ]
     rows_by_group = []
     for comp, members in grouped(declared):
         title = f"{comp.type.rsplit(':', 1)[-1]} {comp.name}" if comp else "stack"
-        rows = [(short_type(d.type), cloud_name(d),
-                 "  ".join(f"{k}={v}" for k, v in properties(d).items())) for d in members]
+        rows = [
+            (short_type(d.type), cloud_name(d), "  ".join(f"{k}={v}" for k, v in properties(d).items()))
+            for d in members
+        ]
         rows_by_group.append((title, rows))
     width_type = max((len(r[0]) for _, rows in rows_by_group for r in rows), default=8)
     width_name = min(48, max((len(r[1]) for _, rows in rows_by_group for r in rows), default=8))
@@ -272,7 +356,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") 
     parser.add_argument("spec", type=Path, help="a team spec, infra/teams/<team>.yaml")
     parser.add_argument("--json", action="store_true", help="print JSON (every input, secrets redacted)")
     args = parser.parse_args(argv)
-    if hasattr(sys.stdout, "reconfigure"):      # the table's own '·' and '×' on an ASCII stdout
+    if hasattr(sys.stdout, "reconfigure"):  # the table's own '·' and '×' on an ASCII stdout
         sys.stdout.reconfigure(errors="backslashreplace")
 
     # the spec's text in a problem is quoted already (yaml_lines.shown); each line printed goes out
@@ -307,12 +391,18 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") 
         print()
         print(f"plan: {elapsed['total']:.2f} s", file=sys.stderr)
     else:
-        print("\n".join(printable(line, ascii_only=False)
-                        for line in as_table(spec, platform.project, declared, outputs).split("\n")))
+        print(
+            "\n".join(
+                printable(line, ascii_only=False)
+                for line in as_table(spec, platform.project, declared, outputs).split("\n")
+            )
+        )
         count = sum(1 for d in declared if not d.is_component)
         components = sum(1 for d in declared if d.is_component)
-        print(f"\n{count} resources in {components} components · declared in {elapsed['declare']:.2f} s "
-              f"· {elapsed['total']:.2f} s with imports")
+        print(
+            f"\n{count} resources in {components} components · declared in {elapsed['declare']:.2f} s "
+            f"· {elapsed['total']:.2f} s with imports"
+        )
     return 0
 
 

@@ -6,6 +6,7 @@ says what would fit. The worker pod's shape comes from infra/components/spark.py
 
 Also here: the GCP regions and machine types a spec may name (allow-lists, with "did you mean").
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -30,14 +31,16 @@ MIN_EXECUTOR_MEMORY_MI = 1024
 
 # GCP regions (cloud.google.com/about/locations, 2025). A region not here is a typo or too new:
 # add it when GCP opens it.
-REGIONS = frozenset("""
+REGIONS = frozenset(
+    """
 africa-south1 asia-east1 asia-east2 asia-northeast1 asia-northeast2 asia-northeast3 asia-south1 asia-south2
 asia-southeast1 asia-southeast2 australia-southeast1 australia-southeast2 europe-central2 europe-north1
 europe-north2 europe-southwest1 europe-west1 europe-west2 europe-west3 europe-west4 europe-west6 europe-west8
 europe-west9 europe-west10 europe-west12 me-central1 me-central2 me-west1 northamerica-northeast1
 northamerica-northeast2 northamerica-south1 southamerica-east1 southamerica-west1 us-central1 us-east1
 us-east4 us-east5 us-south1 us-west1 us-west2 us-west3 us-west4
-""".split())
+""".split()
+)
 
 
 def _series(prefix: str, sizes: Iterable[int], gb_per_vcpu: float) -> dict[str, tuple[int, float]]:
@@ -81,8 +84,10 @@ def machine_problem(machine_type: str) -> str | None:
     if machine_type in MACHINE_TYPES:
         return None
     families = sorted({name.rsplit("-", 1)[0] for name in MACHINE_TYPES})
-    return (f"{machine_type!a} is not a machine type the platform knows{did_you_mean(machine_type, MACHINE_TYPES)} "
-            f"(families: {', '.join(families)}; shared-core types cannot hold a Spark worker)")
+    return (
+        f"{machine_type!a} is not a machine type the platform knows{did_you_mean(machine_type, MACHINE_TYPES)} "
+        f"(families: {', '.join(families)}; shared-core types cannot hold a Spark worker)"
+    )
 
 
 def _millis(quantity: str) -> int:
@@ -107,7 +112,7 @@ def smallest_worker_memory_gb(cores: int) -> int:
     for gb in range(1, 1025):
         if worker_pod(cores, gb)[2] >= MIN_EXECUTOR_MEMORY_MI:
             return gb
-    raise AssertionError("unreachable")   # pragma: no cover
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def machines_that_fit(cpu_m: int, mem_mi: int, *, count: int = 3) -> list[str]:
@@ -120,20 +125,41 @@ def _gb(mi: int) -> str:
     return f"{mi / 1024:.1f} GiB"
 
 
-def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_memory_gb: int, machine_type: str,
-          quota_cpu: int, quota_memory_gb: int, quota_pods: int, mirrors: int, brokers: int
-          ) -> list[tuple[str, str]]:
+def check(
+    *,
+    tier: str,
+    flavour: str,
+    workers: int,
+    worker_cores: int,
+    worker_memory_gb: int,
+    machine_type: str,
+    quota_cpu: int,
+    quota_memory_gb: int,
+    quota_pods: int,
+    mirrors: int,
+    brokers: int,
+) -> list[tuple[str, str]]:
     """Every sizing problem of one spec's (filled-in) values, as (field, message)."""
     problems: list[tuple[str, str]] = []
     ceiling = CEILINGS[tier]
     if workers > ceiling["workers"]:
-        problems.append(("spark.workers", f"{workers} workers is above the {tier} tier's ceiling of "
-                                          f"{ceiling['workers']}: ask for at most {ceiling['workers']}"))
+        problems.append(
+            (
+                "spark.workers",
+                f"{workers} workers is above the {tier} tier's ceiling of "
+                f"{ceiling['workers']}: ask for at most {ceiling['workers']}",
+            )
+        )
     for key, unit in (("cpu", "CPUs"), ("memory_gb", "GB"), ("pods", "pods")):
         asked = {"cpu": quota_cpu, "memory_gb": quota_memory_gb, "pods": quota_pods}[key]
         if asked > ceiling[key]:
-            problems.append((f"quota.{key}", f"{asked} {unit} is above the {tier} tier's ceiling of {ceiling[key]} "
-                                             f"{unit}: ask for at most {ceiling[key]}, or for a tier change"))
+            problems.append(
+                (
+                    f"quota.{key}",
+                    f"{asked} {unit} is above the {tier} tier's ceiling of {ceiling[key]} "
+                    f"{unit}: ask for at most {ceiling[key]}, or for a tier change",
+                )
+            )
     machine = machine_problem(machine_type)
     if machine:
         problems.append(("spark.machine_type", machine))
@@ -142,30 +168,43 @@ def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_me
     if flavour == "vm":
         room = vm_worker_room_gb(machine_gb)
         if worker_cores > vcpus or worker_memory_gb > room:
-            problems.append(("spark.machine_type", f"{machine_type} has {vcpus} vCPUs / {machine_gb:g} GB, of which the "
-                                                   f"OS and the worker daemon keep {machine_gb - room:g} GB: a worker of "
-                                                   f"{worker_cores} CPUs / {worker_memory_gb} GB does not fit: use "
-                                                   f"worker_cores <= {vcpus} and worker_memory_gb <= {room}, "
-                                                   f"or machine_type {' or '.join(_vm_fits(worker_cores, worker_memory_gb))}"))
+            problems.append(
+                (
+                    "spark.machine_type",
+                    f"{machine_type} has {vcpus} vCPUs / {machine_gb:g} GB, of which the "
+                    f"OS and the worker daemon keep {machine_gb - room:g} GB: a worker of "
+                    f"{worker_cores} CPUs / {worker_memory_gb} GB does not fit: use "
+                    f"worker_cores <= {vcpus} and worker_memory_gb <= {room}, "
+                    f"or machine_type {' or '.join(_vm_fits(worker_cores, worker_memory_gb))}",
+                )
+            )
         return problems
 
     cpu_m, mem_mi, executors_mi = worker_pod(worker_cores, worker_memory_gb)
     if executors_mi < MIN_EXECUTOR_MEMORY_MI:
         smallest = smallest_worker_memory_gb(worker_cores)
-        problems.append(("spark.worker_memory_gb",
-                         f"a worker of {worker_memory_gb} GB leaves {executors_mi} MiB to executors after GKE's "
-                         f"reservations, the node's daemonsets ({DAEMONSET_MEMORY_MI} MiB) and the Spark worker's own "
-                         f"{WORKER_OVERHEAD_MI} MiB; executors need at least {MIN_EXECUTOR_MEMORY_MI} MiB: "
-                         f"use worker_memory_gb >= {smallest}"))
+        problems.append(
+            (
+                "spark.worker_memory_gb",
+                f"a worker of {worker_memory_gb} GB leaves {executors_mi} MiB to executors after GKE's "
+                f"reservations, the node's daemonsets ({DAEMONSET_MEMORY_MI} MiB) and the Spark worker's own "
+                f"{WORKER_OVERHEAD_MI} MiB; executors need at least {MIN_EXECUTOR_MEMORY_MI} MiB: "
+                f"use worker_memory_gb >= {smallest}",
+            )
+        )
         return problems
     room_cpu, room_mem = node_room(machine_type)
     if cpu_m > room_cpu or mem_mi > room_mem:
         fits = machines_that_fit(cpu_m, mem_mi)
-        problems.append(("spark.machine_type",
-                         f"a worker pod of {worker_cores} CPUs / {worker_memory_gb} GB asks {cpu_m}m / {_gb(mem_mi)}, "
-                         f"more than a {machine_type} node ({vcpus} vCPUs / {machine_gb:g} GB) has for pods "
-                         f"({room_cpu}m / {_gb(room_mem)}): use machine_type {' or '.join(fits) or '(none fits)'}, "
-                         f"or worker_cores <= {vcpus} and worker_memory_gb <= {machine_gb:g}"))
+        problems.append(
+            (
+                "spark.machine_type",
+                f"a worker pod of {worker_cores} CPUs / {worker_memory_gb} GB asks {cpu_m}m / {_gb(mem_mi)}, "
+                f"more than a {machine_type} node ({vcpus} vCPUs / {machine_gb:g} GB) has for pods "
+                f"({room_cpu}m / {_gb(room_mem)}): use machine_type {' or '.join(fits) or '(none fits)'}, "
+                f"or worker_cores <= {vcpus} and worker_memory_gb <= {machine_gb:g}",
+            )
+        )
         return problems
 
     # the other pods of the namespace (spark.py's master, kafka_mirror.py's brokers and MM2)
@@ -178,23 +217,42 @@ def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_me
     # the LimitRange caps every container at the worker's size (infra/team.py: max_container_*)
     for what, (c, m) in others:
         if c > worker_cores * 1000 or m > worker_memory_gb * 1024:
-            problems.append(("spark.worker_memory_gb" if m > worker_memory_gb * 1024 else "spark.worker_cores",
-                             f"the namespace caps a container at the worker's {worker_cores} CPUs / "
-                             f"{worker_memory_gb} GB, and {what} needs {c}m / {_gb(m)}: use worker_cores >= "
-                             f"{-(-c // 1000)} and worker_memory_gb >= {-(-m // 1024)}"))
+            problems.append(
+                (
+                    "spark.worker_memory_gb" if m > worker_memory_gb * 1024 else "spark.worker_cores",
+                    f"the namespace caps a container at the worker's {worker_cores} CPUs / "
+                    f"{worker_memory_gb} GB, and {what} needs {c}m / {_gb(m)}: use worker_cores >= "
+                    f"{-(-c // 1000)} and worker_memory_gb >= {-(-m // 1024)}",
+                )
+            )
             break
     largest_cpu = max(c for _, (c, _) in pods)
     largest_mem = max(m for _, (_, m) in pods)
     if quota_cpu * 1000 < largest_cpu:
-        problems.append(("quota.cpu", f"{quota_cpu} CPUs is less than the largest pod ({largest_cpu}m): "
-                                      f"use quota.cpu >= {-(-largest_cpu // 1000)}"))
+        problems.append(
+            (
+                "quota.cpu",
+                f"{quota_cpu} CPUs is less than the largest pod ({largest_cpu}m): "
+                f"use quota.cpu >= {-(-largest_cpu // 1000)}",
+            )
+        )
     if quota_memory_gb * 1024 < largest_mem:
-        problems.append(("quota.memory_gb", f"{quota_memory_gb} GB is less than the largest pod ({_gb(largest_mem)}): "
-                                            f"use quota.memory_gb >= {-(-largest_mem // 1024)}"))
+        problems.append(
+            (
+                "quota.memory_gb",
+                f"{quota_memory_gb} GB is less than the largest pod ({_gb(largest_mem)}): "
+                f"use quota.memory_gb >= {-(-largest_mem // 1024)}",
+            )
+        )
     if quota_pods < len(pods) - 1 + workers:
         need = len(pods) - 1 + workers
-        problems.append(("quota.pods", f"{quota_pods} pods is fewer than the namespace runs ({workers} workers, the "
-                                       f"master and {mirrors * (brokers + 1)} mirror pods): use quota.pods >= {need}"))
+        problems.append(
+            (
+                "quota.pods",
+                f"{quota_pods} pods is fewer than the namespace runs ({workers} workers, the "
+                f"master and {mirrors * (brokers + 1)} mirror pods): use quota.pods >= {need}",
+            )
+        )
 
     # the node pool: one worker a node (anti-affinity) on workers + SPARE_NODES nodes; the other
     # pods go where there is room, largest first
@@ -212,12 +270,16 @@ def check(*, tier: str, flavour: str, workers: int, worker_cores: int, worker_me
     if left_out:
         need_cpu = sum(c for _, (c, _) in others)
         need_mem = sum(m for _, (_, m) in others)
-        problems.append(("spark.machine_type",
-                         f"the node pool ({workers} workers + {SPARE_NODES} spare node(s) of {machine_type}) has no room "
-                         f"for {', '.join(sorted(set(left_out)))}: the master and mirrors need {need_cpu}m / "
-                         f"{_gb(need_mem)} besides the workers, a spare {machine_type} node holds {room_cpu}m / "
-                         f"{_gb(room_mem)}: use a larger machine_type ({' or '.join(machines_that_fit(need_cpu, need_mem))})"
-                         f" or fewer mirrored clusters"))
+        problems.append(
+            (
+                "spark.machine_type",
+                f"the node pool ({workers} workers + {SPARE_NODES} spare node(s) of {machine_type}) has no room "
+                f"for {', '.join(sorted(set(left_out)))}: the master and mirrors need {need_cpu}m / "
+                f"{_gb(need_mem)} besides the workers, a spare {machine_type} node holds {room_cpu}m / "
+                f"{_gb(room_mem)}: use a larger machine_type ({' or '.join(machines_that_fit(need_cpu, need_mem))})"
+                f" or fewer mirrored clusters",
+            )
+        )
     return problems
 
 

@@ -7,6 +7,7 @@ Spark's JWSFilter with a key per cluster. SparkCluster writes them on GKE; the p
 (infra/policy/rules.py) refuses a Spark workload or config without them. No Pulumi import here:
 the pack imports this module.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -44,15 +45,21 @@ def spark_defaults(secret: str, ui_key: str) -> dict[str, str]:
 def spark_defaults_conf(secret: str, ui_key: str) -> str:
     """spark-defaults.conf, written by javaproperties: Spark reads it with java.util.Properties, so
     every value is escaped as that reader expects (no value can add a line or a setting)."""
-    return javaproperties.dumps(spark_defaults(secret, ui_key), timestamp=False,
-                                comments=" Spark's authentication, encryption and UI filter (managed by daggers infra)")
+    return javaproperties.dumps(
+        spark_defaults(secret, ui_key),
+        timestamp=False,
+        comments=" Spark's authentication, encryption and UI filter (managed by daggers infra)",
+    )
 
 
 def auth_problems(settings: Mapping[str, str]) -> list[str]:
     """What a Spark config lacks of REQUIRED and the two secrets, one line each. Names the keys
     only, never a value (the config holds secrets)."""
-    out = [f"{key} must be {want}" for key, want in REQUIRED.items()
-           if key != "spark.ui.filters" and str(settings.get(key, "")).strip().lower() != want]
+    out = [
+        f"{key} must be {want}"
+        for key, want in REQUIRED.items()
+        if key != "spark.ui.filters" and str(settings.get(key, "")).strip().lower() != want
+    ]
     # other filters may come beside it; Spark splits the list on commas
     if UI_FILTER not in [f.strip() for f in str(settings.get("spark.ui.filters", "")).split(",")]:
         out.append(f"spark.ui.filters must include {UI_FILTER}")

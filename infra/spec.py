@@ -7,6 +7,7 @@ Checks across teams (overlapping ranges, duplicate names) live in check_all(); t
 against the catalogue in infra/topics.py; cluster sizes against machines and quotas in
 infra/sizing.py.
 """
+
 from __future__ import annotations
 
 import copy
@@ -44,7 +45,7 @@ PLATFORM_PATH = INFRA / "platform.yaml"
 
 # GCP limits that names derived from the team must meet: the policy pack's gcp_name_limits, run
 # on each name by derived_name_problems
-BUCKET_MAX = 63         # bucket names: 3-63 chars, lowercase
+BUCKET_MAX = 63  # bucket names: 3-63 chars, lowercase
 LABEL_VALUE_MAX = 63
 # names a team may not take: the platform's own stack and Kubernetes' namespaces (refused here;
 # the policy pack refuses them too)
@@ -61,8 +62,8 @@ class KafkaCluster:
     name: str
     bootstrap_servers: str
     tiers: tuple[str, ...]
-    topics: tuple[topics.Topic, ...] = ()      # the catalogue (infra/topics.py)
-    network_range: str = ""                     # where its brokers listen (teams' egress to them)
+    topics: tuple[topics.Topic, ...] = ()  # the catalogue (infra/topics.py)
+    network_range: str = ""  # where its brokers listen (teams' egress to them)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Platform:
 
 @dataclass(frozen=True)
 class SparkSpec:
-    flavour: str            # gke | vm
+    flavour: str  # gke | vm
     size: str
     workers: int
     worker_cores: int
@@ -89,7 +90,7 @@ class SparkSpec:
 class KafkaRead:
     cluster: str
     mirrored: bool
-    topics: tuple[str, ...] = ()               # Java regexes; default: what the catalogue grants the team
+    topics: tuple[str, ...] = ()  # Java regexes; default: what the catalogue grants the team
     # the granted catalogue entries the patterns reach (labels: a name, or a prefix ending in '*')
     reaches: tuple[str, ...] = field(default=(), compare=False)
 
@@ -121,7 +122,7 @@ class TeamSpec:
     lines: Mapping[tuple, int] = field(default_factory=dict, compare=False, repr=False)
 
     def where(self, field: str) -> str:
-        """"<source>:<line>: <field>": the line of the field, else of its nearest present parent, else 1."""
+        """ "<source>:<line>: <field>": the line of the field, else of its nearest present parent, else 1."""
         return f"{self.source}:{line_of(self.lines, field)}: {field}"
 
     # Names derived from the team, one place so components and tests agree.
@@ -144,8 +145,9 @@ class TeamSpec:
 
 # -- where a field is, and reading the YAML (dagger_runtime/yaml_lines.py, shared with chaos/playbook/ and the job loader) ----------
 
-_TEAM_SPEC = Document(error=SpecError, holds="a team spec", gets="the platform gets",
-                      needs="a spec needs team, owners, tier and network")
+_TEAM_SPEC = Document(
+    error=SpecError, holds="a team spec", gets="the platform gets", needs="a spec needs team, owners, tier and network"
+)
 _Problems = Problems
 
 
@@ -173,11 +175,15 @@ def _control_characters(raw, path: tuple, problems: _Problems, key: bool = False
         if bad is not None:
             char = repr(bad)[1:-1] if bad.isprintable() else f"U+{ord(bad):04X}"
             what = "the field name " if key else ""
-            problems.add(path, f"{what}{shown(raw)} has a control or invisible character ({char} at index "
-                               f"{raw.index(bad)}): write printable text on one line")
+            problems.add(
+                path,
+                f"{what}{shown(raw)} has a control or invisible character ({char} at index "
+                f"{raw.index(bad)}): write printable text on one line",
+            )
 
 
 # -- the schema -------------------------------------------------------------------------------------
+
 
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
@@ -190,10 +196,16 @@ def load_platform(path: Path = PLATFORM_PATH) -> Platform:
     stray = sorted(f for f in restricted if f.split("/")[2] not in raw["kafka_clusters"])
     if stray:
         raise topics.CatalogueError(f"{stray[0]}: grants a topic on a cluster the platform does not have")
-    clusters = {name: KafkaCluster(name, c["bootstrap_servers"], tuple(c["tiers"]),
-                                   topics.parse_catalogue(name, c.get("topics"), restricted),
-                                   str(ipaddress.IPv4Network(c["network_range"], strict=True)))
-                for name, c in raw["kafka_clusters"].items()}
+    clusters = {
+        name: KafkaCluster(
+            name,
+            c["bootstrap_servers"],
+            tuple(c["tiers"]),
+            topics.parse_catalogue(name, c.get("topics"), restricted),
+            str(ipaddress.IPv4Network(c["network_range"], strict=True)),
+        )
+        for name, c in raw["kafka_clusters"].items()
+    }
     described = [t for c in clusters.values() for t in c.topics if t.message]
     if described:
         from protos import registry as protos_registry
@@ -201,8 +213,14 @@ def load_platform(path: Path = PLATFORM_PATH) -> Platform:
         wrong = topics.message_problems(described, protos_registry.load())
         if wrong:
             raise topics.CatalogueError("; ".join(wrong))
-    return Platform(raw["project"], raw["region"], raw["network"], ipaddress.IPv4Network(raw["network_range"]),
-                    raw["gke_cluster"], clusters)
+    return Platform(
+        raw["project"],
+        raw["region"],
+        raw["network"],
+        ipaddress.IPv4Network(raw["network_range"]),
+        raw["gke_cluster"],
+        clusters,
+    )
 
 
 def _schema_problems(problems: _Problems, raw) -> None:
@@ -214,18 +232,25 @@ def _schema_problems(problems: _Problems, raw) -> None:
         if error.validator == "pattern":
             # the field's own description says what fits in words; the regex only when there is none
             described = error.schema.get("description")
-            message = (f"{shown(error.instance)} does not match what this field takes: {described[:1].lower()}"
-                       f"{described[1:].rstrip('.')}" if described
-                       else f"{shown(error.instance)} does not match {error.validator_value!r}")
+            message = (
+                f"{shown(error.instance)} does not match what this field takes: {described[:1].lower()}"
+                f"{described[1:].rstrip('.')}"
+                if described
+                else f"{shown(error.instance)} does not match {error.validator_value!r}"
+            )
             if path and path[0] == "owners":
-                message += (" (a GitHub user @name or team @org/team; Google identities such as user: or "
-                            "an email are not owners)")
+                message += (
+                    " (a GitHub user @name or team @org/team; Google identities such as user: or "
+                    "an email are not owners)"
+                )
         elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
             known = sorted(error.schema.get("properties", {}))
             for key in sorted(set(error.instance) - set(known), key=str):
                 # the field's name, quoted (yaml_lines.field_name) when it is not plain: a newline, ESC...
-                problems.add(path + (key,), f"unknown field{sizing.did_you_mean(str(key), known)}; the fields "
-                                            f"here are {', '.join(known)}")
+                problems.add(
+                    path + (key,),
+                    f"unknown field{sizing.did_you_mean(str(key), known)}; the fields here are {', '.join(known)}",
+                )
             continue
         elif error.validator == "type" and isinstance(error.instance, float) and error.validator_value == "integer":
             message = f"{shown(error.instance)} is not a whole number (type 'integer')"
@@ -235,7 +260,7 @@ def _schema_problems(problems: _Problems, raw) -> None:
 
 
 def parse(text: str, *, source: str = "<memory>", platform: Platform | None = None) -> TeamSpec:
-    shape = spec_file.shape_problem(text, source)     # size and depth, before YAML builds anything
+    shape = spec_file.shape_problem(text, source)  # size and depth, before YAML builds anything
     if shape:
         raise SpecError([shape])
     raw, lines = read_yaml(text, source)
@@ -267,16 +292,21 @@ def _team_name_problem(name: str) -> str | None:
 # (type, inputs): validate runs the pack's own rule on them, so the two cannot disagree.
 def _derived_names(team: str, project: str) -> list[tuple[str, dict]]:
     ident = f"dagger-{team}"
-    return [("gcp:storage/bucket:Bucket", {"name": f"{project}-{team}-checkpoints"}),
-            ("gcp:serviceaccount/account:Account", {"accountId": ident}),
-            ("kubernetes:core/v1:Namespace", {"metadata": {"name": ident}}),
-            ("gcp:compute/subnetwork:Subnetwork", {"name": ident})]
+    return [
+        ("gcp:storage/bucket:Bucket", {"name": f"{project}-{team}-checkpoints"}),
+        ("gcp:serviceaccount/account:Account", {"accountId": ident}),
+        ("kubernetes:core/v1:Namespace", {"metadata": {"name": ident}}),
+        ("gcp:compute/subnetwork:Subnetwork", {"name": ident}),
+    ]
 
 
 def derived_name_problems(team: str, project: str) -> list[str]:
     """The policy pack's name rule (gcp_name_limits) on every name derived from `team`."""
-    return [v.message for kind, props in _derived_names(team, project)
-            for v in gcp_name_limits(kind, props, f"urn:pulumi:{team}::daggers::{kind}::{team}", team)]
+    return [
+        v.message
+        for kind, props in _derived_names(team, project)
+        for v in gcp_name_limits(kind, props, f"urn:pulumi:{team}::daggers::{kind}::{team}", team)
+    ]
 
 
 def _default_worker_memory(spark_raw: dict, size: dict) -> int:
@@ -298,48 +328,71 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     spark_raw = {**tier["spark"], **raw.get("spark", {})}
     size = SIZES[spark_raw.get("size", tier["spark"]["size"])]
     spark = SparkSpec(
-        flavour=spark_raw["flavour"], size=spark_raw["size"],
+        flavour=spark_raw["flavour"],
+        size=spark_raw["size"],
         workers=spark_raw.get("workers", size["workers"]),
         worker_cores=spark_raw.get("worker_cores", size["worker_cores"]),
         worker_memory_gb=spark_raw.get("worker_memory_gb", _default_worker_memory(spark_raw, size)),
-        machine_type=spark_raw.get("machine_type", size["machine_type"]))
+        machine_type=spark_raw.get("machine_type", size["machine_type"]),
+    )
     kafka_raw = raw.get("kafka", copy.deepcopy(tier["kafka"]))
     seen: dict[str, int] = {}
     reads = []
     for i, k in enumerate(kafka_raw):
         cluster = platform.kafka_clusters.get(k["cluster"])
         if k["cluster"] in seen:
-            problems.add(f"kafka[{i}].cluster", f"{shown(k['cluster'])} is listed already "
-                                                 f"(kafka[{seen[k['cluster']]}]): one entry a cluster; merge "
-                                                 "their topics")
+            problems.add(
+                f"kafka[{i}].cluster",
+                f"{shown(k['cluster'])} is listed already "
+                f"(kafka[{seen[k['cluster']]}]): one entry a cluster; merge "
+                "their topics",
+            )
         seen.setdefault(k["cluster"], i)
         if cluster is None:
-            problems.add(f"kafka[{i}].cluster", f"unknown Kafka cluster {shown(k['cluster'])}"
-                                                 f"{sizing.did_you_mean(k['cluster'], platform.kafka_clusters)} "
-                                                 f"(the platform has: {', '.join(sorted(platform.kafka_clusters))})")
+            problems.add(
+                f"kafka[{i}].cluster",
+                f"unknown Kafka cluster {shown(k['cluster'])}"
+                f"{sizing.did_you_mean(k['cluster'], platform.kafka_clusters)} "
+                f"(the platform has: {', '.join(sorted(platform.kafka_clusters))})",
+            )
         elif raw["tier"] not in cluster.tiers:
-            problems.add(f"kafka[{i}].cluster", f"{k['cluster']} is for tiers {', '.join(cluster.tiers)}, "
-                                                 f"not {raw['tier']}")
-            cluster = None      # its catalogue is beside the point
+            problems.add(
+                f"kafka[{i}].cluster", f"{k['cluster']} is for tiers {', '.join(cluster.tiers)}, not {raw['tier']}"
+            )
+            cluster = None  # its catalogue is beside the point
         if "topics" in k:
             patterns = tuple(k["topics"])
             if not patterns:
-                problems.add(f"kafka[{i}].topics", "an empty list mirrors nothing: leave topics out to read what "
-                                                   "the catalogue grants the team, or list patterns")
+                problems.add(
+                    f"kafka[{i}].topics",
+                    "an empty list mirrors nothing: leave topics out to read what "
+                    "the catalogue grants the team, or list patterns",
+                )
         else:
             patterns = topics.default_patterns(cluster.topics, name) if cluster else ()
             if "kafka" not in raw and not patterns:
-                continue        # a tier default with nothing granted: no read, rather than a mirror of nothing
+                continue  # a tier default with nothing granted: no read, rather than a mirror of nothing
             if cluster is not None and not patterns:
-                problems.add(f"kafka[{i}]", f"the catalogue grants {name} nothing on {k['cluster']} (infra/platform.yaml):"
-                                            " ask a topic's owner for a grant, or remove the cluster")
+                problems.add(
+                    f"kafka[{i}]",
+                    f"the catalogue grants {name} nothing on {k['cluster']} (infra/platform.yaml):"
+                    " ask a topic's owner for a grant, or remove the cluster",
+                )
         reads.append((k["cluster"], k.get("mirrored", False), patterns))
-    catalogues = {c: platform.kafka_clusters[c].topics for c, _, _ in reads
-                  if c in platform.kafka_clusters and raw["tier"] in platform.kafka_clusters[c].tiers}
+    catalogues = {
+        c: platform.kafka_clusters[c].topics
+        for c, _, _ in reads
+        if c in platform.kafka_clusters and raw["tier"] in platform.kafka_clusters[c].tiers
+    }
     pattern_problems = topics.check_patterns(name, [(c, p) for c, _, p in reads], catalogues)
     for (i, j), message in sorted(pattern_problems.items()):
-        where = (f"kafka[{i}]" if "topics" not in kafka_raw[i] else
-                 f"kafka[{i}].topics" if j < 0 else f"kafka[{i}].topics[{j}]")
+        where = (
+            f"kafka[{i}]"
+            if "topics" not in kafka_raw[i]
+            else f"kafka[{i}].topics"
+            if j < 0
+            else f"kafka[{i}].topics[{j}]"
+        )
         problems.add(where, message)
     kafka = []
     for c, mirrored, patterns in reads:
@@ -348,13 +401,18 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         reaches = tuple(t.label for t in topics.reached_entries(name, c, patterns, catalogues[c])) if clean else ()
         kafka.append(KafkaRead(c, mirrored, patterns, reaches))
     kafka = tuple(kafka)
-    own_topics = tuple(topic_quota.OwnTopic(t["cluster"], t["name"], t["partitions"], t.get("retention_hours"),
-                                            t.get("retention_gb")) for t in raw.get("topics", ()))
+    own_topics = tuple(
+        topic_quota.OwnTopic(t["cluster"], t["name"], t["partitions"], t.get("retention_hours"), t.get("retention_gb"))
+        for t in raw.get("topics", ())
+    )
     for_tier = sorted(c.name for c in platform.kafka_clusters.values() if raw["tier"] in c.tiers)
     for i, t in enumerate(own_topics):
         if t.cluster not in for_tier:
-            problems.add(f"topics[{i}].cluster", f"{shown(t.cluster)} is not a Kafka cluster of the platform for tier "
-                                                 f"{raw['tier']} ({', '.join(for_tier)})")
+            problems.add(
+                f"topics[{i}].cluster",
+                f"{shown(t.cluster)} is not a Kafka cluster of the platform for tier "
+                f"{raw['tier']} ({', '.join(for_tier)})",
+            )
     for i, where, message in topic_quota.problems(name, raw["tier"], own_topics):
         problems.add("topics" if i is None else f"topics[{i}].{where}", message)
     # the team's name and its own topics against every catalogue entry, on every cluster
@@ -383,35 +441,62 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     # the namespace holds the Spark workers and master, and each mirror's brokers and MM2
     mirrors = sum(1 for k in kafka if k.mirrored)
     brokers = MIRROR_BROKERS[raw["tier"]]
-    needed_cpu = (spark.workers * spark.worker_cores + 2
-                  + mirrors * (brokers * MIRROR_BROKER_CPU + MIRROR_MM2_CPU))
-    needed_mem = (spark.workers * spark.worker_memory_gb + 4
-                  + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
+    needed_cpu = spark.workers * spark.worker_cores + 2 + mirrors * (brokers * MIRROR_BROKER_CPU + MIRROR_MM2_CPU)
+    needed_mem = (
+        spark.workers * spark.worker_memory_gb
+        + 4
+        + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB)
+    )
     if spark.flavour == "gke" and (quota.cpu < needed_cpu or quota.memory_gb < needed_mem):
-        problems.add("quota", f"{quota.cpu} CPUs / {quota.memory_gb} GB cannot hold the Spark cluster "
-                              f"({spark.workers} workers x {spark.worker_cores} CPUs / {spark.worker_memory_gb} GB "
-                              f"plus the master) and {mirrors} Kafka mirror(s): they need {needed_cpu:g} / "
-                              f"{needed_mem:g}")
+        problems.add(
+            "quota",
+            f"{quota.cpu} CPUs / {quota.memory_gb} GB cannot hold the Spark cluster "
+            f"({spark.workers} workers x {spark.worker_cores} CPUs / {spark.worker_memory_gb} GB "
+            f"plus the master) and {mirrors} Kafka mirror(s): they need {needed_cpu:g} / "
+            f"{needed_mem:g}",
+        )
     for where, message in sizing.check(
-            tier=raw["tier"], flavour=spark.flavour, workers=spark.workers, worker_cores=spark.worker_cores,
-            worker_memory_gb=spark.worker_memory_gb, machine_type=spark.machine_type, quota_cpu=quota.cpu,
-            quota_memory_gb=quota.memory_gb, quota_pods=quota.pods, mirrors=mirrors, brokers=brokers):
+        tier=raw["tier"],
+        flavour=spark.flavour,
+        workers=spark.workers,
+        worker_cores=spark.worker_cores,
+        worker_memory_gb=spark.worker_memory_gb,
+        machine_type=spark.machine_type,
+        quota_cpu=quota.cpu,
+        quota_memory_gb=quota.memory_gb,
+        quota_pods=quota.pods,
+        mirrors=mirrors,
+        brokers=brokers,
+    ):
         problems.add(where, message)
     region = raw.get("region", platform.region)
     region_problem = sizing.region_problem(region)
     if region_problem:
         problems.add("region", region_problem)
     elif spark.flavour == "gke" and region != platform.region:
-        problems.add("region", f"gke teams run on the platform's cluster in {platform.region}; "
-                               f"use spark.flavour vm for {region}")
+        problems.add(
+            "region", f"gke teams run on the platform's cluster in {platform.region}; use spark.flavour vm for {region}"
+        )
     if problems:
         raise SpecError(list(problems))
     return TeamSpec(
-        name=name, description=raw.get("description", ""), owners=tuple(raw["owners"]), tier=raw["tier"],
-        region=region, spark=spark, kafka=kafka,
+        name=name,
+        description=raw.get("description", ""),
+        owners=tuple(raw["owners"]),
+        tier=raw["tier"],
+        region=region,
+        spark=spark,
+        kafka=kafka,
         checkpoint_retention_days=raw.get("checkpoints", {}).get(
-            "retention_days", tier["checkpoints"]["retention_days"]),
-        cidr=cidr, quota=quota, labels=labels, own_topics=own_topics, source=label, lines=problems.lines)
+            "retention_days", tier["checkpoints"]["retention_days"]
+        ),
+        cidr=cidr,
+        quota=quota,
+        labels=labels,
+        own_topics=own_topics,
+        source=label,
+        lines=problems.lines,
+    )
 
 
 def load(path: str | Path, platform: Platform | None = None) -> TeamSpec:
@@ -444,10 +529,12 @@ def check_all(specs: list[TeamSpec]) -> list[str]:
             problems.append(f"{spec.where('team')}: {spec.name} is already used by {seen[spec.name].source}")
         seen.setdefault(spec.name, spec)
     for i, a in enumerate(specs):
-        for b in specs[i + 1:]:
+        for b in specs[i + 1 :]:
             if a.cidr.overlaps(b.cidr):
-                problems.append(f"{b.where('network.cidr')}: {b.cidr} overlaps {a.name}'s {a.cidr} "
-                                f"({a.source}:{line_of(a.lines, 'network.cidr')})")
+                problems.append(
+                    f"{b.where('network.cidr')}: {b.cidr} overlaps {a.name}'s {a.cidr} "
+                    f"({a.source}:{line_of(a.lines, 'network.cidr')})"
+                )
     return problems
 
 
@@ -459,17 +546,21 @@ def team_files(teams_dir: Path = TEAMS_DIR) -> tuple[list[Path], list[str]]:
         if path.suffix == ".yaml" and path.is_file() and not path.is_symlink():
             files.append(path)
         else:
-            problems.append(f"{_label(path)}:1: (file): not a team spec file (a regular file <team>.yaml): no check "
-                            "reads it; remove or rename it")
+            problems.append(
+                f"{_label(path)}:1: (file): not a team spec file (a regular file <team>.yaml): no check "
+                "reads it; remove or rename it"
+            )
     return files, problems
 
 
 def unloadable(path: Path, problems: list[str]) -> str:
     """The problem every run reports while a committed spec cannot load: the checks between teams
     would otherwise compare one team fewer (fail closed, naming the file)."""
-    return (f"{_label(path)}:1: (file): this team spec does not load ({len(problems)} problem(s), shown when it is validated "
-            "itself), so no team can be checked against it (ranges, names): the checks between teams fail for "
-            "every team until it is fixed")
+    return (
+        f"{_label(path)}:1: (file): this team spec does not load ({len(problems)} problem(s), shown when it is validated "
+        "itself), so no team can be checked against it (ranges, names): the checks between teams fail for "
+        "every team until it is fixed"
+    )
 
 
 def load_all(teams_dir: Path = TEAMS_DIR, platform: Platform | None = None) -> list[TeamSpec]:

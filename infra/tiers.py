@@ -1,4 +1,5 @@
 """Defaults by criticality tier, so the smallest team request is a few lines."""
+
 from __future__ import annotations
 
 SIZES = {

@@ -11,6 +11,7 @@ no team's prefix extends another's (`growth--` is not a prefix of `growth-lab--.
 
 Pure: numbers in, (index, field, message) problems out; the spec and the pack share it.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,9 +26,9 @@ _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 @dataclass(frozen=True)
 class Quota:
     partitions_per_topic: int
-    partitions: int             # every topic under the team's prefix, on all clusters together
-    retention_hours: int        # retention.ms, in hours
-    retention_gb: int           # retention.bytes: per partition, in GB
+    partitions: int  # every topic under the team's prefix, on all clusters together
+    retention_hours: int  # retention.ms, in hours
+    retention_gb: int  # retention.bytes: per partition, in GB
 
 
 # By tier (infra/tiers.py's names); a team the registry does not know gets the smallest (fail closed).
@@ -54,7 +55,7 @@ class OwnTopic:
         if self.retention_hours is not None:
             out["retention.ms"] = str(self.retention_hours * 3600 * 1000)
         if self.retention_gb is not None:
-            out["retention.bytes"] = str(self.retention_gb * 1024 ** 3)
+            out["retention.bytes"] = str(self.retention_gb * 1024**3)
         return out
 
 
@@ -74,23 +75,52 @@ def problems(team: str, tier: str | None, topics: Sequence[OwnTopic]) -> list[tu
     own = prefix(team)
     for i, t in enumerate(topics):
         if not t.name.startswith(own) or len(t.name) == len(own) or not _TOPIC_NAME.fullmatch(t.name):
-            out.append((i, "name", f"{t.name!a} is not a topic of team {team}: a team's topics are named "
-                                   f"{own}<name>, of Kafka's characters (letters, digits, '.', '_', '-'), at most 249"))
+            out.append(
+                (
+                    i,
+                    "name",
+                    f"{t.name!a} is not a topic of team {team}: a team's topics are named "
+                    f"{own}<name>, of Kafka's characters (letters, digits, '.', '_', '-'), at most 249",
+                )
+            )
         if (t.cluster, t.name) in seen:
-            out.append((i, "name", f"{t.name!a} on {t.cluster!a} is listed already "
-                                   f"(topics[{seen[(t.cluster, t.name)]}])"))
+            out.append(
+                (i, "name", f"{t.name!a} on {t.cluster!a} is listed already (topics[{seen[(t.cluster, t.name)]}])")
+            )
         seen.setdefault((t.cluster, t.name), i)
         if t.partitions > q.partitions_per_topic:
-            out.append((i, "partitions", f"{t.partitions} partitions is above the {tier or SMALLEST} tier's cap of "
-                                         f"{q.partitions_per_topic} a topic"))
+            out.append(
+                (
+                    i,
+                    "partitions",
+                    f"{t.partitions} partitions is above the {tier or SMALLEST} tier's cap of "
+                    f"{q.partitions_per_topic} a topic",
+                )
+            )
         if t.retention_hours is not None and t.retention_hours > q.retention_hours:
-            out.append((i, "retention_hours", f"{t.retention_hours} hours is above the {tier or SMALLEST} tier's "
-                                              f"cap of {q.retention_hours}"))
+            out.append(
+                (
+                    i,
+                    "retention_hours",
+                    f"{t.retention_hours} hours is above the {tier or SMALLEST} tier's cap of {q.retention_hours}",
+                )
+            )
         if t.retention_gb is not None and t.retention_gb > q.retention_gb:
-            out.append((i, "retention_gb", f"{t.retention_gb} GB a partition is above the {tier or SMALLEST} tier's "
-                                           f"cap of {q.retention_gb}"))
+            out.append(
+                (
+                    i,
+                    "retention_gb",
+                    f"{t.retention_gb} GB a partition is above the {tier or SMALLEST} tier's cap of {q.retention_gb}",
+                )
+            )
     total = sum(t.partitions for t in topics)
     if total > q.partitions:
-        out.append((None, "partitions", f"{total} partitions under {own} in all is above the {tier or SMALLEST} "
-                                        f"tier's cap of {q.partitions} a team"))
+        out.append(
+            (
+                None,
+                "partitions",
+                f"{total} partitions under {own} in all is above the {tier or SMALLEST} "
+                f"tier's cap of {q.partitions} a team",
+            )
+        )
     return out

@@ -25,6 +25,7 @@ together have a budget too (MAX_SPEC_PATTERNS, MAX_SPEC_COST: infra/topics.py ch
 Java sees any), so many patterns each just under the bound cannot add up to minutes either.
 Pure: the text in, the first problem (or the cost) out.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,19 +34,21 @@ from string import ascii_letters, digits
 
 TOPIC_CHARS = frozenset(ascii_letters + digits + "_-")
 ESCAPES = {".": "a literal dot", "-": "a literal '-'", "_": "a literal '_'", "d": "a digit", "w": "a word character"}
-NAME_LENGTH = 250           # a topic name is at most 249 characters: what one '*' may try
+NAME_LENGTH = 250  # a topic name is at most 249 characters: what one '*' may try
 # Two '*' in a row, or one with '?' and alternatives. Real patterns need NAME_LENGTH (one '*': every
 # committed spec, accepted fixture and catalogue default); NAME_LENGTH ** 3 (three '*') kept Java's
 # checker at its full step budget on every stress name of such a pattern
-MAX_COST = NAME_LENGTH ** 2
+MAX_COST = NAME_LENGTH**2
 # A spec's patterns together (every kafka[i].topics, or the catalogue's defaults): at most this many,
 # and at most this much cost summed (four patterns at MAX_COST, or a hundred with one '*' each)
 MAX_SPEC_PATTERNS = 100
 MAX_SPEC_COST = 4 * MAX_COST
 MAX_GROUP_DEPTH = 8
-MAX_COUNT = 249             # {n}: no topic name is longer
-ALLOWED = ("topic-name characters (letters, digits, '_', '-'), '\\.' for a dot, and . \\d \\w [...] [^...] ( ) (?: ) "
-           "| * + ? {n}, ^ at the start and $ at the end")
+MAX_COUNT = 249  # {n}: no topic name is longer
+ALLOWED = (
+    "topic-name characters (letters, digits, '_', '-'), '\\.' for a dot, and . \\d \\w [...] [^...] ( ) (?: ) "
+    "| * + ? {n}, ^ at the start and $ at the end"
+)
 
 
 class PatternRefused(ValueError):
@@ -56,10 +59,10 @@ class PatternRefused(ValueError):
 
 @dataclass
 class _Part:
-    repeats: bool = False       # holds a quantifier (*, +, ?, {n})
-    alternates: bool = False    # holds a '|'
-    empty: bool = True          # matches nothing but the empty string (no atom)
-    cost: int = 1               # how many ways a backtracking matcher may try it (see the docstring)
+    repeats: bool = False  # holds a quantifier (*, +, ?, {n})
+    alternates: bool = False  # holds a '|'
+    empty: bool = True  # matches nothing but the empty string (no atom)
+    cost: int = 1  # how many ways a backtracking matcher may try it (see the docstring)
 
 
 class _Parser:
@@ -83,14 +86,20 @@ class _Parser:
             ch = self.text[self.i]
             if ch == ")":
                 self.refuse("')' closes a group that was never opened")
-            self.refuse(f"{ch!a} is allowed only at the {'start' if ch == '^' else 'end'} of a pattern"
-                        if ch in "^$" else f"{ch!a} is not allowed here")
+            self.refuse(
+                f"{ch!a} is allowed only at the {'start' if ch == '^' else 'end'} of a pattern"
+                if ch in "^$"
+                else f"{ch!a} is not allowed here"
+            )
         if part.empty:
             self.refuse("the pattern matches only the empty name", 0)
         if part.cost > MAX_COST:
-            self.refuse("too many ways to match a name for a backtracking matcher: each '*' or '+' multiplies the "
-                        "work by a name's length, each '?' or alternative adds to it (at most two '*' or '+', "
-                        "fewer with '?' and '|'): split it into several patterns", 0)
+            self.refuse(
+                "too many ways to match a name for a backtracking matcher: each '*' or '+' multiplies the "
+                "work by a name's length, each '?' or alternative adds to it (at most two '*' or '+', "
+                "fewer with '?' and '|'): split it into several patterns",
+                0,
+            )
         return part.cost
 
     def alternation(self, depth: int, open_at: int | None) -> _Part:
@@ -101,8 +110,10 @@ class _Parser:
             if open_at is not None and not self.peek():
                 self.refuse("'(' is never closed with ')'", open_at)
             if branch.empty:
-                self.refuse("an empty alternative ('|' with nothing on one side, or '()') matches the empty name; "
-                            "remove it", start)
+                self.refuse(
+                    "an empty alternative ('|' with nothing on one side, or '()') matches the empty name; remove it",
+                    start,
+                )
             out.repeats |= branch.repeats
             out.alternates |= branch.alternates
             out.cost = branch.cost if out.empty else out.cost + branch.cost
@@ -146,20 +157,26 @@ class _Parser:
         if ch == "]":
             self.refuse("']' closes a character class that was never opened")
         if ch == "#":
-            self.refuse("'#' is not a topic-name character (with (?x) it starts a comment that hides the rest of "
-                        "the joined pattern)")
+            self.refuse(
+                "'#' is not a topic-name character (with (?x) it starts a comment that hides the rest of "
+                "the joined pattern)"
+            )
         if ch == " ":
             self.refuse("a space is not a topic-name character")
         self.refuse(f"{ch!a} is not a topic-name character nor allowed regex syntax", at)
 
     def escape(self) -> None:
-        nxt = self.text[self.i + 1:self.i + 2]
+        nxt = self.text[self.i + 1 : self.i + 2]
         if nxt in ("Q", "E"):
-            self.refuse(f"'\\{nxt}' quoting is not allowed: an unclosed \\Q quotes the next patterns too once "
-                        "MirrorMaker 2 joins them with '|'; write a dot as '\\.'")
+            self.refuse(
+                f"'\\{nxt}' quoting is not allowed: an unclosed \\Q quotes the next patterns too once "
+                "MirrorMaker 2 joins them with '|'; write a dot as '\\.'"
+            )
         if not nxt or nxt not in ESCAPES:
-            self.refuse(f"'\\{nxt}' is not allowed: the escapes a topic pattern may use are "
-                        f"{', '.join(chr(92) + e for e in ESCAPES)}")
+            self.refuse(
+                f"'\\{nxt}' is not allowed: the escapes a topic pattern may use are "
+                f"{', '.join(chr(92) + e for e in ESCAPES)}"
+            )
         self.i += 2
 
     def char_class(self) -> None:
@@ -180,29 +197,35 @@ class _Parser:
             if ch == "\\":
                 self.escape()
             elif ch == "-":
-                if not self.text[self.i + 1:self.i + 2]:
+                if not self.text[self.i + 1 : self.i + 2]:
                     self.refuse("'[' is never closed with ']'", open_at)
-                if self.i != first and self.text[self.i + 1:self.i + 2] != "]":
-                    self.refuse("'-' inside [...] is a range between two letters or digits, or a literal '-' "
-                                "first or last")
+                if self.i != first and self.text[self.i + 1 : self.i + 2] != "]":
+                    self.refuse(
+                        "'-' inside [...] is a range between two letters or digits, or a literal '-' first or last"
+                    )
                 self.i += 1
             elif ch in TOPIC_CHARS or ch == ".":
-                if self.text[self.i + 1:self.i + 2] == "-" and self.text[self.i + 2:self.i + 3] not in ("]", ""):
+                if self.text[self.i + 1 : self.i + 2] == "-" and self.text[self.i + 2 : self.i + 3] not in ("]", ""):
                     self.range(ch, self.text[self.i + 2])
                     self.i += 3
                 else:
                     self.i += 1
             else:
-                self.refuse(f"{ch!a} is not allowed in a character class (letters, digits, '_', '.', '-', ranges "
-                            "and \\d \\w; no nested [...], && or other characters)")
+                self.refuse(
+                    f"{ch!a} is not allowed in a character class (letters, digits, '_', '.', '-', ranges "
+                    "and \\d \\w; no nested [...], && or other characters)"
+                )
             items += 1
 
     def range(self, low: str, high: str) -> None:
-        same_kind = any(low in s and high in s for s in ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-                                                          digits))
+        same_kind = any(
+            low in s and high in s for s in ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", digits)
+        )
         if not same_kind or low > high:
-            self.refuse(f"the range {low}-{high} is not allowed: ranges go up within lowercase letters, uppercase "
-                        "letters or digits (a-z, A-Z, 0-9)")
+            self.refuse(
+                f"the range {low}-{high} is not allowed: ranges go up within lowercase letters, uppercase "
+                "letters or digits (a-z, A-Z, 0-9)"
+            )
 
     def group(self, depth: int) -> _Part:
         open_at = self.i
@@ -210,8 +233,8 @@ class _Parser:
             self.refuse(f"groups nested more than {MAX_GROUP_DEPTH} deep")
         self.i += 1
         if self.peek() == "?":
-            if self.text[self.i + 1:self.i + 2] != ":":
-                self.refuse(self._why_not_group(self.text[self.i + 1:self.i + 2]), open_at)
+            if self.text[self.i + 1 : self.i + 2] != ":":
+                self.refuse(self._why_not_group(self.text[self.i + 1 : self.i + 2]), open_at)
             self.i += 2
         inner = self.alternation(depth + 1, open_at) if self.peek() != ")" else _Part()
         if inner.empty:
@@ -227,8 +250,10 @@ class _Parser:
             return "lookarounds and named groups are not allowed: only ( ) and (?: ) group"
         if kind == "#":
             return "a comment (?#...) is not allowed"
-        return ("an inline flag such as (?i) or (?x) is not allowed: MirrorMaker 2 joins the patterns with '|', so "
-                "the flag would change every pattern after it (case, comments); only ( ) and (?: ) group")
+        return (
+            "an inline flag such as (?i) or (?x) is not allowed: MirrorMaker 2 joins the patterns with '|', so "
+            "the flag would change every pattern after it (case, comments); only ( ) and (?: ) group"
+        )
 
     def quantifier(self, atom: _Part, start: int) -> None:
         ch = self.peek()
@@ -237,10 +262,12 @@ class _Parser:
         many = ch != "?"
         if ch == "{":
             end = self.text.find("}", self.i)
-            count = self.text[self.i + 1:end] if end > 0 else ""
+            count = self.text[self.i + 1 : end] if end > 0 else ""
             if not count.isdigit() or not count.isascii() or len(count) > 3 or int(count) > MAX_COUNT:
-                self.refuse(f"a count is {{n}} with n from 0 to {MAX_COUNT} ({{n,m}} is not possible: MirrorMaker 2 "
-                            "splits its topics setting on ','; repeat the item instead)")
+                self.refuse(
+                    f"a count is {{n}} with n from 0 to {MAX_COUNT} ({{n,m}} is not possible: MirrorMaker 2 "
+                    "splits its topics setting on ','; repeat the item instead)"
+                )
             many = int(count) > 1
             self.i = end + 1
         else:
@@ -248,12 +275,18 @@ class _Parser:
         if self.peek() in ("*", "+", "?", "{"):
             self.refuse("a quantifier after a quantifier (lazy *?, possessive *+ or a double *): write one")
         if many and atom.repeats:
-            self.refuse("repeating a group that holds a quantifier, such as (a*)*, (a?){30} or (x-(a|b)*)*, makes "
-                        "the matcher backtrack exponentially on a name that almost matches (catastrophic "
-                        "backtracking): repeat the inner part only", start)
+            self.refuse(
+                "repeating a group that holds a quantifier, such as (a*)*, (a?){30} or (x-(a|b)*)*, makes "
+                "the matcher backtrack exponentially on a name that almost matches (catastrophic "
+                "backtracking): repeat the inner part only",
+                start,
+            )
         if many and atom.alternates:
-            self.refuse("repeating a group with alternatives, such as (a|b)*, can backtrack exponentially: use a "
-                        "character class [ab]* or list the alternatives as separate patterns", start)
+            self.refuse(
+                "repeating a group with alternatives, such as (a|b)*, can backtrack exponentially: use a "
+                "character class [ab]* or list the alternatives as separate patterns",
+                start,
+            )
         if ch in "*+":
             atom.cost = min(atom.cost * NAME_LENGTH, MAX_COST + 1)
         elif ch == "?":

@@ -24,6 +24,7 @@ never readable.
 
 One JVM serves the whole process (a validate run): started on first use, asked in batches.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -50,8 +51,18 @@ CRITICALITIES = ("critical", "standard", "low")
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 # owners and readers are team names: dagger_runtime.names.TEAM_NAME (imported above), the one rule
 CONTACT = re.compile(r"@[A-Za-z0-9-]+(/[A-Za-z0-9._-]+)?|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[a-z]{2,}")
-ENTRY_KEYS = {"name", "prefix", "owner", "sensitivity", "criticality", "contact", "readers", "description",
-              "message", "event_time"}
+ENTRY_KEYS = {
+    "name",
+    "prefix",
+    "owner",
+    "sensitivity",
+    "criticality",
+    "contact",
+    "readers",
+    "description",
+    "message",
+    "event_time",
+}
 # a protobuf message's full name and a field's name (protobuf's own identifier rules)
 MESSAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -65,6 +76,7 @@ class CatalogueError(ValueError):
 @dataclass(frozen=True)
 class Topic:
     """One catalogue entry: a topic (`name`) or every topic starting with `prefix`."""
+
     cluster: str
     value: str
     is_prefix: bool
@@ -74,8 +86,8 @@ class Topic:
     contact: str
     readers: tuple[str, ...] = ()
     description: str = ""
-    message: str | None = None       # the protobuf message its values hold (a full name in protos/)
-    event_time: str | None = None    # that message's event-time field (a Timestamp)
+    message: str | None = None  # the protobuf message its values hold (a full name in protos/)
+    event_time: str | None = None  # that message's event-time field (a Timestamp)
 
     @property
     def label(self) -> str:
@@ -124,8 +136,9 @@ def load_restricted_readers(grants_dir: Path = RESTRICTED_GRANTS_DIR) -> dict[st
     return out
 
 
-def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence[str]] | None = None
-                    ) -> tuple[Topic, ...]:
+def parse_catalogue(
+    cluster: str, raw, restricted_readers: Mapping[str, Sequence[str]] | None = None
+) -> tuple[Topic, ...]:
     """A cluster's `topics:` list from platform.yaml, checked (raises CatalogueError). A restricted
     entry's readers come from `restricted_readers` ({restricted_grant_path: readers}), never from
     platform.yaml; a grant file of this cluster that matches no restricted entry is refused."""
@@ -150,30 +163,56 @@ def parse_catalogue(cluster: str, raw, restricted_readers: Mapping[str, Sequence
         if e.get("sensitivity") == "restricted":
             grant_file = restricted_grant_path(cluster, value, "prefix" in e)
             if "readers" in e:
-                raise CatalogueError(f"{where}: a restricted topic's readers are granted in {grant_file}, which its "
-                                     "data owner owns (CODEOWNERS), not here")
+                raise CatalogueError(
+                    f"{where}: a restricted topic's readers are granted in {grant_file}, which its "
+                    "data owner owns (CODEOWNERS), not here"
+                )
             readers = list(restricted_readers.get(grant_file, ()))
-        if not isinstance(e.get("owner"), str) or not TEAM_NAME.fullmatch(e["owner"]) or not isinstance(
-                readers, list) or not all(isinstance(r, str) and TEAM_NAME.fullmatch(r) for r in readers):
+        if (
+            not isinstance(e.get("owner"), str)
+            or not TEAM_NAME.fullmatch(e["owner"])
+            or not isinstance(readers, list)
+            or not all(isinstance(r, str) and TEAM_NAME.fullmatch(r) for r in readers)
+        ):
             raise CatalogueError(f"{where}: owner and readers are team names")
         if not isinstance(e.get("contact"), str) or not CONTACT.fullmatch(e["contact"]):
             raise CatalogueError(f"{where}: contact is a GitHub @user, @org/team or an email address")
         message, event_time = e.get("message"), e.get("event_time")
         if message is not None and not (isinstance(message, str) and MESSAGE_NAME.fullmatch(message)):
-            raise CatalogueError(f"{where}: message is a protobuf message's full name (package.Message), not {message!a}")
-        if event_time is not None and (message is None or not isinstance(event_time, str)
-                                       or not FIELD_NAME.fullmatch(event_time)):
+            raise CatalogueError(
+                f"{where}: message is a protobuf message's full name (package.Message), not {message!a}"
+            )
+        if event_time is not None and (
+            message is None or not isinstance(event_time, str) or not FIELD_NAME.fullmatch(event_time)
+        ):
             raise CatalogueError(f"{where}: event_time names a field of the entry's message (and needs message)")
-        out.append(Topic(cluster, value, "prefix" in e, e["owner"], e["sensitivity"], e["criticality"],
-                         e["contact"], tuple(readers), str(e.get("description", "")), message, event_time))
+        out.append(
+            Topic(
+                cluster,
+                value,
+                "prefix" in e,
+                e["owner"],
+                e["sensitivity"],
+                e["criticality"],
+                e["contact"],
+                tuple(readers),
+                str(e.get("description", "")),
+                message,
+                event_time,
+            )
+        )
     labels = [t.label for t in out]
     if len(set(labels)) != len(labels):
         raise CatalogueError(f"kafka_clusters.{cluster}.topics: an entry is listed twice")
     expected = {restricted_grant_path(cluster, t.value, t.is_prefix) for t in out if t.sensitivity == "restricted"}
-    stray = sorted(f for f in restricted_readers if f.startswith(f"infra/topic-grants/{cluster}/") and f not in expected)
+    stray = sorted(
+        f for f in restricted_readers if f.startswith(f"infra/topic-grants/{cluster}/") and f not in expected
+    )
     if stray:
-        raise CatalogueError(f"{stray[0]}: grants a topic that is not a restricted entry of {cluster}'s catalogue "
-                             "(infra/platform.yaml): remove it, or fix its path")
+        raise CatalogueError(
+            f"{stray[0]}: grants a topic that is not a restricted entry of {cluster}'s catalogue "
+            "(infra/platform.yaml): remove it, or fix its path"
+        )
     return tuple(out)
 
 
@@ -194,7 +233,9 @@ def message_problems(entries: Iterable[Topic], descriptor_set) -> list[str]:
             continue
         field = descriptor_set.message_descriptor(t.message).fields_by_name.get(t.event_time)
         if field is None or field.message_type is None or field.message_type.full_name != "google.protobuf.Timestamp":
-            problems.append(f"{where}: event_time {t.event_time} is not a google.protobuf.Timestamp field of {t.message}")
+            problems.append(
+                f"{where}: event_time {t.event_time} is not a google.protobuf.Timestamp field of {t.message}"
+            )
     return problems
 
 
@@ -205,6 +246,7 @@ def message_problems(entries: Iterable[Topic], descriptor_set) -> list[str]:
 # reader granted that prefix would read it. Kafka treats '.' and '_' in topic names as colliding
 # (two topics differing only there cannot both exist), so names are compared with '.' read as '_'.
 
+
 def _kafka_key(name: str) -> str:
     return name.replace(".", "_")
 
@@ -213,14 +255,15 @@ def entries_covering(name: str, entries: Iterable[Topic]) -> list[Topic]:
     """The catalogue entries whose topics include the topic `name` (a literal equal to it, or a
     prefix it starts with, '.' and '_' alike)."""
     key = _kafka_key(name)
-    return [t for t in entries
-            if (key.startswith(_kafka_key(t.value)) if t.is_prefix else key == _kafka_key(t.value))]
+    return [t for t in entries if (key.startswith(_kafka_key(t.value)) if t.is_prefix else key == _kafka_key(t.value))]
 
 
 def _entry(t: Topic) -> str:
     kind = "prefix" if t.is_prefix else "topic"
-    return (f"the catalogue's {kind} {t.label} on {t.cluster} ({t.sensitivity}, owned by team {t.owner}; "
-            "infra/platform.yaml)")
+    return (
+        f"the catalogue's {kind} {t.label} on {t.cluster} ({t.sensitivity}, owned by team {t.owner}; "
+        "infra/platform.yaml)"
+    )
 
 
 def own_topic_problem(name: str, entries: Iterable[Topic]) -> str | None:
@@ -228,8 +271,10 @@ def own_topic_problem(name: str, entries: Iterable[Topic]) -> str | None:
     hit = entries_covering(name, entries)
     if not hit:
         return None
-    return (f"{name!a} lies inside {_entry(hit[0])}: a team's own topics are outside every catalogue entry, or "
-            "the team would write into topics the catalogue gives to their owner and readers; choose another name")
+    return (
+        f"{name!a} lies inside {_entry(hit[0])}: a team's own topics are outside every catalogue entry, or "
+        "the team would write into topics the catalogue gives to their owner and readers; choose another name"
+    )
 
 
 def team_name_problems(team: str, entries: Iterable[Topic]) -> list[str]:
@@ -266,6 +311,7 @@ def default_patterns(catalogue: Iterable[Topic], team: str) -> tuple[str, ...]:
 
 # -- checks before Java ------------------------------------------------------------------------------
 
+
 def _shown(ch: str) -> str:
     return repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}"
 
@@ -274,11 +320,15 @@ def text_problem(pattern: str) -> str | None:
     """Refusals that need no regex engine: control and invisible characters, ',' and length."""
     for i, ch in enumerate(pattern):
         if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-            return (f"{pattern!a} has a control or invisible character ({_shown(ch)} at index {i}); "
-                    "a topic pattern is printable text on one line")
+            return (
+                f"{pattern!a} has a control or invisible character ({_shown(ch)} at index {i}); "
+                "a topic pattern is printable text on one line"
+            )
     if "," in pattern:
-        return (f"{pattern!a} has a ','; MirrorMaker 2 splits its topics setting on commas, so one pattern "
-                "would become several: give each pattern as its own list item (use {m,n} bounds without a comma)")
+        return (
+            f"{pattern!a} has a ','; MirrorMaker 2 splits its topics setting on commas, so one pattern "
+            "would become several: give each pattern as its own list item (use {m,n} bounds without a comma)"
+        )
     if len(pattern) > MAX_PATTERN:
         return f"a pattern of {len(pattern)} characters; at most {MAX_PATTERN}"
     if pattern != pattern.strip():
@@ -287,6 +337,7 @@ def text_problem(pattern: str) -> str | None:
 
 
 # -- the JVM ------------------------------------------------------------------------------------------
+
 
 class JavaUnavailable(RuntimeError):
     pass
@@ -304,6 +355,7 @@ def _java() -> str:
 
 class _Checker:
     """One `java TopicPatterns.java` for the process, asked in batches (see the Java file)."""
+
     TIMEOUT = 120.0
 
     def __init__(self) -> None:
@@ -315,8 +367,12 @@ class _Checker:
     def _start(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._buffer = b""
-            self._proc = subprocess.Popen([_java(), "-Xss8m", str(JAVA_SOURCE)], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self._proc = subprocess.Popen(
+                [_java(), "-Xss8m", str(JAVA_SOURCE)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         return self._proc
 
     def _line(self, proc: subprocess.Popen) -> str:
@@ -372,8 +428,10 @@ def _decode_error(answer: str) -> str:
 
 # -- the check -----------------------------------------------------------------------------------------
 
-def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
-                   catalogues: Mapping[str, Sequence[Topic]]) -> dict[tuple[int, int], str]:
+
+def check_patterns(
+    team: str, reads: Sequence[tuple[str, Sequence[str]]], catalogues: Mapping[str, Sequence[Topic]]
+) -> dict[tuple[int, int], str]:
     """Problems of a team's topic patterns: {(read index, pattern index): message}; pattern index
     -1 is the read's list as a whole (the patterns joined as MirrorMaker 2 compiles them).
 
@@ -386,7 +444,7 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
     problems: dict[tuple[int, int], str] = {}
     asks: list[tuple[tuple[int, int], str, Topic | str | None]] = []
     count = total = 0
-    over: tuple[int, int] | None = None        # the pattern at which the spec's budget ran out
+    over: tuple[int, int] | None = None  # the pattern at which the spec's budget ran out
     for i, (cluster, patterns) in enumerate(reads):
         if cluster not in catalogues:
             continue
@@ -423,15 +481,21 @@ def check_patterns(team: str, reads: Sequence[tuple[str, Sequence[str]]],
 
 def _budget_problem(count: int, total: int) -> str:
     if count > topic_regex.MAX_SPEC_PATTERNS:
-        what = (f"{count} topic patterns in all (every kafka[i].topics of the spec together), more than the "
-                f"{topic_regex.MAX_SPEC_PATTERNS} a spec may list")
+        what = (
+            f"{count} topic patterns in all (every kafka[i].topics of the spec together), more than the "
+            f"{topic_regex.MAX_SPEC_PATTERNS} a spec may list"
+        )
     else:
-        what = (f"the spec's topic patterns together cost {total:,} (every kafka[i].topics: the sum of each "
-                f"pattern's cost, the ways a backtracking matcher may try it on one name, infra/topic_regex.py), "
-                f"more than the {topic_regex.MAX_SPEC_COST:,} a spec may use")
-    return (f"{what}: the spec is refused before Java runs any of its patterns (MirrorMaker runs them on "
-            "every topic of the cluster); list fewer patterns, or ones with fewer '*', '+' and '?' "
-            "(a prefix such as campaign-.* costs one '*')")
+        what = (
+            f"the spec's topic patterns together cost {total:,} (every kafka[i].topics: the sum of each "
+            f"pattern's cost, the ways a backtracking matcher may try it on one name, infra/topic_regex.py), "
+            f"more than the {topic_regex.MAX_SPEC_COST:,} a spec may use"
+        )
+    return (
+        f"{what}: the spec is refused before Java runs any of its patterns (MirrorMaker runs them on "
+        "every topic of the cluster); list fewer patterns, or ones with fewer '*', '+' and '?' "
+        "(a prefix such as campaign-.* costs one '*')"
+    )
 
 
 def _ask_reach(asks, problems: dict) -> dict[tuple[int, int], list[Topic]] | None:
@@ -454,8 +518,10 @@ def _ask_reach(asks, problems: dict) -> dict[tuple[int, int], list[Topic]] | Non
             problems[key] = f"{pattern!a} is not a Java regex (MirrorMaker 2's dialect): {_decode_error(answer)}"
         elif answer == "SLOW":
             name = entry.value if isinstance(entry, Topic) else entry
-            problems[key] = (f"{pattern!a} backtracks without end on a topic name such as {name[:40]!a}...; "
-                             "MirrorMaker would pay that on every topic: simplify it (no nested repetition like (a*)*)")
+            problems[key] = (
+                f"{pattern!a} backtracks without end on a topic name such as {name[:40]!a}...; "
+                "MirrorMaker would pay that on every topic: simplify it (no nested repetition like (a*)*)"
+            )
         elif isinstance(entry, Topic) and (answer == "FULL" or (answer == "PREFIX" and entry.is_prefix)):
             reached.setdefault(key, []).append(entry)
     return reached
@@ -465,19 +531,25 @@ def _granted_labels(catalogue: Sequence[Topic], team: str) -> str:
     return ", ".join(x.label for x in granted(catalogue, team)) or "nothing"
 
 
-def _reach_problem(team: str, cluster: str, pattern: str, entries: list[Topic], catalogue: Sequence[Topic]) -> str | None:
+def _reach_problem(
+    team: str, cluster: str, pattern: str, entries: list[Topic], catalogue: Sequence[Topic]
+) -> str | None:
     refused = [t for t in entries if not t.readable_by(team)]
     if refused:
         t = refused[0]
         more = f" (and {len(refused) - 1} more: {', '.join(x.label for x in refused[1:])})" if refused[1:] else ""
-        return (f"{pattern!a} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
-                f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
-                f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
-                f" ({_granted_labels(catalogue, team)})")
+        return (
+            f"{pattern!a} can reach {t.label} on {cluster}, {t.sensitivity} topic(s) of team "
+            f"{t.owner} not granted to {team}{more}: ask {t.owner} ({t.contact}) to add {team} to "
+            f"its readers in infra/platform.yaml, or narrow the pattern to what {team} is granted"
+            f" ({_granted_labels(catalogue, team)})"
+        )
     if not entries:
-        return (f"{pattern!a} matches no topic the catalogue grants {team} on {cluster} (granted: "
-                f"{_granted_labels(catalogue, team)}); "
-                "topics outside infra/platform.yaml's catalogue are readable by no team")
+        return (
+            f"{pattern!a} matches no topic the catalogue grants {team} on {cluster} (granted: "
+            f"{_granted_labels(catalogue, team)}); "
+            "topics outside infra/platform.yaml's catalogue are readable by no team"
+        )
     return None
 
 
@@ -506,8 +578,10 @@ def _check_joined(team: str, reads, catalogues, reached: dict, problems: dict) -
             problems[(i, -1)] = f"joined as MirrorMaker 2 compiles them: {problem}"
         elif got != union:
             extra = ", ".join(sorted(t.label for t in got ^ union))
-            problems[(i, -1)] = (f"joined as MirrorMaker 2 compiles them ({joined!a}) the patterns reach {extra} "
-                                 "differently from each pattern alone: a pattern acts beyond its own text")
+            problems[(i, -1)] = (
+                f"joined as MirrorMaker 2 compiles them ({joined!a}) the patterns reach {extra} "
+                "differently from each pattern alone: a pattern acts beyond its own text"
+            )
 
 
 def reached_entries(team: str, cluster: str, patterns: Sequence[str], catalogue: Sequence[Topic]) -> tuple[Topic, ...]:

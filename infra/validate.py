@@ -7,6 +7,7 @@ pull request that adds one team is checked against all the teams already there. 
 printed, one a line, naming the file, the line and the field; the exit status is 2 if there was
 any, else 0 with one line per team.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,9 +57,12 @@ def _line(source: str, field: str) -> int:
     return line or 1
 
 
-def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
-             platform: spec.Platform | None = None,
-             grants_dir: Path = grants.GRANTS_DIR) -> tuple[list[spec.TeamSpec], list[str]]:
+def validate(
+    files: list[Path] | None = None,
+    teams_dir: Path = spec.TEAMS_DIR,
+    platform: spec.Platform | None = None,
+    grants_dir: Path = grants.GRANTS_DIR,
+) -> tuple[list[spec.TeamSpec], list[str]]:
     """(the specs of `files` that are valid, every problem). No files: every spec in teams_dir.
 
     The committed specs not among `files` take part in the cross-team checks only; the problems
@@ -82,8 +86,10 @@ def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
         specs.append(s)
         if s.name in broken:
             problems.extend(broken[s.name])
-            problems.append(f"{where(s, 'team')}: the grant of team {s.name} is invalid (above); "
-                            f"ask {grants.PLATFORM_OWNER} to fix infra/grants/{s.name}.yaml")
+            problems.append(
+                f"{where(s, 'team')}: the grant of team {s.name} is invalid (above); "
+                f"ask {grants.PLATFORM_OWNER} to fix infra/grants/{s.name}.yaml"
+            )
         else:
             problems.extend(grants.problems_of(s, granted.get(s.name), lambda f, s=s: where(s, f)))
     others = []
@@ -102,26 +108,41 @@ def validate(files: list[Path] | None = None, teams_dir: Path = spec.TEAMS_DIR,
 
 def summary(s: spec.TeamSpec) -> str:
     mirrored = [k.cluster for k in s.kafka if k.mirrored]
-    return (f"OK {s.name} ({s.source}): {s.tier}, spark {s.spark.flavour} {s.spark.workers}x"
-            f"{s.spark.worker_cores} CPU/{s.spark.worker_memory_gb} GB, {s.cidr}, region {s.region}, "
-            f"kafka {', '.join(k.cluster for k in s.kafka) or 'none'}"
-            f"{' (mirrored: ' + ', '.join(mirrored) + ')' if mirrored else ''}, owners {' '.join(s.owners)}")
+    return (
+        f"OK {s.name} ({s.source}): {s.tier}, spark {s.spark.flavour} {s.spark.workers}x"
+        f"{s.spark.worker_cores} CPU/{s.spark.worker_memory_gb} GB, {s.cidr}, region {s.region}, "
+        f"kafka {', '.join(k.cluster for k in s.kafka) or 'none'}"
+        f"{' (mirrored: ' + ', '.join(mirrored) + ')' if mirrored else ''}, owners {' '.join(s.owners)}"
+    )
 
 
 def as_json(s: spec.TeamSpec) -> dict:
-    return {"team": s.name, "source": str(s.source), "tier": s.tier, "flavour": s.spark.flavour,
-            "workers": s.spark.workers, "worker_cores": s.spark.worker_cores,
-            "worker_memory_gb": s.spark.worker_memory_gb, "cidr": str(s.cidr), "region": s.region,
-            "kafka": [{"cluster": k.cluster, "mirrored": k.mirrored} for k in s.kafka], "owners": list(s.owners)}
+    return {
+        "team": s.name,
+        "source": str(s.source),
+        "tier": s.tier,
+        "flavour": s.spark.flavour,
+        "workers": s.spark.workers,
+        "worker_cores": s.spark.worker_cores,
+        "worker_memory_gb": s.spark.worker_memory_gb,
+        "cidr": str(s.cidr),
+        "region": s.region,
+        "kafka": [{"cluster": k.cluster, "mirrored": k.mirrored} for k in s.kafka],
+        "owners": list(s.owners),
+    }
 
 
 @survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="*", type=Path,
-                        help="team specs to validate (default: every infra/teams/*.yaml)")
-    parser.add_argument("--json", action="store_true",
-                        help="print {valid, problems, teams} as JSON (ASCII: no spec text can print a line of its own)")
+    parser.add_argument(
+        "files", nargs="*", type=Path, help="team specs to validate (default: every infra/teams/*.yaml)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print {valid, problems, teams} as JSON (ASCII: no spec text can print a line of its own)",
+    )
     args = parser.parse_args(argv)
     # What is printed goes to CI's log and the pull request's comment: each problem quotes the spec's
     # text itself (yaml_lines.shown), and every line goes out through printable() as well, so no
@@ -129,14 +150,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") 
     # sequence, or a character stdout cannot encode.
     try:
         specs, problems = validate(args.files or None)
-    except topics.CatalogueError as e:      # platform.yaml or a restricted topic's grant file
+    except topics.CatalogueError as e:  # platform.yaml or a restricted topic's grant file
         problems, specs = [f"the platform's topic catalogue is invalid, so no spec can be checked: {e}"], []
         if not args.json:
             print(printable(problems[0]))
             return exit_codes.REFUSED
     if args.json:
-        print(json.dumps({"valid": not problems, "problems": problems,
-                          "teams": [] if problems else [as_json(s) for s in specs]}, indent=2, ensure_ascii=True))
+        print(
+            json.dumps(
+                {"valid": not problems, "problems": problems, "teams": [] if problems else [as_json(s) for s in specs]},
+                indent=2,
+                ensure_ascii=True,
+            )
+        )
         return exit_codes.REFUSED if problems else exit_codes.OK
     for problem in problems:
         print(printable(problem))

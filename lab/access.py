@@ -6,6 +6,7 @@ Kafka's own tools. The platform's tools (the demo's feeders, the tests' setup) l
 a team's daggers as `dagger-<team>`, whose password reaches the driver as the team's secret
 DAGGER_SECRET_<TEAM>__KAFKA_PASSWORD (the only kind of variable `dagger deploy` hands on).
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,10 @@ def password(principal: str, cluster: str = "primary", lab: Path | None = None) 
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        raise NoCredential(f"no Kafka password for {principal} on the lab's {cluster} cluster ({path}): "
-                           "is it in the cluster's kafka_users, and is the lab up (`make lab-up`)?") from None
+        raise NoCredential(
+            f"no Kafka password for {principal} on the lab's {cluster} cluster ({path}): "
+            "is it in the cluster's kafka_users, and is the lab up (`make lab-up`)?"
+        ) from None
 
 
 def client_properties(principal: str, cluster: str = "primary", lab: Path | None = None) -> Path:
@@ -51,8 +54,12 @@ def client_properties(principal: str, cluster: str = "primary", lab: Path | None
 
 def kafka_python(principal: str = ADMIN, cluster: str = "primary", lab: Path | None = None) -> dict:
     """kafka-python client arguments that log in as `principal`."""
-    return {"security_protocol": PROTOCOL, "sasl_mechanism": SCRAM, "sasl_plain_username": principal,
-            "sasl_plain_password": password(principal, cluster, lab)}
+    return {
+        "security_protocol": PROTOCOL,
+        "sasl_mechanism": SCRAM,
+        "sasl_plain_username": principal,
+        "sasl_plain_password": password(principal, cluster, lab),
+    }
 
 
 def team_principal(team: str) -> str:
@@ -63,6 +70,7 @@ def consumer_group(team: str, dagger: str) -> str:
     """A team's dagger's consumer group, inside the prefix its ACL allows (infra's one rule:
     dagger-<team>--<dagger>, which no other team's prefix covers)."""
     from infra.kafka_access import consumer_group as named
+
     return named(team, dagger)
 
 
@@ -80,8 +88,10 @@ def team_secret_env(team: str) -> str:
 
 def team_client(team: str) -> dict:
     """A dagger spec's Kafka `client` settings for the team, its password as a ${VAR} reference."""
-    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-            f'username="{team_principal(team)}" password="${{{team_secret_env(team)}}}";')
+    jaas = (
+        f"org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{team_principal(team)}" password="${{{team_secret_env(team)}}}";'
+    )
     return {"security.protocol": PROTOCOL, "sasl.mechanism": SCRAM, "sasl.jaas.config": jaas}
 
 
@@ -115,8 +125,10 @@ def _sink_secret(server: str, name: str, lab: Path | None) -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        raise NoCredential(f"no {server} password for {name} ({path}): is it declared in the lab's "
-                           f"group_vars/{server}.yml, and is the lab up (`make lab-up`)?") from None
+        raise NoCredential(
+            f"no {server} password for {name} ({path}): is it declared in the lab's "
+            f"group_vars/{server}.yml, and is the lab up (`make lab-up`)?"
+        ) from None
 
 
 def sink_user(team: str) -> str:
@@ -152,15 +164,24 @@ def influx_secret_env(team: str) -> str:
 def team_postgres_sink(team: str, host: str, port: int, table: str) -> dict:
     """A dagger spec's `postgres` sink settings for the team: its role, its database, its password
     as a ${VAR} reference."""
-    return {"url": f"postgresql://{host}:{int(port)}/{sink_database(team)}", "table": table,
-            "user": sink_user(team), "password": "${" + pg_secret_env(team) + "}"}
+    return {
+        "url": f"postgresql://{host}:{int(port)}/{sink_database(team)}",
+        "table": table,
+        "user": sink_user(team),
+        "password": "${" + pg_secret_env(team) + "}",
+    }
 
 
 def team_influx_sink(team: str, url: str, measurement: str) -> dict:
     """A dagger spec's `influx` sink settings for the team: its user, its database, its password as
     a ${VAR} reference."""
-    return {"url": url, "db_name": sink_database(team), "measurement_name": measurement,
-            "username": sink_user(team), "password": "${" + influx_secret_env(team) + "}"}
+    return {
+        "url": url,
+        "db_name": sink_database(team),
+        "measurement_name": measurement,
+        "username": sink_user(team),
+        "password": "${" + influx_secret_env(team) + "}",
+    }
 
 
 def team_sink_env(team: str, lab: Path | None = None, *, postgres: bool = True, influx: bool = True) -> dict[str, str]:
@@ -213,8 +234,9 @@ def sign_in_password(user: str, lab: Path | None = None) -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        raise NoCredential(f"no sign-in password for {user} ({path}): is it a user of the keycloak role, "
-                           "and is the lab up?") from None
+        raise NoCredential(
+            f"no sign-in password for {user} ({path}): is it a user of the keycloak role, and is the lab up?"
+        ) from None
 
 
 def portal_client_secret(lab: Path | None = None) -> str:
@@ -230,6 +252,8 @@ def team_secret_files(team: str, lab: Path | None = None) -> dict[str, Path]:
     """{variable: file} of the team's Kafka, PostgreSQL and InfluxDB passwords, as a deploy
     tool (the portal) is given them."""
     user = sink_user(team)
-    return {team_secret_env(team): _secret(team_principal(team), "primary", ".password", lab),
-            pg_secret_env(team): _sink_path("postgresql", user, lab),
-            influx_secret_env(team): _sink_path("influxdb", user, lab)}
+    return {
+        team_secret_env(team): _secret(team_principal(team), "primary", ".password", lab),
+        pg_secret_env(team): _sink_path("postgresql", user, lab),
+        influx_secret_env(team): _sink_path("influxdb", user, lab),
+    }

@@ -9,6 +9,7 @@
 The lab lives in DAGGER_LAB_DIR (default <repo>/.lab) on fixed loopback ports from
 DAGGER_LAB_PORT_BASE (default 19000).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,10 @@ def lab_dir() -> Path:
 @dataclass
 class Converged:
     ok: bool
-    changed: int                    # tasks that changed something, over all hosts
-    failures: list[str]             # "host: task: message" of each failed task
+    changed: int  # tasks that changed something, over all hosts
+    failures: list[str]  # "host: task: message" of each failed task
     stats: dict
-    changed_tasks: list[str] = field(default_factory=list)   # "host: task" of each change
+    changed_tasks: list[str] = field(default_factory=list)  # "host: task" of each change
 
 
 def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged:
@@ -73,9 +74,13 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
 
     # ansible-playbook and supervisorctl from the virtualenv this runs in
     venv_bin = str(Path(sys.executable).parent)
-    env = {"PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-           "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"), "DAGGER_LAB_DIR": str(lab_dir()),
-           "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"), "ANSIBLE_FILTER_PLUGINS": str(PLAYBOOKS / "filter_plugins")}
+    env = {
+        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+        "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"),
+        "DAGGER_LAB_DIR": str(lab_dir()),
+        "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
+        "ANSIBLE_FILTER_PLUGINS": str(PLAYBOOKS / "filter_plugins"),
+    }
     if os.environ.get("DAGGER_LAB_PORT_BASE"):
         env["DAGGER_LAB_PORT_BASE"] = os.environ["DAGGER_LAB_PORT_BASE"]
     live = console.is_terminal and not quiet
@@ -83,13 +88,20 @@ def converge(playbook: str, *, out=sys.stderr, quiet: bool = False) -> Converged
     with cm as status:
         if not live:
             status = None
-        runner = ansible_runner.run(private_data_dir=str(work), project_dir=str(PLAYBOOKS), playbook=playbook,
-                                    inventory=str(INVENTORY), envvars=env, event_handler=on_event, quiet=True,
-                                    rotate_artifacts=3)
+        runner = ansible_runner.run(
+            private_data_dir=str(work),
+            project_dir=str(PLAYBOOKS),
+            playbook=playbook,
+            inventory=str(INVENTORY),
+            envvars=env,
+            event_handler=on_event,
+            quiet=True,
+            rotate_artifacts=3,
+        )
     stats = runner.stats or {}
     changed = sum((stats.get("changed") or {}).values())
     ok = runner.rc == 0 and not failures
-    if not ok and not failures:     # a playbook that did not even start (syntax, missing file)
+    if not ok and not failures:  # a playbook that did not even start (syntax, missing file)
         text = runner.stdout.read() if runner.stdout else ""
         failures.append(f"ansible-playbook exited {runner.rc}: {text.strip()[-2000:]}")
     return Converged(ok, changed, failures, stats, changed_tasks)
@@ -113,9 +125,9 @@ class Component:
     address: str
     version: str
     program: str
-    state: str          # supervisord's state (RUNNING, STOPPED, ...), or "unknown"
+    state: str  # supervisord's state (RUNNING, STOPPED, ...), or "unknown"
     pid: int | None
-    answers: bool       # its address accepts a TCP connection
+    answers: bool  # its address accepts a TCP connection
 
     @property
     def up(self) -> bool:
@@ -130,8 +142,18 @@ def components() -> list[Component]:
     for path in sorted((supervisor / "components").glob("*.json")):
         described = json.loads(path.read_text())
         state, pid = states.get(described["program"], ("unknown", None))
-        found.append(Component(described["name"], described["kind"], described["address"], str(described["version"]),
-                               described["program"], state, pid, _answers(described["address"])))
+        found.append(
+            Component(
+                described["name"],
+                described["kind"],
+                described["address"],
+                str(described["version"]),
+                described["program"],
+                state,
+                pid,
+                _answers(described["address"]),
+            )
+        )
     return found
 
 
@@ -179,9 +201,12 @@ def show_status(found: list[Component], out=sys.stdout) -> None:
 
 @survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("up", help="start the lab, or check it is up (idempotent)")
     status = commands.add_parser("status", help="every component: up or down, address, pid, version")
@@ -192,8 +217,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
     if args.command == "status":
         found = components()
         if args.json:
-            print(json.dumps({"lab_dir": str(lab_dir()), "up": bool(found) and all(c.up for c in found),
-                              "components": [{**asdict(c), "up": c.up} for c in found]}))
+            print(
+                json.dumps(
+                    {
+                        "lab_dir": str(lab_dir()),
+                        "up": bool(found) and all(c.up for c in found),
+                        "components": [{**asdict(c), "up": c.up} for c in found],
+                    }
+                )
+            )
         elif not found:
             print(f"no lab at {lab_dir()}: start it with `python -m lab up`")
         else:
@@ -205,15 +237,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
     if not result.ok:
         for failure in result.failures:
             print(f"lab {args.command}: failed: {failure}", file=sys.stderr)
-        print(f"lab {args.command}: failed (the run's events are in {lab_dir() / '.runner' / 'artifacts'})",
-              file=sys.stderr)
+        print(
+            f"lab {args.command}: failed (the run's events are in {lab_dir() / '.runner' / 'artifacts'})",
+            file=sys.stderr,
+        )
         return 1
     if args.command == "down":
         print(f"lab down: stopped ({result.changed} changes); the data stays in {lab_dir()}")
         return 0
-    print("lab up: already up, nothing changed" if result.changed == 0
-          else f"lab up: {result.changed} changes")
-    if 0 < len(result.changed_tasks) <= _LIST_CHANGES_UP_TO:   # what a re-run changed is worth reading
+    print("lab up: already up, nothing changed" if result.changed == 0 else f"lab up: {result.changed} changes")
+    if 0 < len(result.changed_tasks) <= _LIST_CHANGES_UP_TO:  # what a re-run changed is worth reading
         for task in result.changed_tasks:
             print(f"  changed: {task}")
     show_status(components())

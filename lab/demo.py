@@ -6,6 +6,7 @@ end (`make lab-down` stops it); the daggers keep running until `dagger stop`.
 
     python -m lab.demo [--rate 40] [--windows 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,12 +37,21 @@ DAGGERS = {
     "api-health": ("api_health.yaml", "green", "postgres"),
     "pings-before-completion": ("pings_before_completion.yaml", "green", "kafka"),
 }
-TOPICS = ["GO_RIDE-booking-log", "GO_CAR-booking-log", "driver-location-ping", "available-driver-location-ping",
-          "p-logstream-all", "allocations-pings-before-completion"]
-DEMAND_QUERY = ('SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHERE time > now() - 15m '
-                'GROUP BY time(1m), "tag_s2id" fill(none)')
-SUPPLY_QUERY = ('SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m '
-                'GROUP BY time(1m), "s2id" fill(none)')
+TOPICS = [
+    "GO_RIDE-booking-log",
+    "GO_CAR-booking-log",
+    "driver-location-ping",
+    "available-driver-location-ping",
+    "p-logstream-all",
+    "allocations-pings-before-completion",
+]
+DEMAND_QUERY = (
+    'SELECT sum("num_of_bookings") AS demand FROM "surge_demand" WHERE time > now() - 15m '
+    'GROUP BY time(1m), "tag_s2id" fill(none)'
+)
+SUPPLY_QUERY = (
+    'SELECT sum("drivers") AS supply FROM "surge_supply" WHERE time > now() - 15m GROUP BY time(1m), "s2id" fill(none)'
+)
 TEAMS = ("allocations", "api-health")
 # the surge daggers are team allocations': their aggregates are in its own InfluxDB database,
 # read back with its own credential (its user may read and write that database only)
@@ -50,8 +60,13 @@ SURGE_TEAM = "allocations"
 
 def ports() -> dict[str, int]:
     base = int(os.environ.get("DAGGER_LAB_PORT_BASE") or 19000)
-    return {"kafka": base + 192, "influx": base + 4086, "postgres": base + 4432, "prometheus": base + 4090,
-            "portal": base + 4080}
+    return {
+        "kafka": base + 192,
+        "influx": base + 4086,
+        "postgres": base + 4432,
+        "prometheus": base + 4090,
+        "portal": base + 4080,
+    }
 
 
 def bootstrap() -> str:
@@ -73,18 +88,27 @@ def job_specs(folder: Path) -> dict[str, Path]:
         job["name"], team = name, job["team"]
         job["dead_letter_topic"] = f"{team}-{name}-dlq"
         for stream in job["streams"]:
-            stream["kafka"].update(bootstrap_servers=servers, auto_offset_reset="latest",
-                                   group_id=access.consumer_group(team, name), client=access.team_client(team))
+            stream["kafka"].update(
+                bootstrap_servers=servers,
+                auto_offset_reset="latest",
+                group_id=access.consumer_group(team, name),
+                client=access.team_client(team),
+            )
         # each sink logs in as the team's own user to the team's own database (never the registry's)
         if sink == "influx":
-            job["sink"] = {"type": "influx", "influx": access.team_influx_sink(
-                team, f"http://127.0.0.1:{p['influx']}", name.replace("-", "_"))}
+            job["sink"] = {
+                "type": "influx",
+                "influx": access.team_influx_sink(team, f"http://127.0.0.1:{p['influx']}", name.replace("-", "_")),
+            }
         elif sink == "postgres":
-            job["sink"] = {"type": "postgres", "postgres": access.team_postgres_sink(
-                team, "127.0.0.1", p["postgres"], "api_health")}
+            job["sink"] = {
+                "type": "postgres",
+                "postgres": access.team_postgres_sink(team, "127.0.0.1", p["postgres"], "api_health"),
+            }
         else:
-            job["sink"]["kafka"].update(brokers=servers, topic=f"{team}-{job['sink']['kafka']['topic']}",
-                                        client=access.team_client(team))
+            job["sink"]["kafka"].update(
+                brokers=servers, topic=f"{team}-{job['sink']['kafka']['topic']}", client=access.team_client(team)
+            )
         specs[name] = folder / f"{name}.yaml"
         specs[name].write_text(yaml.safe_dump(job, sort_keys=False))
     return specs
@@ -121,20 +145,30 @@ class Traffic(threading.Thread):
         from protos import registry
 
         dset = registry.load()
-        kinds = [(traffic.bookings, traffic.BOOKING, ["GO_RIDE-booking-log", "GO_CAR-booking-log"], "order_number"),
-                 (traffic.driver_pings, "gojek.esb.driverlocation.DriverLocationLogMessage",
-                  ["driver-location-ping", "available-driver-location-ping"], "driver_id"),
-                 (traffic.api_logs, "gojek.esb.apilog.ApiLogMessage", ["p-logstream-all"], "request_id")]
-        pools = [(make(600, minutes=1, seed=40 + i), dset.message_class(message), topics, key)
-                 for i, (make, message, topics, key) in enumerate(kinds)]
+        kinds = [
+            (traffic.bookings, traffic.BOOKING, ["GO_RIDE-booking-log", "GO_CAR-booking-log"], "order_number"),
+            (
+                traffic.driver_pings,
+                "gojek.esb.driverlocation.DriverLocationLogMessage",
+                ["driver-location-ping", "available-driver-location-ping"],
+                "driver_id",
+            ),
+            (traffic.api_logs, "gojek.esb.apilog.ApiLogMessage", ["p-logstream-all"], "request_id"),
+        ]
+        pools = [
+            (make(600, minutes=1, seed=40 + i), dset.message_class(message), topics, key)
+            for i, (make, message, topics, key) in enumerate(kinds)
+        ]
         producer = KafkaProducer(bootstrap_servers=bootstrap(), acks="all", linger_ms=20, **access.kafka_python())
         tick = 0
         while not self.stopping.is_set():
             started = time.monotonic()
             now = dt.datetime.now(dt.timezone.utc)
             for events, message, topics, key in pools:
-                chunk = [dict(e, event_timestamp=now) for e in
-                         (events[(tick * self.rate + j) % len(events)] for j in range(self.rate))]
+                chunk = [
+                    dict(e, event_timestamp=now)
+                    for e in (events[(tick * self.rate + j) % len(events)] for j in range(self.rate))
+                ]
                 for i, value in enumerate(traffic.encode(chunk, message)):
                     producer.send(topics[i % len(topics)], key=str(chunk[i].get(key, i)).encode(), value=value)
                 self.sent += len(chunk)
@@ -149,10 +183,11 @@ def influxql(query: str) -> list[dict]:
 
     user = access.sink_user(SURGE_TEAM)
     login = base64.b64encode(f"{user}:{access.influx_password(user)}".encode()).decode()
-    request = urllib.request.Request(   # InfluxDB 1.x reads u/p from the URL only: basic auth keeps it out
+    request = urllib.request.Request(  # InfluxDB 1.x reads u/p from the URL only: basic auth keeps it out
         f"http://127.0.0.1:{ports()['influx']}/query",
         data=urllib.parse.urlencode({"db": access.sink_database(SURGE_TEAM), "q": query}).encode(),
-        headers={"Authorization": f"Basic {login}"})
+        headers={"Authorization": f"Basic {login}"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         data = json.load(response)
     rows = []
@@ -175,8 +210,9 @@ def surge_table() -> tuple[Table, int]:
         table.add_column(column, justify="right" if column != "S2 cell" else "left")
     both = {m for (m, _), v in cells.items() if "demand" in v and "supply" in v}
     latest = max(both) if both else None
-    busiest = sorted(((k, v) for k, v in cells.items() if k[0] == latest), key=lambda kv: kv[1].get("demand", 0),
-                     reverse=True)[:15]
+    busiest = sorted(
+        ((k, v) for k, v in cells.items() if k[0] == latest), key=lambda kv: kv[1].get("demand", 0), reverse=True
+    )[:15]
     for (minute, cell), v in busiest:
         demand, supply = v.get("demand", 0), v.get("supply", 0)
         table.add_row(minute[11:16], cell, str(demand), str(supply), f"{demand / supply:.2f}" if supply else "-")
@@ -184,12 +220,19 @@ def surge_table() -> tuple[Table, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.demo", description=__doc__.split("\n\n")[0],
-                                     epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.demo",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--rate", type=int, default=40, help="messages a second of each kind (default 40)")
-    parser.add_argument("--windows", type=int, default=1,
-                        help="end once demand and supply of this many minutes are in InfluxDB (default 1)")
+    parser.add_argument(
+        "--windows",
+        type=int,
+        default=1,
+        help="end once demand and supply of this many minutes are in InfluxDB (default 1)",
+    )
     parser.add_argument("--timeout", type=float, default=480, help="give up waiting for results after SECONDS")
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
@@ -207,20 +250,22 @@ def main(argv: list[str] | None = None) -> int:
     create_topics()
     console.print(f"topics on primary ({bootstrap()}): {', '.join(TOPICS)}")
     registry_url = (lab_dir() / "secrets" / "registry.url").read_text().strip()
-    for team in TEAMS:      # each team's Kafka and sink passwords; a deploy hands a driver its team's only
+    for team in TEAMS:  # each team's Kafka and sink passwords; a deploy hands a driver its team's only
         os.environ.update(access.team_env(team))
         os.environ.update(access.team_sink_env(team))
     flow = Traffic(args.rate)
     flow.start()
-    console.print(f"sample traffic: {args.rate} bookings, {args.rate} driver pings and {args.rate} API logs a second, "
-                  "event time now")
+    console.print(
+        f"sample traffic: {args.rate} bookings, {args.rate} driver pings and {args.rate} API logs a second, "
+        "event time now"
+    )
 
     console.rule("3. the sample daggers (dagger deploy)")
     from dagger_runtime.lifecycle.operations import deploy, status
     from dagger_runtime.lifecycle.registry import Registry
 
     registry = Registry(registry_url)
-    status(registry, None, actor="demo")     # the registry learns of daggers a lab restart ended
+    status(registry, None, actor="demo")  # the registry learns of daggers a lab restart ended
     specs = job_specs(lab_dir() / "demo")
     for name, path in specs.items():
         cluster = DAGGERS[name][1]
@@ -234,8 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             console.print(line, markup=False)
 
     console.rule("4. the aggregates, read back from InfluxDB")
-    console.print(f"InfluxQL (database {access.sink_database(SURGE_TEAM)}, as {access.sink_user(SURGE_TEAM)}):",
-                  markup=False)
+    console.print(
+        f"InfluxQL (database {access.sink_database(SURGE_TEAM)}, as {access.sink_user(SURGE_TEAM)}):", markup=False
+    )
     console.print(f"  {DEMAND_QUERY}\n  {SUPPLY_QUERY}", markup=False)
     deadline = time.monotonic() + args.timeout
     minutes = 0
@@ -244,8 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             while time.monotonic() < deadline:
                 try:
                     table, minutes = surge_table()
-                    table.caption = (f"{flow.sent:,} messages sent; the busiest cells of the latest minute; a "
-                                     "minute's window closes a minute after it ends (the watermark delay)")
+                    table.caption = (
+                        f"{flow.sent:,} messages sent; the busiest cells of the latest minute; a "
+                        "minute's window closes a minute after it ends (the watermark delay)"
+                    )
                     live.update(table)
                 except OSError:
                     pass
@@ -260,20 +308,28 @@ def main(argv: list[str] | None = None) -> int:
 
     console.rule("5. where to look next")
     p = ports()
-    console.print(f"the portal                            http://127.0.0.1:{ports()['portal']}/ (sign in as "
-                  f"{access.analyst(SURGE_TEAM)}, password in "
-                  f"{lab_dir() / 'secrets' / 'keycloak' / 'users' / (access.analyst(SURGE_TEAM) + '.password')})")
+    console.print(
+        f"the portal                            http://127.0.0.1:{ports()['portal']}/ (sign in as "
+        f"{access.analyst(SURGE_TEAM)}, password in "
+        f"{lab_dir() / 'secrets' / 'keycloak' / 'users' / (access.analyst(SURGE_TEAM) + '.password')})"
+    )
     console.print(f"dagger status / list / logs NAME      --registry @{lab_dir() / 'secrets' / 'registry.url'}")
-    console.print(f"Prometheus                            http://127.0.0.1:{p['prometheus']}/alerts "
-                  "(the daggers' targets and alert rules)")
-    console.print(f"  its login (the platform's only)     user {access.METRICS_USER}, password in "
-                  f"{lab_dir() / 'secrets' / 'prometheus' / (access.METRICS_USER + '.password')}")
+    console.print(
+        f"Prometheus                            http://127.0.0.1:{p['prometheus']}/alerts "
+        "(the daggers' targets and alert rules)"
+    )
+    console.print(
+        f"  its login (the platform's only)     user {access.METRICS_USER}, password in "
+        f"{lab_dir() / 'secrets' / 'prometheus' / (access.METRICS_USER + '.password')}"
+    )
     console.print("Grafana dashboards (JSON)             python -m monitoring.dashboards --out DIR")
     console.print("lab status / make lab-down            the lab stays up; the daggers keep running")
     took = time.monotonic() - began
     if minutes < args.windows:
-        console.print(f"[red]no surge aggregates in InfluxDB after {took:.0f} s[/red]: see `dagger status` "
-                      "and `dagger logs surge-demand`")
+        console.print(
+            f"[red]no surge aggregates in InfluxDB after {took:.0f} s[/red]: see `dagger status` "
+            "and `dagger logs surge-demand`"
+        )
         return 1
     console.print(f"demo done in {took:.0f} s")
     return 0

@@ -1,5 +1,6 @@
 """InfluxDB 1.x (Debian's `influxdb`) on loopback, configured by its environment variables
 (INFLUXDB_<SECTION>_<KEY>), so no config file is written."""
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,19 @@ class InfluxDB(LocalServer):
 
     def env(self) -> dict[str, str]:
         env = super().env()
-        env.update({
-            "INFLUXDB_REPORTING_DISABLED": "true",
-            "INFLUXDB_BIND_ADDRESS": f"{HOST}:{self.rpc_port}",
-            "INFLUXDB_META_DIR": str(self.data_dir / "meta"),
-            "INFLUXDB_DATA_DIR": str(self.data_dir / "data"),
-            "INFLUXDB_DATA_WAL_DIR": str(self.data_dir / "wal"),
-            "INFLUXDB_DATA_QUERY_LOG_ENABLED": "false",
-            "INFLUXDB_HTTP_BIND_ADDRESS": f"{HOST}:{self.port}",
-            "INFLUXDB_HTTP_LOG_ENABLED": "false",
-            "INFLUXDB_MONITOR_STORE_ENABLED": "false",
-        })
+        env.update(
+            {
+                "INFLUXDB_REPORTING_DISABLED": "true",
+                "INFLUXDB_BIND_ADDRESS": f"{HOST}:{self.rpc_port}",
+                "INFLUXDB_META_DIR": str(self.data_dir / "meta"),
+                "INFLUXDB_DATA_DIR": str(self.data_dir / "data"),
+                "INFLUXDB_DATA_WAL_DIR": str(self.data_dir / "wal"),
+                "INFLUXDB_DATA_QUERY_LOG_ENABLED": "false",
+                "INFLUXDB_HTTP_BIND_ADDRESS": f"{HOST}:{self.port}",
+                "INFLUXDB_HTTP_LOG_ENABLED": "false",
+                "INFLUXDB_MONITOR_STORE_ENABLED": "false",
+            }
+        )
         return env
 
     def healthy(self) -> bool:

@@ -104,6 +104,7 @@ class KafkaJarsMissing(KafkaBrokerError):
 
 # --------------------------------------------------------------------------- jars
 
+
 def _find_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").is_file():
@@ -124,8 +125,7 @@ def kafka_classpath(base: Path | None = None) -> str:
         "kafka-clients-*.jar": "the clients",
         "log4j-core-*.jar": "log4j2",
     }
-    missing = [f"{pattern} ({what})" for pattern, what in required.items()
-               if not any(kafka_dir.glob(pattern))]
+    missing = [f"{pattern} ({what})" for pattern, what in required.items() if not any(kafka_dir.glob(pattern))]
     if missing:
         source = "DAGGER_JVM_DIR" if os.environ.get("DAGGER_JVM_DIR") else "default"
         raise KafkaJarsMissing(
@@ -155,10 +155,6 @@ def _cleanup_at_exit() -> None:
 atexit.register(_cleanup_at_exit)
 
 
-
-
-
-
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does
@@ -169,16 +165,12 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-
-
 def _random_cluster_id() -> str:
     """Like `kafka-storage random-uuid`: 16 random bytes, url-safe base64, no padding."""
     while True:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cid.startswith("-"):
             return cid
-
-
 
 
 def _pid_alive(pid: int) -> bool:
@@ -209,7 +201,8 @@ def _kill_stale(pidfile: Path, marker: str) -> None:
     if owner is not None and owner != os.getpid() and _pid_alive(owner):
         raise KafkaBrokerError(
             f"{pidfile.parent} is in use by Kafka broker pid {pid} (started by pid {owner}); "
-            "stop that one first or use another data dir")
+            "stop that one first or use another data dir"
+        )
     log.warning("killing stale Kafka broker pid %s left on %s", pid, pidfile.parent)
     try:
         os.kill(pid, signal.SIGKILL)
@@ -222,6 +215,7 @@ def _kill_stale(pidfile: Path, marker: str) -> None:
 
 
 # ----------------------------------------------------------------------- broker
+
 
 class KafkaBroker:
     """One Kafka 4.x node (KRaft, process.roles=broker,controller) on 127.0.0.1.
@@ -300,7 +294,7 @@ class KafkaBroker:
     # state ---------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        """"127.0.0.1:PORT" (known from construction on; start() assigns ports)."""
+        """ "127.0.0.1:PORT" (known from construction on; start() assigns ports)."""
         if self.port is None:
             self._assign_ports()
         return f"{HOST}:{self.port}"
@@ -348,8 +342,9 @@ class KafkaBroker:
                 self.kill()
                 raise
             self.startup_seconds = time.monotonic() - t0
-            log.info("Kafka broker up at %s in %.1fs (log: %s)",
-                     self.bootstrap_servers, self.startup_seconds, self.log_path)
+            log.info(
+                "Kafka broker up at %s in %.1fs (log: %s)", self.bootstrap_servers, self.startup_seconds, self.log_path
+            )
             return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -423,8 +418,12 @@ class KafkaBroker:
             pass
         if port is None and previous.get("port") and _port_is_free(previous["port"]):
             port = previous["port"]
-        if cport is None and previous.get("controller_port") and previous["controller_port"] != port \
-                and _port_is_free(previous["controller_port"]):
+        if (
+            cport is None
+            and previous.get("controller_port")
+            and previous["controller_port"] != port
+            and _port_is_free(previous["controller_port"])
+        ):
             cport = previous["controller_port"]
         while port is None or cport is None or port == cport:
             a, b = _free_ports(2)
@@ -474,12 +473,19 @@ class KafkaBroker:
         import javaproperties
 
         # Java .properties by a writer for the format: escaping of '=', ':', '\\' and newlines included
-        self.config_path.write_text(javaproperties.dumps(
-            self._server_properties(), comments=f"written by lab/kafka.py; {HOST}:{self.port}", timestamp=False))
+        self.config_path.write_text(
+            javaproperties.dumps(
+                self._server_properties(), comments=f"written by lab/kafka.py; {HOST}:{self.port}", timestamp=False
+            )
+        )
         log = str(self.log_path).replace("\\", "/")
-        (self.data_dir / "log4j2.properties").write_text(javaproperties.dumps(
-            {**_LOG4J2, "appender.file.fileName": log, "appender.file.filePattern": f"{log}.%i"},
-            comments=f"written by lab/kafka.py: every JVM log line goes to {log}", timestamp=False))
+        (self.data_dir / "log4j2.properties").write_text(
+            javaproperties.dumps(
+                {**_LOG4J2, "appender.file.fileName": log, "appender.file.filePattern": f"{log}.%i"},
+                comments=f"written by lab/kafka.py: every JVM log line goes to {log}",
+                timestamp=False,
+            )
+        )
         state = {"port": self.port, "controller_port": self.controller_port}
         if self.cluster_id:
             state["cluster_id"] = self.cluster_id
@@ -492,10 +498,14 @@ class KafkaBroker:
 
     def _jvm(self, java: str, classpath: str, flags: list[str], main: str, *args: str) -> list[str]:
         return [
-            java, *flags,
+            java,
+            *flags,
             f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.data_dir}",
-            "-cp", classpath, main, *args,
+            "-cp",
+            classpath,
+            main,
+            *args,
         ]
 
     def _format(self, java: str, classpath: str) -> None:
@@ -504,14 +514,24 @@ class KafkaBroker:
             self.cluster_id = self.cluster_id or _read_cluster_id(meta)
             return
         self.cluster_id = _random_cluster_id()
-        cmd = self._jvm(java, classpath, _TOOL_JVM_FLAGS, STORAGE_TOOL_MAIN,
-                        "format", "--config", str(self.config_path),
-                        "--cluster-id", self.cluster_id,
-                        "--standalone", "--ignore-formatted")
+        cmd = self._jvm(
+            java,
+            classpath,
+            _TOOL_JVM_FLAGS,
+            STORAGE_TOOL_MAIN,
+            "format",
+            "--config",
+            str(self.config_path),
+            "--cluster-id",
+            self.cluster_id,
+            "--standalone",
+            "--ignore-formatted",
+        )
         out_path = self.data_dir / "format.log"
         with open(out_path, "wb") as out:
-            rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, timeout=120).returncode
+            rc = subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, timeout=120
+            ).returncode
         if rc != 0:
             raise KafkaBrokerError(
                 f"Kafka StorageTool format failed (exit {rc}) for {self.data_dir}; "
@@ -532,8 +552,14 @@ class KafkaBroker:
             out.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting {HOST}:{self.port}\n".encode())
             out.flush()
             self._proc = subprocess.Popen(
-                cmd, cwd=self.data_dir, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec,
+                cmd,
+                cwd=self.data_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,
             )
         self._pid_path.write_text(f"{self._proc.pid} {os.getpid()}\n")
 
@@ -547,19 +573,23 @@ class KafkaBroker:
                 self._fail(f"the Kafka broker exited with code {rc} during start-up")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._fail(f"the Kafka broker did not answer metadata requests within "
-                           f"{self.start_timeout:.0f}s (last error: {last_error})")
+                self._fail(
+                    f"the Kafka broker did not answer metadata requests within "
+                    f"{self.start_timeout:.0f}s (last error: {last_error})"
+                )
             if not _port_accepts(self.port):
                 time.sleep(0.1)
                 continue
             budget_ms = int(max(0.5, min(remaining, 2.0)) * 1000)
             try:
-                with KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                      client_id="lab-kafka-health", bootstrap_timeout_ms=budget_ms,
-                                      request_timeout_ms=budget_ms) as admin:
+                with KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers,
+                    client_id="lab-kafka-health",
+                    bootstrap_timeout_ms=budget_ms,
+                    request_timeout_ms=budget_ms,
+                ) as admin:
                     brokers = admin.describe_cluster().get("brokers") or []
-                    if any(b.get("broker_id") == self.node_id and not b.get("is_fenced")
-                           for b in brokers):
+                    if any(b.get("broker_id") == self.node_id and not b.get("is_fenced") for b in brokers):
                         admin.list_topics()
                         return
                     last_error = f"broker not registered/unfenced yet: {brokers}"
@@ -592,8 +622,7 @@ class KafkaBroker:
                 try:
                     proc.wait(timeout)
                 except subprocess.TimeoutExpired:
-                    log.warning("Kafka broker pid %s ignored %s for %.0fs: SIGKILL",
-                                proc.pid, sig.name, timeout)
+                    log.warning("Kafka broker pid %s ignored %s for %.0fs: SIGKILL", proc.pid, sig.name, timeout)
                     try:
                         os.killpg(proc.pid, signal.SIGKILL)
                     except ProcessLookupError:
@@ -656,6 +685,7 @@ _LOG4J2 = {
 
 # -------------------------------------------------------------------------- CLI
 
+
 def _parse_topic(spec: str) -> tuple[str, int]:
     name, _, parts = spec.partition(":")
     return name, int(parts) if parts else 1
@@ -668,21 +698,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="run a broker in the foreground until Ctrl-C")
-    start.add_argument("--data-dir", help="config, logs and partitions (default: a temporary "
-                       "dir, removed on exit); reuse it to keep topics, data and the port")
-    start.add_argument("--port", type=int, help="broker port (default: the previous one on "
-                       "--data-dir, else a free one)")
+    start.add_argument(
+        "--data-dir",
+        help="config, logs and partitions (default: a temporary "
+        "dir, removed on exit); reuse it to keep topics, data and the port",
+    )
+    start.add_argument(
+        "--port", type=int, help="broker port (default: the previous one on --data-dir, else a free one)"
+    )
     start.add_argument("--controller-port", type=int)
-    start.add_argument("--auto-create-topics", action="store_true",
-                       help="auto.create.topics.enable=true (default false)")
-    start.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
-                       help="create this topic if missing (repeatable)")
+    start.add_argument(
+        "--auto-create-topics", action="store_true", help="auto.create.topics.enable=true (default false)"
+    )
+    start.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="create this topic if missing (repeatable)",
+    )
     start.add_argument("--timeout", type=float, default=90.0, help="start-up timeout, seconds")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    broker = KafkaBroker(args.data_dir, port=args.port, controller_port=args.controller_port,
-                         auto_create_topics=args.auto_create_topics, start_timeout=args.timeout)
+    broker = KafkaBroker(
+        args.data_dir,
+        port=args.port,
+        controller_port=args.controller_port,
+        auto_create_topics=args.auto_create_topics,
+        start_timeout=args.timeout,
+    )
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not break the stop
@@ -700,16 +745,19 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.topic:
             name, parts = _parse_topic(spec)
             broker.create_topic(name, parts, exist_ok=True)
-        print(f"Kafka {HOST}:{broker.port} is up ({broker.startup_seconds:.1f}s), "
-              f"data dir {broker.data_dir}", flush=True)
+        print(
+            f"Kafka {HOST}:{broker.port} is up ({broker.startup_seconds:.1f}s), data dir {broker.data_dir}", flush=True
+        )
         print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
         print(f"log: {broker.log_path}   (Ctrl-C to stop)", flush=True)
         while broker.is_running:
             time.sleep(0.5)
         rc = broker._proc.returncode if broker._proc else None
         broker._failed = True  # keep a temporary data dir: it holds the log
-        print(f"error: the broker exited (code {rc}); last lines of {broker.log_path}:\n"
-              f"{_tail(broker.log_path)}", file=sys.stderr)
+        print(
+            f"error: the broker exited (code {rc}); last lines of {broker.log_path}:\n{_tail(broker.log_path)}",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         print("stopping Kafka ...", file=sys.stderr, flush=True)

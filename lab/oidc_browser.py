@@ -1,6 +1,7 @@
 """Signing in to the lab's Keycloak from Python as a browser does (the tests, the portal's bench):
 its login page's form, and a cookie jar that holds loopback for a secure context (Keycloak's
 cookies are Secure; a browser sends them to http://127.0.0.1, Python's cookie jar would not)."""
+
 from __future__ import annotations
 
 import http.cookiejar
@@ -13,8 +14,10 @@ import requests
 
 class _LoopbackIsSecure(http.cookiejar.DefaultCookiePolicy):
     def return_ok_secure(self, cookie, request):
-        return (urllib.parse.urlsplit(request.get_full_url()).hostname in ("127.0.0.1", "localhost")
-                or super().return_ok_secure(cookie, request))
+        return urllib.parse.urlsplit(request.get_full_url()).hostname in (
+            "127.0.0.1",
+            "localhost",
+        ) or super().return_ok_secure(cookie, request)
 
 
 class _Browser(requests.Session):
@@ -26,7 +29,7 @@ class _Browser(requests.Session):
         self.cookies.set_policy(_LoopbackIsSecure())
 
     def prepare_request(self, request):
-        prepared = super().prepare_request(request)      # its cookies chosen by a jar of the default policy
+        prepared = super().prepare_request(request)  # its cookies chosen by a jar of the default policy
         prepared.headers.pop("Cookie", None)
         header = requests.cookies.get_cookie_header(self.cookies, prepared)
         if header:
@@ -43,8 +46,12 @@ def submit_login(session: requests.Session, page: requests.Response, user: str, 
     form = re.search(r'<form[^>]*id="kc-form-login"[^>]*action="([^"]+)"', page.text)
     if not form:
         raise RuntimeError(f"no login form on the page ({page.status_code}): {page.text[:500]}")
-    return session.post(unescape(form.group(1)), data={"username": user, "password": password, "credentialId": ""},
-                        timeout=30, allow_redirects=False)
+    return session.post(
+        unescape(form.group(1)),
+        data={"username": user, "password": password, "credentialId": ""},
+        timeout=30,
+        allow_redirects=False,
+    )
 
 
 def submit_form(session: requests.Session, page: requests.Response) -> requests.Response:
@@ -56,5 +63,8 @@ def submit_form(session: requests.Session, page: requests.Response) -> requests.
     button = re.search(r'<(?:button|input)[^>]*type="submit"[^>]*name="([^"]+)"[^>]*value="([^"]*)"', form.group(2))
     if button:
         fields[button.group(1)] = button.group(2)
-    return session.post(urllib.parse.urljoin(page.url, unescape(form.group(1))),
-                        data={k: unescape(v) for k, v in fields.items()}, timeout=30)
+    return session.post(
+        urllib.parse.urljoin(page.url, unescape(form.group(1))),
+        data={k: unescape(v) for k, v in fields.items()},
+        timeout=30,
+    )

@@ -5,6 +5,7 @@ the drill reports headless in a test), installed with apt-get when missing. `mak
     python -m lab.packages          # install what is missing (as root), or say the command
     python -m lab.packages --check  # exit 1 if anything is missing
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,10 @@ def postgres_bin(name: str) -> str | None:
     found = shutil.which(name)
     if found and name != "postgres":
         return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
-                        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    candidates = sorted(
+        glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     return candidates[-1] if candidates else found
 
 

@@ -3,6 +3,7 @@ password (SCRAM) authentication over TCP, the socket in the data dir.
 
 PostgreSQL refuses to run as root; as root the server runs as the `postgres` user, in a directory
 of its own (pytest's temporary directories are closed to other users)."""
+
 from __future__ import annotations
 
 import os
@@ -48,6 +49,7 @@ class Postgres(LocalServer):
                 os.setuid(user.pw_uid)
             if parent_hook:
                 parent_hook()
+
         return hook
 
     def prepare(self) -> None:
@@ -60,19 +62,48 @@ class Postgres(LocalServer):
         if self._user is not None:
             os.chown(pwfile, self._user.pw_uid, self._user.pw_gid)
         os.chmod(pwfile, 0o600)
-        result = subprocess.run([self._program("initdb"), "-D", str(self.pgdata), "-U", SUPERUSER, "-E", "UTF8",
-                                 "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}",
-                                 "--no-instructions"],
-                                capture_output=True, text=True, preexec_fn=self.preexec(), cwd=self.data_dir)
+        result = subprocess.run(
+            [
+                self._program("initdb"),
+                "-D",
+                str(self.pgdata),
+                "-U",
+                SUPERUSER,
+                "-E",
+                "UTF8",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "--no-instructions",
+            ],
+            capture_output=True,
+            text=True,
+            preexec_fn=self.preexec(),
+            cwd=self.data_dir,
+        )
         pwfile.unlink()
         if result.returncode != 0:
             raise ServerError(f"initdb failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
 
     def command(self) -> list[str]:
-        return [self._program("postgres"), "-D", str(self.pgdata), "-p", str(self.port),
-                "-k", str(self.data_dir), "-c", f"listen_addresses={HOST}",
-                # a test server: durability is not what is tested here
-                "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        return [
+            self._program("postgres"),
+            "-D",
+            str(self.pgdata),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.data_dir),
+            "-c",
+            f"listen_addresses={HOST}",
+            # a test server: durability is not what is tested here
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
 
     def start(self):
         if self._user is not None:

@@ -1,5 +1,6 @@
 """Local server processes for the lab and the tests: free loopback ports, a process that dies with
 its parent, a health check before anyone uses it, and a stop that always happens."""
+
 from __future__ import annotations
 
 import atexit
@@ -93,8 +94,7 @@ class LocalServer:
 
     name = "server"
 
-    def __init__(self, data_dir: str | Path | None = None, *, port: int | None = None,
-                 start_timeout: float = 60.0):
+    def __init__(self, data_dir: str | Path | None = None, *, port: int | None = None, start_timeout: float = 60.0):
         self._temporary = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix=f"dagger-{self.name}-")).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -133,16 +133,25 @@ class LocalServer:
             return self
         self.prepare()
         with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(self.command(), env=self.env(), cwd=self.data_dir, stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                          preexec_fn=self.preexec())
+            self._proc = subprocess.Popen(
+                self.command(),
+                env=self.env(),
+                cwd=self.data_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=self.preexec(),
+            )
         with _live_lock:
             _live.add(self)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ServerError(f"{self.name} exited with code {self._proc.returncode} during start-up; "
-                                  f"last lines of {self.log_path}:\n{tail(self.log_path)}")
+                raise ServerError(
+                    f"{self.name} exited with code {self._proc.returncode} during start-up; "
+                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+                )
             try:
                 if self.healthy():
                     return self
@@ -150,8 +159,10 @@ class LocalServer:
                 pass
             time.sleep(0.2)
         self.stop()
-        raise ServerError(f"{self.name} on {HOST}:{self.port} was not healthy within {self.start_timeout:.0f}s; "
-                          f"last lines of {self.log_path}:\n{tail(self.log_path)}")
+        raise ServerError(
+            f"{self.name} on {HOST}:{self.port} was not healthy within {self.start_timeout:.0f}s; "
+            f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+        )
 
     def _signal(self, sig: signal.Signals, timeout: float) -> None:
         proc = self._proc

@@ -8,6 +8,7 @@ generated once, 0600, in `<data dir>/secrets/victoria-metrics/platform.password`
 (`authkey.password` beside it). The server gets both from its environment (`-envflag.enable`),
 never on its command line, which any local user can read in /proc; Debian's 1.79 has no
 password-file flag."""
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,8 @@ from pathlib import Path
 from .process import HOST, LocalServer, ServerError
 
 USER = "platform"
-AUTH_KEY = "authkey"        # /metrics, /flags, /debug/pprof: ?authKey=
-ENV_PREFIX = "DAGGER_VM_"     # -envflag.prefix: only these variables are read as flags
+AUTH_KEY = "authkey"  # /metrics, /flags, /debug/pprof: ?authKey=
+ENV_PREFIX = "DAGGER_VM_"  # -envflag.prefix: only these variables are read as flags
 
 
 def password_file(data_dir: Path, user: str = USER) -> Path:
@@ -53,11 +54,17 @@ class VictoriaMetrics(LocalServer):
     def command(self) -> list[str]:
         binary = shutil.which("victoria-metrics")
         if not binary:
-            raise ServerError("victoria-metrics is not installed: run `make servers` (Debian package "
-                              "victoria-metrics)")
+            raise ServerError("victoria-metrics is not installed: run `make servers` (Debian package victoria-metrics)")
         # a long retention: the test traffic has fixed dates, which must not age out
-        return [binary, f"-storageDataPath={self.data_dir / 'data'}", f"-httpListenAddr={HOST}:{self.port}",
-                "-retentionPeriod=100y", "-loggerLevel=WARN", "-envflag.enable", f"-envflag.prefix={ENV_PREFIX}"]
+        return [
+            binary,
+            f"-storageDataPath={self.data_dir / 'data'}",
+            f"-httpListenAddr={HOST}:{self.port}",
+            "-retentionPeriod=100y",
+            "-loggerLevel=WARN",
+            "-envflag.enable",
+            f"-envflag.prefix={ENV_PREFIX}",
+        ]
 
     def env(self) -> dict[str, str]:
         # the login from the environment (/proc/<pid>/environ is its owner's only); nothing else
@@ -85,8 +92,7 @@ class VictoriaMetrics(LocalServer):
 
     def request(self, path: str, data: bytes | None = None) -> urllib.request.Request:
         """A request to the server as the platform."""
-        return urllib.request.Request(f"{self.url}{path}", data=data,
-                                      headers={"Authorization": self.authorization()})
+        return urllib.request.Request(f"{self.url}{path}", data=data, headers={"Authorization": self.authorization()})
 
     def export(self, match: str) -> list[dict]:
         """Every sample of the series matching a selector, as /api/v1/export gives them."""

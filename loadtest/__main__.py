@@ -1,4 +1,5 @@
 """Load for drills: dagger load {produce,record,replay,shapes,sample} ... (each with --help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,22 +15,36 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Kafka load for drills: generated protobuf traffic with a ledger of every delivery, "
-                    "recordings and their replay, locust load shapes.",
-        epilog="locust runs the shapes: .venv/bin/locust -f loadtest/locustfile.py --help")
+        "recordings and their replay, locust load shapes.",
+        epilog="locust runs the shapes: .venv/bin/locust -f loadtest/locustfile.py --help",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands = {
-        "produce": (producer.add_arguments, producer.run,
-                    "send generated messages at a rate; write a ledger of the deliveries"),
+        "produce": (
+            producer.add_arguments,
+            producer.run,
+            "send generated messages at a rate; write a ledger of the deliveries",
+        ),
         "record": (recording.add_record_arguments, recording.run_record, "read a topic into a recording file"),
-        "replay": (recording.add_replay_arguments, recording.run_replay,
-                   "send a recording with its timing, event time moved to now"),
+        "replay": (
+            recording.add_replay_arguments,
+            recording.run_replay,
+            "send a recording with its timing, event time moved to now",
+        ),
         "shapes": (shapes.add_arguments, shapes.run, "check a load shape and print its plan and locust command"),
-        "sample": (traffic.add_sample_arguments, traffic.run_sample,
-                   "write sample messages to a file, for preview (no Kafka)"),
+        "sample": (
+            traffic.add_sample_arguments,
+            traffic.run_sample,
+            "write sample messages to a file, for preview (no Kafka)",
+        ),
     }
     for name, (add, _, summary) in commands.items():
-        p = sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add(p)
     args = parser.parse_args(argv)
     from protos.errors import SchemaError

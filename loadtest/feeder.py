@@ -8,6 +8,7 @@ pool position and the copy, so they stay distinct.
 
     python -m loadtest.feeder -b BOOTSTRAP TOPIC -n 2000000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,18 @@ class Fed:
         return self.messages / self.seconds if self.seconds else 0.0
 
 
-def feed(spark, bootstrap_servers: str, topic: str, messages: int, *, minutes_per_pool: int = 10, seed: int = 7,
-         pool: int = POOL, descriptor_set=None, log=sys.stderr) -> Fed:
+def feed(
+    spark,
+    bootstrap_servers: str,
+    topic: str,
+    messages: int,
+    *,
+    minutes_per_pool: int = 10,
+    seed: int = 7,
+    pool: int = POOL,
+    descriptor_set=None,
+    log=sys.stderr,
+) -> Fed:
     """Write `messages` booking messages to `topic` (which must exist); returns what was fed and
     how fast (the Spark write alone, not the pool's generation)."""
     import pandas as pd
@@ -45,8 +56,11 @@ def feed(spark, bootstrap_servers: str, topic: str, messages: int, *, minutes_pe
     dset = descriptor_set or registry.load()
     pool_size = min(pool, messages)
     copies = -(-messages // pool_size)
-    print(f"[feeder] generating a pool of {pool_size:,} bookings ({minutes_per_pool} minutes of traffic)",
-          file=log, flush=True)
+    print(
+        f"[feeder] generating a pool of {pool_size:,} bookings ({minutes_per_pool} minutes of traffic)",
+        file=log,
+        flush=True,
+    )
     events = traffic.bookings(pool_size, minutes=minutes_per_pool, seed=seed)
     values = traffic.encode(events, dset.message_class(traffic.BOOKING))
     pool_df = spark.createDataFrame(pd.DataFrame({"i": range(pool_size), "value": values}), "i long, value binary")
@@ -59,17 +73,25 @@ def feed(spark, bootstrap_servers: str, topic: str, messages: int, *, minutes_pe
     moved = pool_df.crossJoin(F.broadcast(copies_df)).where(F.col("copy") * pool_size + F.col("i") < messages)
     records = moved.select(
         F.concat_ws("/", F.col("i").cast("string"), F.col("copy").cast("string")).cast("binary").alias("key"),
-        F.call_udf("__feeder_shift", F.col("value"), F.col("copy") * span_s).alias("value"))
+        F.call_udf("__feeder_shift", F.col("value"), F.col("copy") * span_s).alias("value"),
+    )
     print(f"[feeder] writing {messages:,} messages to {topic} ({copies} copies of the pool)", file=log, flush=True)
     started = time.perf_counter()
-    (records.write.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers).option("topic", topic)
-     .option("kafka.linger.ms", "20").option("kafka.batch.size", str(512 * 1024))
-     .option("kafka.compression.type", "lz4").save())
+    (
+        records.write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("topic", topic)
+        .option("kafka.linger.ms", "20")
+        .option("kafka.batch.size", str(512 * 1024))
+        .option("kafka.compression.type", "lz4")
+        .save()
+    )
     seconds = time.perf_counter() - started
     pool_df.unpersist()
     first = min(e["event_timestamp"] for e in events)
     last = max(e["event_timestamp"] for e in events)
     import datetime as dt
+
     return Fed(messages, seconds, first, last + dt.timedelta(seconds=span_s * (copies - 1)))
 
 
@@ -84,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = build_session("dagger-feeder", parallelism=2)
     fed = feed(spark, args.bootstrap_servers, args.topic, args.messages, minutes_per_pool=args.minutes_per_pool)
-    print(f"fed {fed.messages:,} messages in {fed.seconds:.1f}s ({fed.per_second:,.0f}/s), event time "
-          f"{fed.first_event:%Y-%m-%dT%H:%M:%SZ} to {fed.last_event:%Y-%m-%dT%H:%M:%SZ}", file=sys.stderr)
+    print(
+        f"fed {fed.messages:,} messages in {fed.seconds:.1f}s ({fed.per_second:,.0f}/s), event time "
+        f"{fed.first_event:%Y-%m-%dT%H:%M:%SZ} to {fed.last_event:%Y-%m-%dT%H:%M:%SZ}",
+        file=sys.stderr,
+    )
     spark.stop()
     return 0
 

@@ -40,6 +40,7 @@ A hint that does not fit the descriptor raises HintError, naming the path and wh
 Speed: one closure per field is built once, here; a message costs its closures, one seeding of a
 random.Random (~8 us) and protobuf's upb (C) serializer; pure-Python protobuf is several times slower.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -71,15 +72,23 @@ MODIFIERS = {"weights": "choice", "decimals": "range"}
 
 TIMESTAMP = "google.protobuf.Timestamp"
 DURATION = "google.protobuf.Duration"
-WRAPPERS = {f"google.protobuf.{n}Value" for n in
-            ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")}
+WRAPPERS = {
+    f"google.protobuf.{n}Value"
+    for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+}
 
 _T = FieldDescriptor
 _INT_BOUNDS = {
-    _T.TYPE_INT32: (-2**31, 2**31 - 1), _T.TYPE_SINT32: (-2**31, 2**31 - 1), _T.TYPE_SFIXED32: (-2**31, 2**31 - 1),
-    _T.TYPE_INT64: (-2**63, 2**63 - 1), _T.TYPE_SINT64: (-2**63, 2**63 - 1), _T.TYPE_SFIXED64: (-2**63, 2**63 - 1),
-    _T.TYPE_UINT32: (0, 2**32 - 1), _T.TYPE_FIXED32: (0, 2**32 - 1),
-    _T.TYPE_UINT64: (0, 2**64 - 1), _T.TYPE_FIXED64: (0, 2**64 - 1),
+    _T.TYPE_INT32: (-(2**31), 2**31 - 1),
+    _T.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    _T.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    _T.TYPE_INT64: (-(2**63), 2**63 - 1),
+    _T.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    _T.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    _T.TYPE_UINT32: (0, 2**32 - 1),
+    _T.TYPE_FIXED32: (0, 2**32 - 1),
+    _T.TYPE_UINT64: (0, 2**64 - 1),
+    _T.TYPE_FIXED64: (0, 2**64 - 1),
 }
 _FLOAT32 = struct.Struct("<f")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -102,7 +111,7 @@ def now_ms(now: int | dt.datetime | None = None) -> int:
     if isinstance(now, dt.datetime):
         if now.tzinfo is None:
             raise ValueError(f"now={now!r} has no time zone; give an aware datetime (UTC) or epoch milliseconds")
-        return (now - _EPOCH) // dt.timedelta(milliseconds=1)   # exact: no float rounding
+        return (now - _EPOCH) // dt.timedelta(milliseconds=1)  # exact: no float rounding
     if isinstance(now, bool) or not isinstance(now, int):
         raise TypeError(f"now must be epoch milliseconds (int), an aware datetime or None, not {now!r}")
     return now
@@ -127,8 +136,7 @@ def _is_repeated(field: FieldDescriptor) -> bool:
 
 
 def _is_map(field: FieldDescriptor) -> bool:
-    return (field.type == _T.TYPE_MESSAGE and _is_repeated(field)
-            and field.message_type.GetOptions().map_entry)
+    return field.type == _T.TYPE_MESSAGE and _is_repeated(field) and field.message_type.GetOptions().map_entry
 
 
 def _is_number(v: Any) -> bool:
@@ -195,8 +203,13 @@ class _Leaf:
             return self.message
         if self.enum is not None:
             return f"enum {self.enum.full_name}"
-        return {_T.TYPE_STRING: "string", _T.TYPE_BYTES: "bytes", _T.TYPE_BOOL: "bool",
-                _T.TYPE_FLOAT: "float", _T.TYPE_DOUBLE: "double"}.get(self.type) or _type_name(self.type)
+        return {
+            _T.TYPE_STRING: "string",
+            _T.TYPE_BYTES: "bytes",
+            _T.TYPE_BOOL: "bool",
+            _T.TYPE_FLOAT: "float",
+            _T.TYPE_DOUBLE: "double",
+        }.get(self.type) or _type_name(self.type)
 
     def coerce(self, path: str, v: Any, what: str) -> tuple[Any, Any]:
         """(wire value, fact value) of a literal from a hint, or HintError if it does not fit."""
@@ -211,8 +224,10 @@ class _Leaf:
                 return self.enum.values_by_name[v].number, v
             if isinstance(v, int) and not isinstance(v, bool) and v in self.enum.values_by_number:
                 return v, self.enum.values_by_number[v].name
-            raise HintError(f"hint for {path!r}: {self.enum.full_name} has no value {v!r}"
-                            + (_did_you_mean(v, names) if isinstance(v, str) else f"; it has {', '.join(names)}"))
+            raise HintError(
+                f"hint for {path!r}: {self.enum.full_name} has no value {v!r}"
+                + (_did_you_mean(v, names) if isinstance(v, str) else f"; it has {', '.join(names)}")
+            )
         if self.type == _T.TYPE_STRING:
             if not isinstance(v, str):
                 raise bad
@@ -260,8 +275,16 @@ class MessageGenerator:
     """Encoded messages of one type, and their facts, from a seed and an index. make() keeps no
     state between calls, so threads (or greenlets) may share one generator."""
 
-    def __init__(self, descriptor_set, message_name: str, hints: dict | None = None, seed: int = 0, *,
-                 max_depth: int = 3, repeated: tuple[int, int] = (0, 3)):
+    def __init__(
+        self,
+        descriptor_set,
+        message_name: str,
+        hints: dict | None = None,
+        seed: int = 0,
+        *,
+        max_depth: int = 3,
+        repeated: tuple[int, int] = (0, 3),
+    ):
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be an integer >= 0, not {seed!r}")
         if not (isinstance(max_depth, int) and max_depth >= 1):
@@ -273,14 +296,14 @@ class MessageGenerator:
         self.seed = seed
         self.max_depth = max_depth
         self.repeated = repeated
-        self._seed_base = seed << 64        # distinct seeds never share an index's random stream
+        self._seed_base = seed << 64  # distinct seeds never share an index's random stream
         self._class = message_factory.GetMessageClass(self.descriptor)
         self.hints = dict(hints or {})
         self._used: set[str] = set()
         self._check_paths(self.hints)
         self._fill = self._compile(self.descriptor, "", 0)
         unused = sorted(set(self.hints) - self._used)
-        if unused:      # only when a path is valid but lies where nothing is generated
+        if unused:  # only when a path is valid but lies where nothing is generated
             raise HintError(f"hint for {unused[0]!r}: nothing is generated there (deeper than max_depth={max_depth})")
 
     # ------------------------------------------------------------------ public
@@ -336,22 +359,29 @@ class MessageGenerator:
                 f = d.fields_by_name.get(part)
                 where = ".".join(parts[:i]) or self.descriptor.name
                 if f is None:
-                    raise HintError(f"hint for {path!r}: {d.full_name} (at {where}) has no field {part!r}"
-                                    + _did_you_mean(part, [x.name for x in d.fields]))
+                    raise HintError(
+                        f"hint for {path!r}: {d.full_name} (at {where}) has no field {part!r}"
+                        + _did_you_mean(part, [x.name for x in d.fields])
+                    )
                 if i < len(parts) - 1:
                     if f.type != _T.TYPE_MESSAGE:
-                        raise HintError(f"hint for {path!r}: {'.'.join(parts[:i + 1])} is a "
-                                        f"{_Leaf(f).label}, it has no fields")
+                        raise HintError(
+                            f"hint for {path!r}: {'.'.join(parts[: i + 1])} is a {_Leaf(f).label}, it has no fields"
+                        )
                     if f.message_type.full_name in WRAPPERS | {TIMESTAMP, DURATION}:
-                        raise HintError(f"hint for {path!r}: {'.'.join(parts[:i + 1])} is a "
-                                        f"{f.message_type.full_name}; hint the field itself, not its parts")
+                        raise HintError(
+                            f"hint for {path!r}: {'.'.join(parts[: i + 1])} is a "
+                            f"{f.message_type.full_name}; hint the field itself, not its parts"
+                        )
                     d = f.message_type
             if not isinstance(hint, dict):
-                raise HintError(f"hint for {path!r}: {hint!r} is not a dict like {{\"choice\": [...]}}")
+                raise HintError(f'hint for {path!r}: {hint!r} is not a dict like {{"choice": [...]}}')
             unknown = [k for k in hint if k not in KINDS and k not in MODIFIERS]
             if unknown:
-                raise HintError(f"hint for {path!r}: unknown hint kind {unknown[0]!r}"
-                                + _did_you_mean(str(unknown[0]), list(KINDS) + list(MODIFIERS)))
+                raise HintError(
+                    f"hint for {path!r}: unknown hint kind {unknown[0]!r}"
+                    + _did_you_mean(str(unknown[0]), list(KINDS) + list(MODIFIERS))
+                )
             kinds = [k for k in hint if k in KINDS and k != "count"]
             if len(kinds) > 1:
                 raise HintError(f"hint for {path!r}: one kind per field, got {' and '.join(kinds)}")
@@ -376,11 +406,11 @@ class MessageGenerator:
         everything else through a step closure."""
         city_pick = self._city_picker(d, prefix)
         plain: list[tuple[str, Maker]] = []
-        steps: list = []          # (rng, wire, facts, now, city) -> None
+        steps: list = []  # (rng, wire, facts, now, city) -> None
         oneofs_done: set[str] = set()
         for f in d.fields:
             oneof = f.containing_oneof
-            if oneof is not None and len(oneof.fields) > 1:     # a real oneof, not proto3 `optional`
+            if oneof is not None and len(oneof.fields) > 1:  # a real oneof, not proto3 `optional`
                 if oneof.name in oneofs_done:
                     continue
                 oneofs_done.add(oneof.name)
@@ -413,6 +443,7 @@ class MessageGenerator:
 
         def step(rng, wire, facts, now, city):
             members[int(rng.random() * n)](rng, wire, facts, now, city)
+
         return step
 
     def _city_picker(self, d: Descriptor, prefix: str):
@@ -429,8 +460,10 @@ class MessageGenerator:
         first_path, first = next(iter(parsed.items()))
         for path, cities in parsed.items():
             if cities != first:
-                raise HintError(f"hint for {path!r}: lat and lng fields of one message share a city, but "
-                                f"{path!r} names {_show_cities(cities)} and {first_path!r} {_show_cities(first)}")
+                raise HintError(
+                    f"hint for {path!r}: lat and lng fields of one message share a city, but "
+                    f"{path!r} names {_show_cities(cities)} and {first_path!r} {_show_cities(first)}"
+                )
         names, weights = first
         return _picker(names, weights)
 
@@ -443,8 +476,9 @@ class MessageGenerator:
         elif isinstance(spec, dict) and spec:
             raw, weights = list(spec), _weights(path, kind, spec)
         else:
-            raise HintError(f"hint for {path!r}: {kind} wants a city name, a list of names or "
-                            f"{{name: weight}}, not {spec!r}")
+            raise HintError(
+                f"hint for {path!r}: {kind} wants a city name, a list of names or {{name: weight}}, not {spec!r}"
+            )
         names = []
         for c in raw:
             key = str(c).strip().lower().replace("_", "-").replace(" ", "-")
@@ -465,14 +499,18 @@ class MessageGenerator:
         count = self._count(f, path, hint)
         if f.type == _T.TYPE_MESSAGE and f.message_type.full_name not in WRAPPERS | {TIMESTAMP, DURATION}:
             if any(k in hint for k in KINDS if k != "count"):
-                raise HintError(f"hint for {path!r}: {path} is a message ({f.message_type.full_name}); "
-                                f"hint its fields ({path}.{f.message_type.fields[0].name}, ...)")
+                raise HintError(
+                    f"hint for {path!r}: {path} is a message ({f.message_type.full_name}); "
+                    f"hint its fields ({path}.{f.message_type.fields[0].name}, ...)"
+                )
             if depth + 1 >= self.max_depth:
                 return None
             sub = self._compile(f.message_type, path + ".", depth + 1)
             if count is None:
+
                 def step(rng, wire, facts, now, city):
-                    wire[name], facts[name] = sub(rng, now)   # {} still makes the field present
+                    wire[name], facts[name] = sub(rng, now)  # {} still makes the field present
+
                 return step
             lo, hi = count
 
@@ -480,6 +518,7 @@ class MessageGenerator:
                 pairs = [sub(rng, now) for _ in range(rng.randint(lo, hi))]
                 wire[name] = [w for w, _ in pairs]
                 facts[name] = [v for _, v in pairs]
+
             return step
         make = self._maker(f, path, hint)
         if count is None:
@@ -490,6 +529,7 @@ class MessageGenerator:
             pairs = [make(rng, now, city) for _ in range(rng.randint(lo, hi))]
             wire[name] = [w for w, _ in pairs]
             facts[name] = [v for _, v in pairs]
+
         return step
 
     def _count(self, f: FieldDescriptor, path: str, hint: dict) -> tuple[int, int] | None:
@@ -500,23 +540,30 @@ class MessageGenerator:
         if "count" not in hint:
             return self.repeated
         c = hint["count"]
-        if (not isinstance(c, (list, tuple)) or len(c) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                                        for x in c) or not 0 <= c[0] <= c[1]):
+        if (
+            not isinstance(c, (list, tuple))
+            or len(c) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in c)
+            or not 0 <= c[0] <= c[1]
+        ):
             raise HintError(f"hint for {path!r}: count wants [lo, hi], integers with 0 <= lo <= hi, not {c!r}")
         return int(c[0]), int(c[1])
 
     def _map_step(self, f: FieldDescriptor, path: str, hint: dict, depth: int):
         name = f.name
         if any(k in hint for k in KINDS if k != "count"):
-            raise HintError(f"hint for {path!r}: {path} is a map; hint {path}.key and {path}.value "
-                            "(and its size with count)")
+            raise HintError(
+                f"hint for {path!r}: {path} is a map; hint {path}.key and {path}.value (and its size with count)"
+            )
         lo, hi = self._count(f, path, hint)
         entry = f.message_type
         key_make = self._maker(entry.fields_by_name["key"], path + ".key", self._hint(path + ".key"))
         value_field = entry.fields_by_name["value"]
         vpath = path + ".value"
-        if value_field.type == _T.TYPE_MESSAGE and value_field.message_type.full_name not in \
-                WRAPPERS | {TIMESTAMP, DURATION}:
+        if value_field.type == _T.TYPE_MESSAGE and value_field.message_type.full_name not in WRAPPERS | {
+            TIMESTAMP,
+            DURATION,
+        }:
             if depth + 1 >= self.max_depth:
                 return None
             sub = self._compile(value_field.message_type, vpath + ".", depth + 1)
@@ -524,7 +571,7 @@ class MessageGenerator:
 
             def value_make(rng, now, city):
                 wire, facts = sub(rng, now)
-                return sub_class(**wire), facts      # a map's message values must be messages, not dicts
+                return sub_class(**wire), facts  # a map's message values must be messages, not dicts
         else:
             value_make = self._maker(value_field, vpath, self._hint(vpath))
 
@@ -532,8 +579,9 @@ class MessageGenerator:
             w, out = {}, {}
             for _ in range(rng.randint(lo, hi)):
                 k, kf = key_make(rng, now, city)
-                w[k], out[kf] = value_make(rng, now, city)   # a repeated key: the last one wins, in both
+                w[k], out[kf] = value_make(rng, now, city)  # a repeated key: the last one wins, in both
             wire[name], facts[name] = w, out
+
         return step
 
     # --------------------------------------------------------------- values
@@ -544,14 +592,18 @@ class MessageGenerator:
         leaf = _Leaf(f)
         make = self._value_maker(leaf, f, path, hint)
         if leaf.message in (TIMESTAMP, DURATION):
+
             def timed(rng, now, city):
                 ms = make(rng, now, city)[0]
                 return {"seconds": ms // 1000, "nanos": ms % 1000 * 1_000_000}, ms
+
             return timed
         if leaf.message in WRAPPERS:
+
             def wrapped(rng, now, city):
                 w, v = make(rng, now, city)
-                return {"value": w}, v        # present even when the value is 0
+                return {"value": w}, v  # present even when the value is 0
+
             return wrapped
         return make
 
@@ -580,6 +632,7 @@ class MessageGenerator:
                 if f32:
                     v = _f32(v)
                 return v, v
+
             return make
 
         if kind == "enum":
@@ -592,7 +645,7 @@ class MessageGenerator:
 
         if kind == "pool":
             if not isinstance(spec, dict) or set(spec) - {"prefix", "size"} or "size" not in spec:
-                raise HintError(f"hint for {path!r}: pool wants {{\"prefix\": \"d\", \"size\": 100}}, not {spec!r}")
+                raise HintError(f'hint for {path!r}: pool wants {{"prefix": "d", "size": 100}}, not {spec!r}')
             size, prefix = spec["size"], spec.get("prefix", "")
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise HintError(f"hint for {path!r}: pool size must be an integer >= 1, not {size!r}")
@@ -601,11 +654,12 @@ class MessageGenerator:
             if leaf.type in (_T.TYPE_STRING, _T.TYPE_BYTES) and leaf.message not in (TIMESTAMP, DURATION):
                 as_bytes = leaf.type == _T.TYPE_BYTES
 
-                def make(rng, now, city):     # made on the fly: a pool may be huge (unique ids)
+                def make(rng, now, city):  # made on the fly: a pool may be huge (unique ids)
                     v = prefix + str(int(rng.random() * size))
                     if as_bytes:
                         v = v.encode()
                     return v, v
+
                 return make
             if leaf.int_bounds and leaf.message not in (TIMESTAMP, DURATION):
                 if prefix:
@@ -615,6 +669,7 @@ class MessageGenerator:
                 def make(rng, now, city):
                     v = int(rng.random() * size)
                     return v, v
+
                 return make
             raise unfit("a string, bytes or integer field")
 
@@ -635,6 +690,7 @@ class MessageGenerator:
                 def make(rng, now, city):
                     v = rng.randint(lo, hi)
                     return v, v
+
                 return make
             decimals = hint.get("decimals")
             if decimals is not None and (isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0):
@@ -651,6 +707,7 @@ class MessageGenerator:
                 if f32:
                     v = _f32(v)
                 return v, v
+
             return make
 
         if kind == "choice":
@@ -670,7 +727,7 @@ class MessageGenerator:
             if spec is True:
                 return lambda rng, now, city: (now, now)
             if not isinstance(spec, dict) or set(spec) != {"jitter_ms"}:
-                raise HintError(f"hint for {path!r}: now wants true or {{\"jitter_ms\": 500}}, not {spec!r}")
+                raise HintError(f'hint for {path!r}: now wants true or {{"jitter_ms": 500}}, not {spec!r}')
             jitter = spec["jitter_ms"]
             if isinstance(jitter, bool) or not isinstance(jitter, int) or jitter < 0:
                 raise HintError(f"hint for {path!r}: jitter_ms must be an integer >= 0, not {jitter!r}")
@@ -678,6 +735,7 @@ class MessageGenerator:
             def make(rng, now, city):
                 v = now + rng.randint(-jitter, jitter)
                 return v, v
+
             return make
         raise AssertionError(kind)
 
@@ -686,35 +744,43 @@ class MessageGenerator:
         if leaf.message == TIMESTAMP:
             return lambda rng, now, city: (now, now)
         if leaf.message == DURATION:
+
             def make(rng, now, city):
                 v = rng.randrange(60_000)
                 return v, v
+
             return make
         if leaf.enum is not None:
             values = [(v.number, v.name) for v in leaf.enum.values]
             seen, distinct = set(), []
-            for number, vname in values:           # aliases share a number: keep the first name
+            for number, vname in values:  # aliases share a number: keep the first name
                 if number not in seen:
                     seen.add(number)
                     distinct.append((number, vname))
             if len(distinct) > 1 and distinct[0][0] == 0:
-                distinct = distinct[1:]           # UNKNOWN/UNSPECIFIED is not traffic
+                distinct = distinct[1:]  # UNKNOWN/UNSPECIFIED is not traffic
             return _pair_picker(distinct, None)
         t = leaf.type
         if t == _T.TYPE_STRING:
+
             def make(rng, now, city):
                 v = f"{name}-{int(rng.random() * 1000)}"
                 return v, v
+
             return make
         if t == _T.TYPE_BYTES:
+
             def make(rng, now, city):
                 v = rng.randbytes(8)
                 return v, v
+
             return make
         if t == _T.TYPE_BOOL:
+
             def make(rng, now, city):
                 v = rng.random() < 0.5
                 return v, v
+
             return make
         if leaf.int_bounds:
             top = 1_000_000 if leaf.int_bounds[1] > 2**32 else 1000
@@ -722,16 +788,21 @@ class MessageGenerator:
             def make(rng, now, city):
                 v = int(rng.random() * top)
                 return v, v
+
             return make
         if t == _T.TYPE_FLOAT:
+
             def make(rng, now, city):
                 v = _f32(round(rng.random() * 1000, 3))
                 return v, v
+
             return make
         if t == _T.TYPE_DOUBLE:
+
             def make(rng, now, city):
                 v = round(rng.random() * 1000, 6)
                 return v, v
+
             return make
         raise HintError(f"{name}: no default for a {leaf.label} field")
 
@@ -744,6 +815,7 @@ def _as_step(member):
 
     def step(rng, wire, facts, now, city):
         wire[name], facts[name] = make(rng, now, city)
+
     return step
 
 

@@ -16,6 +16,7 @@ as binary without an encoding step, and float facts bit for bit, so aggregates r
 saved ledger are the ones computed live; pandas reads it in one call and the drill's ledgers of
 millions of rows stay small. JSON lines would need base64 keys and lose float and int64 typing.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,26 +47,46 @@ class Ledger:
     """Acknowledged and failed sends of one load run (one process)."""
 
     def __init__(self, fields: Iterable[str] = (), meta: Mapping[str, Any] | None = None):
-        self.fields = list(dict.fromkeys(fields))        # ordered, without repeats
+        self.fields = list(dict.fromkeys(fields))  # ordered, without repeats
         clash = [f for f in self.fields if f in COLUMNS]
         if clash:
-            raise ValueError(f"fact field {clash[0]!r} has the name of a ledger column ({', '.join(COLUMNS)}); "
-                             "a ledger cannot keep it under that name")
+            raise ValueError(
+                f"fact field {clash[0]!r} has the name of a ledger column ({', '.join(COLUMNS)}); "
+                "a ledger cannot keep it under that name"
+            )
         self.meta = dict(meta or {})
         self._lock = threading.Lock()
         self._cols: dict[str, list] = {c: [] for c in (*COLUMNS, *self.fields)}
-        self._partitions: Counter = Counter()     # kept as rows come: progress lines read it often
+        self._partitions: Counter = Counter()  # kept as rows come: progress lines read it often
         self._failed = 0
 
     # -------------------------------------------------------------- appends
 
-    def record(self, *, index: int | None, topic: str, partition: int, offset: int, timestamp_ms: int | None,
-               key: bytes | None, event_time_ms: int | None, facts: Mapping | None = None) -> None:
+    def record(
+        self,
+        *,
+        index: int | None,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        event_time_ms: int | None,
+        facts: Mapping | None = None,
+    ) -> None:
         """One message Kafka acknowledged."""
         self._append(index, topic, partition, offset, timestamp_ms, key, event_time_ms, None, facts)
 
-    def record_failure(self, *, index: int | None, topic: str, key: bytes | None, event_time_ms: int | None,
-                       error: BaseException | str, facts: Mapping | None = None) -> None:
+    def record_failure(
+        self,
+        *,
+        index: int | None,
+        topic: str,
+        key: bytes | None,
+        event_time_ms: int | None,
+        error: BaseException | str,
+        facts: Mapping | None = None,
+    ) -> None:
         """One message that was not written, and why (never dropped without a trace)."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         self._append(index, topic, None, None, None, key, event_time_ms, text or "unknown error", facts)
@@ -118,9 +139,17 @@ class Ledger:
         """index, topic, key, event_time_ms and error of every failed send."""
         with self._lock:
             c = self._cols
-            return [{"index": c["index"][i], "topic": c["topic"][i], "key": c["key"][i],
-                     "event_time_ms": c["event_time_ms"][i], "error": e}
-                    for i, e in enumerate(c["error"]) if e is not None]
+            return [
+                {
+                    "index": c["index"][i],
+                    "topic": c["topic"][i],
+                    "key": c["key"][i],
+                    "event_time_ms": c["event_time_ms"][i],
+                    "error": e,
+                }
+                for i, e in enumerate(c["error"])
+                if e is not None
+            ]
 
     # ---------------------------------------------------------------- frames
 
@@ -129,8 +158,16 @@ class Ledger:
 
         with self._lock:
             cols = {k: list(v) for k, v in self._cols.items()}
-        types = {"index": pa.int64(), "topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
-                 "timestamp_ms": pa.int64(), "key": pa.binary(), "event_time_ms": pa.int64(), "error": pa.string()}
+        types = {
+            "index": pa.int64(),
+            "topic": pa.string(),
+            "partition": pa.int32(),
+            "offset": pa.int64(),
+            "timestamp_ms": pa.int64(),
+            "key": pa.binary(),
+            "event_time_ms": pa.int64(),
+            "error": pa.string(),
+        }
         arrays = {name: pa.array(values, type=types.get(name)) for name, values in cols.items()}
         meta = {"format": _FORMAT, "fields": self.fields, "meta": self.meta}
         return pa.table(arrays).replace_schema_metadata({_META_KEY: json.dumps(meta, default=str).encode()})
@@ -142,9 +179,15 @@ class Ledger:
             df = df[df["error"].isna()].reset_index(drop=True)
         return df
 
-    def expected_windows(self, size_ms: int, keys: Iterable[str] = (),
-                         measures: Mapping[str, tuple[str, str | None]] | None = None, *,
-                         time: str = "event", where: Mapping[str, Any] | None = None):
+    def expected_windows(
+        self,
+        size_ms: int,
+        keys: Iterable[str] = (),
+        measures: Mapping[str, tuple[str, str | None]] | None = None,
+        *,
+        time: str = "event",
+        where: Mapping[str, Any] | None = None,
+    ):
         """Exact aggregates per tumbling window of `size_ms` and key, from the acknowledged rows.
 
         keys: fact paths kept by this ledger (or ledger columns: topic, partition, key).
@@ -165,18 +208,24 @@ class Ledger:
         known = set(self.fields) | {"topic", "partition", "key"}
         for path in [*keys, *(where or {})]:
             if path not in known:
-                raise ValueError(f"{path!r} is not kept by this ledger (it keeps {', '.join(self.fields) or 'no facts'}"
-                                 f" and topic, partition, key); name it in the ledger's fields")
+                raise ValueError(
+                    f"{path!r} is not kept by this ledger (it keeps {', '.join(self.fields) or 'no facts'}"
+                    f" and topic, partition, key); name it in the ledger's fields"
+                )
         for name, spec in measures.items():
             if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in AGGREGATES):
-                raise ValueError(f"measure {name!r}: want (aggregate, fact path) with aggregate one of "
-                                 f"{', '.join(AGGREGATES)}, not {spec!r}")
+                raise ValueError(
+                    f"measure {name!r}: want (aggregate, fact path) with aggregate one of "
+                    f"{', '.join(AGGREGATES)}, not {spec!r}"
+                )
             how, path = spec
             if path is None and how != "count":
                 raise ValueError(f"measure {name!r}: {how} needs a fact path")
             if path is not None and path not in known:
-                raise ValueError(f"measure {name!r}: {path!r} is not kept by this ledger "
-                                 f"(it keeps {', '.join(self.fields) or 'no facts'})")
+                raise ValueError(
+                    f"measure {name!r}: {path!r} is not kept by this ledger "
+                    f"(it keeps {', '.join(self.fields) or 'no facts'})"
+                )
         df = self.frame()
         for path, want in (where or {}).items():
             wanted = list(want) if isinstance(want, (list, tuple, set, frozenset)) else [want]

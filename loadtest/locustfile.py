@@ -21,6 +21,7 @@ and --html work as for HTTP. kafka-python runs under locust's gevent monkey-patc
 thread becomes a greenlet. In distributed mode each worker has its own producer and ledger
 (<ledger>.worker<N>) and its own index range.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -38,8 +39,8 @@ from loadtest.ledger import Ledger
 from loadtest.producer import DeliveryTracker, close_quietly, default_fields, key_bytes, make_producer
 
 log = logging.getLogger("loadtest")
-logging.getLogger("kafka").setLevel(logging.WARNING)     # kafka-python's INFO lines would drown locust's own
-WORKER_INDEX_SPAN = 10**12        # message indices of worker N start at N x this: no two workers repeat one
+logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python's INFO lines would drown locust's own
+WORKER_INDEX_SPAN = 10**12  # message indices of worker N start at N x this: no two workers repeat one
 
 
 class _Drill:
@@ -64,8 +65,15 @@ class _Drill:
         index = next(self.indices)
         value, facts = self.generator.make(index, time.time_ns() // 1_000_000)
         key = key_bytes(fact(facts, self.key_field)) if self.key_field else None
-        self.tracker.send(self.producer, self.topic, value, key=key, index=index, facts=facts,
-                          event_time_ms=facts.get(self.event_field) if self.event_field else None)
+        self.tracker.send(
+            self.producer,
+            self.topic,
+            value,
+            key=key,
+            index=index,
+            facts=facts,
+            event_time_ms=facts.get(self.event_field) if self.event_field else None,
+        )
 
 
 drill = _Drill()
@@ -73,26 +81,59 @@ drill = _Drill()
 
 @events.init_command_line_parser.add_listener
 def _arguments(parser) -> None:
-    g = parser       # not an argument group: only the parser itself takes locust's is_secret
-    g.add_argument("--shape-config", env_var="LOCUST_SHAPE_CONFIG", default="",
-                   help="load shape: inline JSON or a .json/.yaml file (loadtest/shapes.py)")
+    g = parser  # not an argument group: only the parser itself takes locust's is_secret
+    g.add_argument(
+        "--shape-config",
+        env_var="LOCUST_SHAPE_CONFIG",
+        default="",
+        help="load shape: inline JSON or a .json/.yaml file (loadtest/shapes.py)",
+    )
     g.add_argument("--kafka-topic", env_var="LOCUST_KAFKA_TOPIC", default="loadtest", help="topic to produce to")
-    g.add_argument("--kafka-message", env_var="LOCUST_KAFKA_MESSAGE", default="gojek.esb.booking.BookingLogMessage",
-                   help="protobuf message, full or simple name")
-    g.add_argument("--kafka-hints", env_var="LOCUST_KAFKA_HINTS", default="",
-                   help="per-field hints: inline JSON or a .json/.yaml file (loadtest/generator.py)")
+    g.add_argument(
+        "--kafka-message",
+        env_var="LOCUST_KAFKA_MESSAGE",
+        default="gojek.esb.booking.BookingLogMessage",
+        help="protobuf message, full or simple name",
+    )
+    g.add_argument(
+        "--kafka-hints",
+        env_var="LOCUST_KAFKA_HINTS",
+        default="",
+        help="per-field hints: inline JSON or a .json/.yaml file (loadtest/generator.py)",
+    )
     g.add_argument("--kafka-seed", env_var="LOCUST_KAFKA_SEED", type=int, default=0, help="generator seed")
     g.add_argument("--kafka-key", env_var="LOCUST_KAFKA_KEY", default="", help="fact path of the message key")
-    g.add_argument("--kafka-facts", env_var="LOCUST_KAFKA_FACTS", default="",
-                   help="comma-separated fact paths the ledger keeps (besides the hinted ones and the key)")
-    g.add_argument("--kafka-ledger", env_var="LOCUST_KAFKA_LEDGER", default="loadtest-ledger.parquet",
-                   help="where to write the ledger when the test stops (Parquet)")
-    g.add_argument("--kafka-client", env_var="LOCUST_KAFKA_CLIENT", default="", is_secret=True,
-                   help="extra kafka-python producer settings as a JSON object (SASL etc.)")
-    g.add_argument("--kafka-lab-user", env_var="LOCUST_KAFKA_LAB_USER", default="",
-                   help="log in to the lab's Kafka as this principal")
-    g.add_argument("--schema-urls", env_var="LOCUST_SCHEMA_URLS", default="",
-                   help="descriptor set URLs (default: protos/descriptors)")
+    g.add_argument(
+        "--kafka-facts",
+        env_var="LOCUST_KAFKA_FACTS",
+        default="",
+        help="comma-separated fact paths the ledger keeps (besides the hinted ones and the key)",
+    )
+    g.add_argument(
+        "--kafka-ledger",
+        env_var="LOCUST_KAFKA_LEDGER",
+        default="loadtest-ledger.parquet",
+        help="where to write the ledger when the test stops (Parquet)",
+    )
+    g.add_argument(
+        "--kafka-client",
+        env_var="LOCUST_KAFKA_CLIENT",
+        default="",
+        is_secret=True,
+        help="extra kafka-python producer settings as a JSON object (SASL etc.)",
+    )
+    g.add_argument(
+        "--kafka-lab-user",
+        env_var="LOCUST_KAFKA_LAB_USER",
+        default="",
+        help="log in to the lab's Kafka as this principal",
+    )
+    g.add_argument(
+        "--schema-urls",
+        env_var="LOCUST_SCHEMA_URLS",
+        default="",
+        help="descriptor set URLs (default: protos/descriptors)",
+    )
 
 
 def _fail(message: str):
@@ -103,7 +144,7 @@ def _fail(message: str):
 def _init(environment, **_kwargs) -> None:
     opts = environment.parsed_options
     if opts is None or isinstance(environment.runner, MasterRunner):
-        return                      # the master only shapes the load; workers produce
+        return  # the master only shapes the load; workers produce
     from loadtest.settings import SettingsError, load_json_or_file, resolve_message
     from protos import registry
     from protos.errors import SchemaError
@@ -113,8 +154,9 @@ def _init(environment, **_kwargs) -> None:
         drill.plan = shapes.plan_from_config(config) if config is not None else None
         dset = registry.load(opts.schema_urls or None)
         message = resolve_message(dset, opts.kafka_message)
-        drill.generator = MessageGenerator(dset, message, load_json_or_file(opts.kafka_hints, "--kafka-hints"),
-                                           seed=opts.kafka_seed)
+        drill.generator = MessageGenerator(
+            dset, message, load_json_or_file(opts.kafka_hints, "--kafka-hints"), seed=opts.kafka_seed
+        )
         client = load_json_or_file(opts.kafka_client, "--kafka-client") or {}
     except (shapes.ShapeError, SettingsError, SchemaError, HintError) as e:
         _fail(str(e))
@@ -151,14 +193,28 @@ def _start(environment, **_kwargs) -> None:
     fire = environment.events.request.fire
 
     def on_result(topic, latency_s, size, error) -> None:
-        fire(request_type="kafka", name=topic, response_time=latency_s * 1000.0, response_length=size,
-             exception=error, context={})
+        fire(
+            request_type="kafka",
+            name=topic,
+            response_time=latency_s * 1000.0,
+            response_length=size,
+            exception=error,
+            context={},
+        )
 
     worker = environment.runner.worker_index if isinstance(environment.runner, WorkerRunner) else 0
     drill.indices = itertools.count(worker * WORKER_INDEX_SPAN)
-    drill.ledger = Ledger(drill.fields, meta={"message": drill.generator.message_name, "seed": drill.generator.seed,
-                                              "hints": drill.generator.hints, "topics": [drill.topic],
-                                              "key": drill.key_field, "shape": drill.plan and drill.plan.name})
+    drill.ledger = Ledger(
+        drill.fields,
+        meta={
+            "message": drill.generator.message_name,
+            "seed": drill.generator.seed,
+            "hints": drill.generator.hints,
+            "topics": [drill.topic],
+            "key": drill.key_field,
+            "shape": drill.plan and drill.plan.name,
+        },
+    )
     drill.tracker = DeliveryTracker(drill.ledger, on_result=on_result)
     drill.producer = make_producer(drill.bootstrap, **drill.client)
 
@@ -171,8 +227,13 @@ def _stop(environment, **_kwargs) -> None:
     drill.tracker.drain(producer, 60.0)
     close_quietly(producer)
     drill.ledger.save(drill.ledger_path)
-    log.info("loadtest: sent %d, acked %d, failed %d; ledger %s", drill.tracker.sent, drill.ledger.acked,
-             drill.ledger.failed, os.path.abspath(drill.ledger_path))
+    log.info(
+        "loadtest: sent %d, acked %d, failed %d; ledger %s",
+        drill.tracker.sent,
+        drill.ledger.acked,
+        drill.ledger.failed,
+        os.path.abspath(drill.ledger_path),
+    )
     if environment.parsed_options and environment.parsed_options.csv_prefix:
         # locust's CSV writer rewrites <prefix>_stats.csv once a second and not at exit: give it
         # one more turn, so the file holds the acknowledgements the flush above just counted
@@ -191,7 +252,8 @@ class DrillShape(LoadTestShape):
 
 class KafkaUser(User):
     """Produces one generated message per task to the drill's topic."""
-    wait_time = constant_throughput(shapes.DEFAULT_PER_USER_RATE)   # replaced at init from the shape
+
+    wait_time = constant_throughput(shapes.DEFAULT_PER_USER_RATE)  # replaced at init from the shape
 
     @task
     def produce(self) -> None:

@@ -8,6 +8,7 @@ retries); a message counts as sent once Kafka acknowledged it, from the future's
 that fails (at send() or later) is kept in the ledger with its error, never dropped. The pace
 comes from a token bucket on a monotonic clock, so late wake-ups do not add up to a slower run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,19 @@ from dagger_runtime.suggest import closest
 from .generator import MessageGenerator, fact, now_ms
 from .ledger import Ledger
 
-__all__ = ["TokenBucket", "DeliveryTracker", "ProduceResult", "producer_settings", "make_producer", "produce",
-           "default_fields", "key_bytes", "close_quietly", "warm_up", "stop_on_interrupt"]
+__all__ = [
+    "TokenBucket",
+    "DeliveryTracker",
+    "ProduceResult",
+    "producer_settings",
+    "make_producer",
+    "produce",
+    "default_fields",
+    "key_bytes",
+    "close_quietly",
+    "warm_up",
+    "stop_on_interrupt",
+]
 
 
 class TokenBucket:
@@ -37,15 +49,21 @@ class TokenBucket:
     Tokens accrue from a monotonic clock, not from the sleeps: a wake-up that comes late finds
     the tokens of the time it overslept (up to `burst`), so the long-run rate stays `rate`."""
 
-    def __init__(self, rate: float, burst: float | None = None, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        rate: float,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not rate or rate <= 0:
             raise ValueError(f"rate must be > 0 messages a second, not {rate!r}")
         self.rate = float(rate)
         # 50 ms of traffic: enough to absorb the sleep granularity, small enough not to be a burst
         self.burst = float(burst) if burst is not None else max(1.0, self.rate / 20)
         self._clock, self._sleep = clock, sleep
-        self._tokens = 1.0               # the first message goes at once, without a burst behind it
+        self._tokens = 1.0  # the first message goes at once, without a burst behind it
         self._last = clock()
 
     def acquire(self, deadline: float | None = None) -> bool:
@@ -54,7 +72,7 @@ class TokenBucket:
             now = self._clock()
             self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
             self._last = now
-            if self._tokens >= 1.0 - 1e-9:       # the float sum of a wait's accrual can end just short of 1
+            if self._tokens >= 1.0 - 1e-9:  # the float sum of a wait's accrual can end just short of 1
                 self._tokens = max(0.0, self._tokens - 1.0)
                 return True
             wait = (1.0 - self._tokens) / self.rate
@@ -78,23 +96,35 @@ class DeliveryTracker:
 
     `on_result(topic, latency_s, size, error)` is called for every outcome (locust's statistics)."""
 
-    def __init__(self, ledger: Ledger, on_result: Callable[[str, float, int, BaseException | None], None] | None = None):
+    def __init__(
+        self, ledger: Ledger, on_result: Callable[[str, float, int, BaseException | None], None] | None = None
+    ):
         self.ledger = ledger
         self.on_result = on_result
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple] = {}
         self._next = 0
         self.sent = 0
-        self.late = 0          # reports that came after close_out had written the message off
+        self.late = 0  # reports that came after close_out had written the message off
 
     @property
     def inflight(self) -> int:
         with self._lock:
             return len(self._inflight)
 
-    def send(self, producer, topic: str, value: bytes, *, key: bytes | None = None, index: int | None = None,
-             facts: dict | None = None, event_time_ms: int | None = None, partition: int | None = None,
-             headers: list | None = None) -> None:
+    def send(
+        self,
+        producer,
+        topic: str,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        index: int | None = None,
+        facts: dict | None = None,
+        event_time_ms: int | None = None,
+        partition: int | None = None,
+        headers: list | None = None,
+    ) -> None:
         started = time.perf_counter()
         with self._lock:
             token = self._next
@@ -103,7 +133,7 @@ class DeliveryTracker:
             self._inflight[token] = (index, topic, key, event_time_ms, facts, started, len(value))
         try:
             future = producer.send(topic, value=value, key=key, partition=partition, headers=headers)
-        except Exception as e:      # noqa: BLE001 - any refusal is a failed send, kept with its error
+        except Exception as e:  # noqa: BLE001 - any refusal is a failed send, kept with its error
             self._failed(token, e)
             return
         future.add_callback(self._acked, token)
@@ -122,8 +152,16 @@ class DeliveryTracker:
             return
         index, topic, key, event_ms, facts, started, size = entry
         ts = md.timestamp if md.timestamp is not None and md.timestamp >= 0 else None
-        self.ledger.record(index=index, topic=md.topic, partition=md.partition, offset=md.offset, timestamp_ms=ts,
-                           key=key, event_time_ms=event_ms, facts=facts)
+        self.ledger.record(
+            index=index,
+            topic=md.topic,
+            partition=md.partition,
+            offset=md.offset,
+            timestamp_ms=ts,
+            key=key,
+            event_time_ms=event_ms,
+            facts=facts,
+        )
         if self.on_result is not None:
             self.on_result(md.topic, time.perf_counter() - started, size, None)
 
@@ -132,8 +170,7 @@ class DeliveryTracker:
         if entry is None:
             return
         index, topic, key, event_ms, facts, started, size = entry
-        self.ledger.record_failure(index=index, topic=topic, key=key, event_time_ms=event_ms, error=error,
-                                   facts=facts)
+        self.ledger.record_failure(index=index, topic=topic, key=key, event_time_ms=event_ms, error=error, facts=facts)
         if self.on_result is not None:
             self.on_result(topic, time.perf_counter() - started, size, error)
 
@@ -152,8 +189,10 @@ class DeliveryTracker:
                 time.sleep(0.05)
         if not self.inflight:
             return 0
-        return self.close_out(f"no delivery report within {timeout_s:g} s of the last send"
-                              + (f" (last flush: {type(last).__name__}: {last})" if last else ""))
+        return self.close_out(
+            f"no delivery report within {timeout_s:g} s of the last send"
+            + (f" (last flush: {type(last).__name__}: {last})" if last else "")
+        )
 
     def close_out(self, reason: str) -> int:
         """Write off every message still without a report as failed with `reason`; how many."""
@@ -168,12 +207,19 @@ def producer_settings(bootstrap_servers: str | list[str], **client: Any) -> dict
     """kafka-python producer settings: acks=all and idempotence unless `client` says otherwise."""
     from kafka import KafkaProducer
 
-    settings: dict[str, Any] = {"bootstrap_servers": bootstrap_servers, "acks": "all", "linger_ms": 5,
-                                "client_id": "daggers-loadtest"}
+    settings: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers,
+        "acks": "all",
+        "linger_ms": 5,
+        "client_id": "daggers-loadtest",
+    }
     # idempotence: no duplicates from the producer's own retries. Asked for explicitly only when
     # nothing the caller set conflicts with it (kafka-python then raises instead of warning).
-    conflicts = (client.get("acks", "all") not in ("all", -1) or client.get("retries", 1) == 0
-                 or client.get("max_in_flight_requests_per_connection", 5) > 5)
+    conflicts = (
+        client.get("acks", "all") not in ("all", -1)
+        or client.get("retries", 1) == 0
+        or client.get("max_in_flight_requests_per_connection", 5) > 5
+    )
     if "enable_idempotence" in KafkaProducer.DEFAULT_CONFIG and not conflicts:
         settings["enable_idempotence"] = True
     settings.update(client)
@@ -255,11 +301,22 @@ class Progress:
         return self.sent / self.elapsed_s if self.elapsed_s else 0.0
 
 
-def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, *, rate: float | None = None,
-            count: int | None = None, duration_s: float | None = None, key_field: str | None = None,
-            ledger: Ledger | None = None, start_index: int = 0, stop: threading.Event | None = None,
-            progress: Callable[[Progress], None] | None = None, progress_every_s: float = 0.25,
-            flush_timeout_s: float = 60.0) -> ProduceResult:
+def produce(
+    generator: MessageGenerator,
+    topics: str | Sequence[str],
+    producer,
+    *,
+    rate: float | None = None,
+    count: int | None = None,
+    duration_s: float | None = None,
+    key_field: str | None = None,
+    ledger: Ledger | None = None,
+    start_index: int = 0,
+    stop: threading.Event | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    progress_every_s: float = 0.25,
+    flush_timeout_s: float = 60.0,
+) -> ProduceResult:
     """Send generated messages (indices start_index, start_index+1, ...) round-robin over `topics`
     until `count` are sent, `duration_s` has passed or `stop` is set; then wait for every report.
 
@@ -272,8 +329,10 @@ def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, 
         raise ValueError("give a count, a duration or a stop event: the run would never end")
     if key_field is not None and key_field not in generator.scalar_paths():
         close = closest(key_field, generator.scalar_paths())
-        raise ValueError(f"key field {key_field!r} is not a singular field of {generator.message_name}"
-                         + (f"; did you mean {' or '.join(close)}?" if close else ""))
+        raise ValueError(
+            f"key field {key_field!r} is not a singular field of {generator.message_name}"
+            + (f"; did you mean {' or '.join(close)}?" if close else "")
+        )
     ledger = ledger if ledger is not None else Ledger(default_fields(generator, key_field))
     tracker = DeliveryTracker(ledger)
     warm_up(producer, topics)
@@ -300,8 +359,15 @@ def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, 
             break
         value, facts = generator.make(index, now_ms())
         key = key_bytes(fact(facts, key_field)) if key_field else None
-        tracker.send(producer, topics[n % ntopics], value, key=key, index=index, facts=facts,
-                     event_time_ms=facts.get(event_field) if event_field else None)
+        tracker.send(
+            producer,
+            topics[n % ntopics],
+            value,
+            key=key,
+            index=index,
+            facts=facts,
+            event_time_ms=facts.get(event_field) if event_field else None,
+        )
         index += 1
         n += 1
         if progress is not None and time.monotonic() >= next_report:
@@ -316,13 +382,18 @@ def produce(generator: MessageGenerator, topics: str | Sequence[str], producer, 
 
 # ----------------------------------------------------------------------------- command line
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .settings import add_bootstrap_argument, add_client_arguments, add_schema_arguments
 
     add_bootstrap_argument(p)
     p.add_argument("topics", nargs="+", metavar="TOPIC", help="topic(s) to write, round-robin")
-    p.add_argument("-m", "--message", required=True,
-                   help="protobuf message name, full or simple (gojek.esb.booking.BookingLogMessage, BookingLogMessage)")
+    p.add_argument(
+        "-m",
+        "--message",
+        required=True,
+        help="protobuf message name, full or simple (gojek.esb.booking.BookingLogMessage, BookingLogMessage)",
+    )
     p.add_argument("--hints", help="per-field hints: inline JSON or a .json/.yaml file (see loadtest/generator.py)")
     p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     p.add_argument("--start-index", type=int, default=0, help="first message index (default 0)")
@@ -330,12 +401,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--count", type=int, help="stop after this many messages")
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--key", metavar="FIELD", help="fact path whose value is the message key (default: no key)")
-    p.add_argument("--fact", action="append", default=[], metavar="FIELD",
-                   help="a fact path to keep in the ledger, repeatable (default: the hinted fields and the key)")
-    p.add_argument("--ledger", metavar="PATH",
-                   help="where to write the ledger (Parquet; default ledger-<topic>-<UTC time>.parquet)")
-    p.add_argument("--flush-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="how long to wait for the last reports before writing messages off (default 60)")
+    p.add_argument(
+        "--fact",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="a fact path to keep in the ledger, repeatable (default: the hinted fields and the key)",
+    )
+    p.add_argument(
+        "--ledger",
+        metavar="PATH",
+        help="where to write the ledger (Parquet; default ledger-<topic>-<UTC time>.parquet)",
+    )
+    p.add_argument(
+        "--flush-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for the last reports before writing messages off (default 60)",
+    )
     add_client_arguments(p)
     add_schema_arguments(p)
 
@@ -356,39 +440,71 @@ def run(args: argparse.Namespace) -> int:
     for option, path in [("--key", args.key), *(("--fact", f) for f in args.fact)]:
         if path is not None and path not in scalars:
             close = closest(path, scalars)
-            raise SettingsError(f"{option} {path!r} is not a singular field of {message}"
-                                + (f"; did you mean {' or '.join(close)}?" if close else ""))
+            raise SettingsError(
+                f"{option} {path!r} is not a singular field of {message}"
+                + (f"; did you mean {' or '.join(close)}?" if close else "")
+            )
     fields = list(dict.fromkeys([*default_fields(generator, args.key), *args.fact]))
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     ledger_path = Path(args.ledger or f"ledger-{args.topics[0]}-{stamp}.parquet")
-    ledger = Ledger(fields, meta={"message": message, "seed": args.seed, "hints": generator.hints,
-                                  "topics": args.topics, "rate": args.rate, "schema": dset.digest,
-                                  "key": args.key, "start_index": args.start_index})
+    ledger = Ledger(
+        fields,
+        meta={
+            "message": message,
+            "seed": args.seed,
+            "hints": generator.hints,
+            "topics": args.topics,
+            "rate": args.rate,
+            "schema": dset.digest,
+            "key": args.key,
+            "start_index": args.start_index,
+        },
+    )
     console = Console(stderr=True, highlight=False)
     total = args.count if args.count is not None else args.duration
-    bar = Bar(TextColumn("[bold]produce"), BarColumn(), TextColumn("{task.fields[line]}"), TimeElapsedColumn(),
-              console=console)
+    bar = Bar(
+        TextColumn("[bold]produce"),
+        BarColumn(),
+        TextColumn("{task.fields[line]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
     task = bar.add_task("produce", total=total, line="")
 
     def show(p: Progress) -> None:
         done = p.sent if args.count is not None else min(p.elapsed_s, args.duration)
-        bar.update(task, completed=done, line=f"{p.per_second:8,.0f}/s  sent {p.sent:,}  acked {p.acked:,}  "
-                                              f"failed {p.failed:,}")
+        bar.update(
+            task,
+            completed=done,
+            line=f"{p.per_second:8,.0f}/s  sent {p.sent:,}  acked {p.acked:,}  failed {p.failed:,}",
+        )
 
     producer = make_producer(args.bootstrap_servers, **client_kwargs(args, "producer"))
     try:
         with bar, stop_on_interrupt() as stop:
-            result = produce(generator, args.topics, producer, rate=args.rate, count=args.count,
-                             duration_s=args.duration, key_field=args.key, ledger=ledger, stop=stop,
-                             start_index=args.start_index, progress=show, flush_timeout_s=args.flush_timeout)
+            result = produce(
+                generator,
+                args.topics,
+                producer,
+                rate=args.rate,
+                count=args.count,
+                duration_s=args.duration,
+                key_field=args.key,
+                ledger=ledger,
+                stop=stop,
+                start_index=args.start_index,
+                progress=show,
+                flush_timeout_s=args.flush_timeout,
+            )
     finally:
         close_quietly(producer)
     ledger.save(ledger_path)
     by_topic = ", ".join(f"{t} {n:,}" for t, n in sorted(ledger.counts_by_topic().items()))
-    console.print(f"sent {result.sent:,} {message} in {result.seconds:.1f}s ({result.per_second:,.0f}/s): "
-                  f"acked {result.acked:,} ({by_topic or 'none'}), failed {result.failed:,}")
+    console.print(
+        f"sent {result.sent:,} {message} in {result.seconds:.1f}s ({result.per_second:,.0f}/s): "
+        f"acked {result.acked:,} ({by_topic or 'none'}), failed {result.failed:,}"
+    )
     for failure in ledger.failures[:5]:
         console.print(f"  failed #{failure['index']} to {failure['topic']}: {failure['error']}")
     console.print(f"ledger: {ledger_path}")
     return 0 if result.failed == 0 else 1
-

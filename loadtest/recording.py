@@ -16,6 +16,7 @@ moves the event-time Timestamp of every message with the same map:  event' = now
 / speed  (now0: the wall clock when replay starts). Event time thus stays as close to the send
 time as it was to the recorded Kafka timestamp, lateness included, scaled with the replay.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,18 @@ from .generator import TIMESTAMP
 from .ledger import Ledger
 from .producer import DeliveryTracker, warm_up
 
-__all__ = ["Recorded", "RecordingError", "RecordingWriter", "read_recording", "record", "replay", "RecordResult",
-           "ReplayResult", "envelope_class", "event_time_field"]
+__all__ = [
+    "Recorded",
+    "RecordingError",
+    "RecordingWriter",
+    "read_recording",
+    "record",
+    "replay",
+    "RecordResult",
+    "ReplayResult",
+    "envelope_class",
+    "event_time_field",
+]
 
 ENVELOPE = "daggers.loadtest.RecordedMessage"
 
@@ -61,21 +72,35 @@ class Recorded(NamedTuple):
 def envelope_class() -> type:
     """The envelope's message class, from a descriptor built in code (proto2: key and value have
     presence, so a null key and an empty one stay different)."""
-    f = descriptor_pb2.FileDescriptorProto(name="daggers/loadtest/recording.proto", package="daggers.loadtest",
-                                           syntax="proto2")
+    f = descriptor_pb2.FileDescriptorProto(
+        name="daggers/loadtest/recording.proto", package="daggers.loadtest", syntax="proto2"
+    )
     m = f.message_type.add(name="RecordedMessage")
     T, L = descriptor_pb2.FieldDescriptorProto, descriptor_pb2.FieldDescriptorProto
     header = m.nested_type.add(name="Header")
     header.field.add(name="key", number=1, type=T.TYPE_STRING, label=L.LABEL_OPTIONAL)
     header.field.add(name="value", number=2, type=T.TYPE_BYTES, label=L.LABEL_OPTIONAL)
-    for number, (name, kind) in enumerate([("timestamp_ms", T.TYPE_INT64), ("key", T.TYPE_BYTES),
-                                           ("value", T.TYPE_BYTES), ("topic", T.TYPE_STRING),
-                                           ("partition", T.TYPE_INT32), ("offset", T.TYPE_INT64),
-                                           ("timestamp_type", T.TYPE_INT32)], start=1):
+    for number, (name, kind) in enumerate(
+        [
+            ("timestamp_ms", T.TYPE_INT64),
+            ("key", T.TYPE_BYTES),
+            ("value", T.TYPE_BYTES),
+            ("topic", T.TYPE_STRING),
+            ("partition", T.TYPE_INT32),
+            ("offset", T.TYPE_INT64),
+            ("timestamp_type", T.TYPE_INT32),
+        ],
+        start=1,
+    ):
         m.field.add(name=name, number=number, type=kind, label=L.LABEL_OPTIONAL)
-    m.field.add(name="headers", number=8, type=T.TYPE_MESSAGE, label=L.LABEL_REPEATED,
-                type_name=".daggers.loadtest.RecordedMessage.Header")
-    pool = descriptor_pool.DescriptorPool()      # its own pool: nothing to clash with in the default one
+    m.field.add(
+        name="headers",
+        number=8,
+        type=T.TYPE_MESSAGE,
+        label=L.LABEL_REPEATED,
+        type_name=".daggers.loadtest.RecordedMessage.Header",
+    )
+    pool = descriptor_pool.DescriptorPool()  # its own pool: nothing to clash with in the default one
     pool.Add(f)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(ENVELOPE))
 
@@ -102,9 +127,14 @@ class RecordingWriter:
         self.frames = 0
 
     def write(self, r: Recorded) -> None:
-        env = self._cls(timestamp_ms=r.timestamp_ms, topic=r.topic, partition=r.partition, offset=r.offset,
-                        timestamp_type=r.timestamp_type,
-                        headers=[{"key": k, "value": v} for k, v in r.headers])
+        env = self._cls(
+            timestamp_ms=r.timestamp_ms,
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.offset,
+            timestamp_type=r.timestamp_type,
+            headers=[{"key": k, "value": v} for k, v in r.headers],
+        )
         if r.key is not None:
             env.key = r.key
         if r.value is not None:
@@ -141,7 +171,7 @@ def read_recording(path: str | Path) -> Iterator[Recorded]:
                 b = f.read(1)
                 if not b:
                     if shift == 0:
-                        return          # a clean end, between frames
+                        return  # a clean end, between frames
                     raise RecordingError(f"{path}: frame {frame + 1} at byte {start}: the file ends inside its length")
                 length |= (b[0] & 0x7F) << shift
                 if not b[0] & 0x80:
@@ -152,21 +182,32 @@ def read_recording(path: str | Path) -> Iterator[Recorded]:
             body = f.read(length)
             frame += 1
             if len(body) != length:
-                raise RecordingError(f"{path}: frame {frame} at byte {start} is truncated: {length} bytes announced, "
-                                     f"{len(body)} there")
+                raise RecordingError(
+                    f"{path}: frame {frame} at byte {start} is truncated: {length} bytes announced, {len(body)} there"
+                )
             try:
                 env = cls.FromString(body)
             except DecodeError as e:
                 raise RecordingError(f"{path}: frame {frame} at byte {start} is not a recorded message: {e}") from None
             if not env.HasField("timestamp_ms") or not env.HasField("topic"):
-                raise RecordingError(f"{path}: frame {frame} at byte {start} is not a recorded message "
-                                     "(no timestamp or topic): is this a recording?")
-            yield Recorded(env.timestamp_ms, env.key if env.HasField("key") else None,
-                           env.value if env.HasField("value") else None, env.topic, env.partition, env.offset,
-                           env.timestamp_type, tuple((h.key, h.value) for h in env.headers))
+                raise RecordingError(
+                    f"{path}: frame {frame} at byte {start} is not a recorded message "
+                    "(no timestamp or topic): is this a recording?"
+                )
+            yield Recorded(
+                env.timestamp_ms,
+                env.key if env.HasField("key") else None,
+                env.value if env.HasField("value") else None,
+                env.topic,
+                env.partition,
+                env.offset,
+                env.timestamp_type,
+                tuple((h.key, h.value) for h in env.headers),
+            )
 
 
 # ----------------------------------------------------------------------------------- record
+
 
 @dataclass
 class RecordResult:
@@ -178,9 +219,18 @@ class RecordResult:
     seconds: float
 
 
-def record(consumer_settings: dict, topic: str, path: str | Path, *, from_beginning: bool = True,
-           until_end: bool = True, duration_s: float | None = None, max_messages: int | None = None,
-           progress: Callable[[int], None] | None = None, poll_ms: int = 200) -> RecordResult:
+def record(
+    consumer_settings: dict,
+    topic: str,
+    path: str | Path,
+    *,
+    from_beginning: bool = True,
+    until_end: bool = True,
+    duration_s: float | None = None,
+    max_messages: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    poll_ms: int = 200,
+) -> RecordResult:
     """Read `topic` into a recording at `path`.
 
     From the beginning (or, from_beginning=False, from the end: live traffic only) until the end
@@ -193,8 +243,12 @@ def record(consumer_settings: dict, topic: str, path: str | Path, *, from_beginn
         raise ValueError("record needs until_end, a duration or a message limit: it would never end")
     if not from_beginning and until_end and duration_s is None and max_messages is None:
         raise ValueError("from the end, until the end is nothing: give a duration or a message limit")
-    settings = {"group_id": None, "enable_auto_commit": False, "client_id": "daggers-loadtest-record",
-                **consumer_settings}
+    settings = {
+        "group_id": None,
+        "enable_auto_commit": False,
+        "client_id": "daggers-loadtest-record",
+        **consumer_settings,
+    }
     path = Path(path)
     if not path.parent.is_dir():
         raise RecordingError(f"cannot write the recording {path}: {path.parent} is not a directory")
@@ -206,8 +260,9 @@ def record(consumer_settings: dict, topic: str, path: str | Path, *, from_beginn
     try:
         partitions = consumer.partitions_for_topic(topic)
         if not partitions:
-            raise RecordingError(f"topic {topic!r} does not exist on {settings.get('bootstrap_servers')} "
-                                 "(or has no partitions)")
+            raise RecordingError(
+                f"topic {topic!r} does not exist on {settings.get('bootstrap_servers')} (or has no partitions)"
+            )
         tps = [TopicPartition(topic, p) for p in sorted(partitions)]
         consumer.assign(tps)
         if from_beginning:
@@ -231,11 +286,21 @@ def record(consumer_settings: dict, topic: str, path: str | Path, *, from_beginn
                 w = writers[tp.partition]
                 for rec in batch:
                     if until_end and rec.offset >= ends[tp]:
-                        continue        # arrived after the snapshot of the end: not part of this recording
+                        continue  # arrived after the snapshot of the end: not part of this recording
                     if max_messages is not None and total >= max_messages:
                         break
-                    w.write(Recorded(rec.timestamp, rec.key, rec.value, rec.topic, rec.partition, rec.offset,
-                                     rec.timestamp_type or 0, tuple((k, v) for k, v in (rec.headers or []))))
+                    w.write(
+                        Recorded(
+                            rec.timestamp,
+                            rec.key,
+                            rec.value,
+                            rec.topic,
+                            rec.partition,
+                            rec.offset,
+                            rec.timestamp_type or 0,
+                            tuple((k, v) for k, v in (rec.headers or [])),
+                        )
+                    )
                     total += 1
             if progress is not None:
                 progress(total)
@@ -267,6 +332,7 @@ def record(consumer_settings: dict, topic: str, path: str | Path, *, from_beginn
 
 # ----------------------------------------------------------------------------------- replay
 
+
 def event_time_field(descriptor, name: str | None = None) -> str:
     """The field replay moves: `name` (which must be a Timestamp), or the message's first Timestamp."""
     if name is not None:
@@ -279,8 +345,10 @@ def event_time_field(descriptor, name: str | None = None) -> str:
     for f in descriptor.fields:
         if f.message_type is not None and f.message_type.full_name == TIMESTAMP and f.label != f.LABEL_REPEATED:
             return f.name
-    raise RecordingError(f"{descriptor.full_name} has no google.protobuf.Timestamp field, so replay has no event "
-                         "time to move; replay without a message type to send the values as recorded")
+    raise RecordingError(
+        f"{descriptor.full_name} has no google.protobuf.Timestamp field, so replay has no event "
+        "time to move; replay without a message type to send the values as recorded"
+    )
 
 
 @dataclass
@@ -289,16 +357,28 @@ class ReplayResult:
     acked: int
     failed: int
     seconds: float
-    max_lag_ms: float            # how far behind its due time the latest send was
-    not_moved: int               # values left as recorded: undecodable, or without the event-time field
+    max_lag_ms: float  # how far behind its due time the latest send was
+    not_moved: int  # values left as recorded: undecodable, or without the event-time field
     ledger: Ledger
 
 
-def replay(path: str | Path, producer, topic: str | None = None, *, speed: float = 1.0,
-           message_name: str | None = None, event_time: str | None = None, descriptor_set=None,
-           ledger: Ledger | None = None, keep_partitions: bool = False, stop=None,
-           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-           progress: Callable[[int], None] | None = None, flush_timeout_s: float = 60.0) -> ReplayResult:
+def replay(
+    path: str | Path,
+    producer,
+    topic: str | None = None,
+    *,
+    speed: float = 1.0,
+    message_name: str | None = None,
+    event_time: str | None = None,
+    descriptor_set=None,
+    ledger: Ledger | None = None,
+    keep_partitions: bool = False,
+    stop=None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[int], None] | None = None,
+    flush_timeout_s: float = 60.0,
+) -> ReplayResult:
     """Send a recording's messages to `topic` (default: each to the topic it was recorded from)
     through `producer` (flushed, not closed), keeping their spacing scaled by 1/speed.
 
@@ -343,8 +423,16 @@ def replay(path: str | Path, producer, topic: str | None = None, *, speed: float
             value, event_ms = _move(cls, field, value, wall0_ns, ts0_ns, speed)
             if event_ms is None:
                 not_moved += 1
-        tracker.send(producer, topic or r.topic, value, key=r.key, index=sent, event_time_ms=event_ms,
-                     partition=r.partition if keep_partitions else None, headers=list(r.headers) or None)
+        tracker.send(
+            producer,
+            topic or r.topic,
+            value,
+            key=r.key,
+            index=sent,
+            event_time_ms=event_ms,
+            partition=r.partition if keep_partitions else None,
+            headers=list(r.headers) or None,
+        )
         sent += 1
         if progress is not None:
             progress(sent)
@@ -363,7 +451,7 @@ def _move(cls, field: str, value: bytes, wall0_ns: int, ts0_ns: int, speed: floa
     try:
         msg = cls.FromString(value)
     except DecodeError:
-        return value, None          # a poison message stays one: drills may want it as recorded
+        return value, None  # a poison message stays one: drills may want it as recorded
     if not msg.HasField(field):
         return value, None
     ts = getattr(msg, field)
@@ -375,18 +463,25 @@ def _move(cls, field: str, value: bytes, wall0_ns: int, ts0_ns: int, speed: floa
 
 # ----------------------------------------------------------------------------- command line
 
+
 def add_record_arguments(p: argparse.ArgumentParser) -> None:
     from .settings import add_bootstrap_argument, add_client_arguments
 
     add_bootstrap_argument(p)
     p.add_argument("topic", help="the topic to record")
     p.add_argument("output", help="the recording file to write")
-    p.add_argument("--from-end", action="store_true",
-                   help="record only what arrives from now on (needs --duration or --max-messages)")
+    p.add_argument(
+        "--from-end",
+        action="store_true",
+        help="record only what arrives from now on (needs --duration or --max-messages)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N messages")
-    p.add_argument("--follow", action="store_true",
-                   help="do not stop at the end offsets seen at the start (needs --duration or --max-messages)")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="do not stop at the end offsets seen at the start (needs --duration or --max-messages)",
+    )
     add_client_arguments(p)
 
 
@@ -394,15 +489,26 @@ def run_record(args: argparse.Namespace) -> int:
     from .settings import SettingsError, client_kwargs
 
     if (args.follow or args.from_end) and args.duration is None and args.max_messages is None:
-        raise SettingsError(f"{'--follow' if args.follow else '--from-end'} needs --duration or --max-messages: "
-                            "the recording would never end")
+        raise SettingsError(
+            f"{'--follow' if args.follow else '--from-end'} needs --duration or --max-messages: "
+            "the recording would never end"
+        )
     settings = {"bootstrap_servers": args.bootstrap_servers, **client_kwargs(args, "consumer")}
     until_end = not (args.follow or args.from_end)
-    result = record(settings, args.topic, args.output, from_beginning=not args.from_end, until_end=until_end,
-                    duration_s=args.duration, max_messages=args.max_messages)
+    result = record(
+        settings,
+        args.topic,
+        args.output,
+        from_beginning=not args.from_end,
+        until_end=until_end,
+        duration_s=args.duration,
+        max_messages=args.max_messages,
+    )
     parts = ", ".join(f"p{p} {n:,}" for p, n in sorted(result.per_partition.items()))
-    print(f"recorded {result.messages:,} messages of {args.topic} ({parts}) to {result.path} "
-          f"in {result.seconds:.1f}s", file=sys.stderr)
+    print(
+        f"recorded {result.messages:,} messages of {args.topic} ({parts}) to {result.path} in {result.seconds:.1f}s",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -413,10 +519,16 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("recording", help="a file written by `dagger load record`")
     p.add_argument("--topic", help="write every message here (default: the topic each was recorded from)")
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 replays twice as fast (default 1)")
-    p.add_argument("-m", "--message",
-                   help="protobuf message of the values: move their event time to now (default: values as recorded)")
-    p.add_argument("--event-time", metavar="FIELD",
-                   help="the Timestamp field to move (default: the message's first Timestamp field)")
+    p.add_argument(
+        "-m",
+        "--message",
+        help="protobuf message of the values: move their event time to now (default: values as recorded)",
+    )
+    p.add_argument(
+        "--event-time",
+        metavar="FIELD",
+        help="the Timestamp field to move (default: the message's first Timestamp field)",
+    )
     p.add_argument("--keep-partitions", action="store_true", help="write each message to its recorded partition")
     p.add_argument("--ledger", metavar="PATH", help="write a ledger of the deliveries (Parquet)")
     add_client_arguments(p)
@@ -433,22 +545,34 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.message:
         dset = descriptor_set(args)
         message = resolve_message(dset, args.message)
-        event_time_field(dset.message_descriptor(message), args.event_time)     # refused before connecting
+        event_time_field(dset.message_descriptor(message), args.event_time)  # refused before connecting
     elif args.event_time:
         raise SettingsError("--event-time needs --message (the type of the values)")
-    next(read_recording(args.recording), None)          # a missing or broken file, before connecting
+    next(read_recording(args.recording), None)  # a missing or broken file, before connecting
     producer = make_producer(args.bootstrap_servers, **client_kwargs(args, "producer"))
     try:
         with stop_on_interrupt() as stop:
-            result = replay(args.recording, producer, args.topic, speed=args.speed, message_name=message,
-                            event_time=args.event_time, descriptor_set=dset, keep_partitions=args.keep_partitions,
-                            stop=stop, sleep=stop.wait)     # Ctrl-C ends even a long wait for the next frame
+            result = replay(
+                args.recording,
+                producer,
+                args.topic,
+                speed=args.speed,
+                message_name=message,
+                event_time=args.event_time,
+                descriptor_set=dset,
+                keep_partitions=args.keep_partitions,
+                stop=stop,
+                sleep=stop.wait,
+            )  # Ctrl-C ends even a long wait for the next frame
     finally:
         close_quietly(producer)
     if args.ledger:
         result.ledger.save(args.ledger)
     moved = f", {result.not_moved:,} values not moved (undecodable or no event time)" if result.not_moved else ""
-    print(f"replayed {result.sent:,} messages in {result.seconds:.1f}s at speed {args.speed:g}: acked "
-          f"{result.acked:,}, failed {result.failed:,}, latest send {result.max_lag_ms:.0f} ms behind schedule"
-          f"{moved}", file=sys.stderr)
+    print(
+        f"replayed {result.sent:,} messages in {result.seconds:.1f}s at speed {args.speed:g}: acked "
+        f"{result.acked:,}, failed {result.failed:,}, latest send {result.max_lag_ms:.0f} ms behind schedule"
+        f"{moved}",
+        file=sys.stderr,
+    )
     return 0 if result.failed == 0 else 1

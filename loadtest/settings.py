@@ -1,5 +1,6 @@
 """Command-line settings the loadtest commands share: Kafka client settings, logins on the lab,
 the descriptor set and message, hints."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,16 @@ from typing import Any
 
 from dagger_runtime.suggest import closest
 
-__all__ = ["add_bootstrap_argument", "add_client_arguments", "add_schema_arguments", "client_kwargs", "descriptor_set", "resolve_message",
-           "load_json_or_file", "SettingsError"]
+__all__ = [
+    "add_bootstrap_argument",
+    "add_client_arguments",
+    "add_schema_arguments",
+    "client_kwargs",
+    "descriptor_set",
+    "resolve_message",
+    "load_json_or_file",
+    "SettingsError",
+]
 
 
 class SettingsError(ValueError):
@@ -19,24 +28,42 @@ class SettingsError(ValueError):
 
 def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
     """Kafka's address as Kafka's own tools take it (kafka-console-producer.sh --bootstrap-server)."""
-    parser.add_argument("-b", "--bootstrap-server", "--bootstrap-servers", dest="bootstrap_servers", required=True,
-                        metavar="HOST:PORT[,HOST:PORT...]", help="the Kafka cluster to connect to")
+    parser.add_argument(
+        "-b",
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        dest="bootstrap_servers",
+        required=True,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the Kafka cluster to connect to",
+    )
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Kafka client")
-    g.add_argument("--client", action="append", default=[], metavar="KEY=VALUE",
-                   help="a kafka-python setting, repeatable (e.g. security_protocol=SASL_PLAINTEXT, "
-                        "linger_ms=20); VALUE is read as JSON when it parses, else as text")
-    g.add_argument("--lab-user", metavar="PRINCIPAL",
-                   help="log in to the lab's Kafka as PRINCIPAL (SASL/SCRAM, password from the lab's secrets)")
+    g.add_argument(
+        "--client",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a kafka-python setting, repeatable (e.g. security_protocol=SASL_PLAINTEXT, "
+        "linger_ms=20); VALUE is read as JSON when it parses, else as text",
+    )
+    g.add_argument(
+        "--lab-user",
+        metavar="PRINCIPAL",
+        help="log in to the lab's Kafka as PRINCIPAL (SASL/SCRAM, password from the lab's secrets)",
+    )
     g.add_argument("--lab-cluster", default="primary", help="the lab cluster of --lab-user (default primary)")
 
 
 def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("schema")
-    g.add_argument("--schema-urls", metavar="URLS",
-                   help="comma-separated descriptor set URLs (a stencil registry); default: protos/descriptors")
+    g.add_argument(
+        "--schema-urls",
+        metavar="URLS",
+        help="comma-separated descriptor set URLs (a stencil registry); default: protos/descriptors",
+    )
     g.add_argument("--schema-version", metavar="HEX", help="the descriptor set version to use (>= 8 hex digits)")
 
 
@@ -61,8 +88,10 @@ def client_kwargs(args: argparse.Namespace, kind: str) -> dict[str, Any]:
             raise SettingsError(f"--client {item!r}: want KEY=VALUE")
         if key not in known:
             close = closest(key, known)
-            raise SettingsError(f"--client {item!r}: {key} is not a kafka-python {kind} setting"
-                                + (f"; did you mean {' or '.join(close)}?" if close else ""))
+            raise SettingsError(
+                f"--client {item!r}: {key} is not a kafka-python {kind} setting"
+                + (f"; did you mean {' or '.join(close)}?" if close else "")
+            )
         try:
             out[key] = json.loads(raw)
         except ValueError:

@@ -16,6 +16,7 @@ The plans here are plain Python (importing locust monkey-patches the process wit
 loadtest/locustfile.py turns one into locust's LoadTestShape. `python -m loadtest shapes FILE`
 prints a plan and the locust command line that runs it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ class Stage:
 @dataclass(frozen=True)
 class Plan:
     """Stages of constant user counts back to back from t=0; the test ends after the last."""
+
     name: str
     stages: tuple[Stage, ...]
     per_user_rate: float
@@ -69,16 +71,20 @@ class Plan:
         return sum(s.users * self.per_user_rate * (s.end_s - s.start_s) for s in self.stages)
 
     def describe(self) -> list[str]:
-        lines = [f"{self.name}: {self.duration_s:g} s, {self.per_user_rate:g} msg/s per user, "
-                 f"spawn rate {self.spawn_rate:g} users/s, about {self.nominal_messages():,.0f} messages"]
+        lines = [
+            f"{self.name}: {self.duration_s:g} s, {self.per_user_rate:g} msg/s per user, "
+            f"spawn rate {self.spawn_rate:g} users/s, about {self.nominal_messages():,.0f} messages"
+        ]
         for s in self.stages:
-            lines.append(f"  {s.start_s:7g} s - {s.end_s:7g} s  {s.users:5d} users  "
-                         f"{s.users * self.per_user_rate:9g} msg/s")
+            lines.append(
+                f"  {s.start_s:7g} s - {s.end_s:7g} s  {s.users:5d} users  {s.users * self.per_user_rate:9g} msg/s"
+            )
         return lines
 
 
-def _number(cfg: dict, key: str, where: str, *, default: Any = None, positive: bool = True,
-            allow_zero: bool = False) -> float:
+def _number(
+    cfg: dict, key: str, where: str, *, default: Any = None, positive: bool = True, allow_zero: bool = False
+) -> float:
     if key not in cfg:
         if default is None:
             raise ShapeError(f"{where}: missing {key!r}")
@@ -104,8 +110,10 @@ def _users(cfg: dict, where: str, per_user_rate: float, rate_key: str = "rate") 
     users = rate / per_user_rate
     if abs(users - round(users)) > 1e-9:
         lo, hi = math.floor(users) * per_user_rate, math.ceil(users) * per_user_rate
-        raise ShapeError(f"{where}.{rate_key}: {rate:g} msg/s is not a whole number of users at "
-                         f"{per_user_rate:g} msg/s each; use {lo:g} or {hi:g}, or change per_user_rate")
+        raise ShapeError(
+            f"{where}.{rate_key}: {rate:g} msg/s is not a whole number of users at "
+            f"{per_user_rate:g} msg/s each; use {lo:g} or {hi:g}, or change per_user_rate"
+        )
     return int(round(users))
 
 
@@ -117,7 +125,7 @@ def plan_from_config(config: dict | str) -> Plan:
         except ValueError as e:
             raise ShapeError(f"shape config is not valid JSON: {e}") from None
     if not isinstance(config, dict):
-        raise ShapeError(f"shape config must be an object like {{\"shape\": \"steps\", ...}}, not {config!r}")
+        raise ShapeError(f'shape config must be an object like {{"shape": "steps", ...}}, not {config!r}')
     name = config.get("shape")
     if name not in SHAPES:
         raise ShapeError(f"shape: {name!r} is not one of {', '.join(SHAPES)}")
@@ -142,11 +150,11 @@ def plan_from_config(config: dict | str) -> Plan:
     elif name == "steps":
         steps = config.get("steps")
         if not isinstance(steps, list) or not steps:
-            raise ShapeError("steps.steps: want a non-empty list of {\"rate\": R, \"duration_s\": S}")
+            raise ShapeError('steps.steps: want a non-empty list of {"rate": R, "duration_s": S}')
         for i, step in enumerate(steps):
             where = f"steps[{i}]"
             if not isinstance(step, dict):
-                raise ShapeError(f"{where}: want {{\"rate\": R, \"duration_s\": S}}, not {step!r}")
+                raise ShapeError(f'{where}: want {{"rate": R, "duration_s": S}}, not {step!r}')
             extra = sorted(set(step) - {"rate", "users", "duration_s"})
             if extra:
                 raise ShapeError(f"{where}: unknown key {extra[0]!r} (a step takes rate or users, and duration_s)")
@@ -180,12 +188,14 @@ def plan_from_config(config: dict | str) -> Plan:
 
 # ----------------------------------------------------------------------------- command line
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="a shape: inline JSON or a .json/.yaml file")
     p.add_argument("--host", default="127.0.0.1:9092", help="bootstrap servers for the printed command line")
     p.add_argument("--topic", default="loadtest", help="topic for the printed command line")
-    p.add_argument("--message", default="gojek.esb.booking.BookingLogMessage",
-                   help="message for the printed command line")
+    p.add_argument(
+        "--message", default="gojek.esb.booking.BookingLogMessage", help="message for the printed command line"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,10 +206,23 @@ def run(args: argparse.Namespace) -> int:
     config = load_json_or_file(args.config, "shape")
     plan = plan_from_config(config)
     print("\n".join(plan.describe()))
-    cmd = [".venv/bin/locust", "-f", "loadtest/locustfile.py", "--headless", "--host", args.host,
-           "--kafka-topic", args.topic, "--kafka-message", args.message,
-           "--shape-config", json.dumps(config, separators=(",", ":")),
-           "--kafka-ledger", "ledger.parquet", "--csv", "loadtest"]
+    cmd = [
+        ".venv/bin/locust",
+        "-f",
+        "loadtest/locustfile.py",
+        "--headless",
+        "--host",
+        args.host,
+        "--kafka-topic",
+        args.topic,
+        "--kafka-message",
+        args.message,
+        "--shape-config",
+        json.dumps(config, separators=(",", ":")),
+        "--kafka-ledger",
+        "ledger.parquet",
+        "--csv",
+        "loadtest",
+    ]
     print("\nrun it with:\n  " + shlex.join(cmd))
     return 0
-

@@ -4,6 +4,7 @@ Each generator yields plain Python events (dicts) and can encode them as protobu
 test can compute its expected aggregates from the events, independently of the runtime's decoder.
 Coordinates fall around Jakarta, as in the seeds' surge-pricing story.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,13 @@ API_LOG = "gojek.esb.apilog.ApiLogMessage"
 
 START = dt.datetime(2026, 11, 22, 0, 0, 0, tzinfo=dt.timezone.utc)
 # A few hot spots (lat, lng) so S2 cells at level 13 repeat and aggregates are not all ones.
-HOT_SPOTS = [(-6.175392, 106.827153), (-6.2297, 106.8295), (-6.1944, 106.8229),
-             (-6.1214, 106.7741), (-6.3000, 106.8900)]
+HOT_SPOTS = [
+    (-6.175392, 106.827153),
+    (-6.2297, 106.8295),
+    (-6.1944, 106.8229),
+    (-6.1214, 106.7741),
+    (-6.3000, 106.8900),
+]
 VEHICLES = ["bike", "car", "car_xl"]
 STATUSES = ["CREATED", "DRIVER_FOUND", "PICKED_UP", "COMPLETED", "CUSTOMER_CANCELLED", "DRIVER_CANCELLED"]
 SERVICES = ["GO_RIDE", "GO_CAR", "GO_FOOD", "GO_SEND"]
@@ -44,21 +50,24 @@ def bookings(n: int, minutes: int = 5, seed: int = 1) -> list[dict]:
     out = []
     for i in range(n):
         lat, lng = _point(rng)
-        out.append({
-            "order_number": f"RB-{seed}-{i:06d}",
-            "service_type": rng.choice(SERVICES),
-            "status": rng.choice(STATUSES),
-            "event_timestamp": _time(rng, i, n, minutes),
-            "customer_id": f"c{rng.randrange(200)}",
-            "driver_id": f"d{rng.randrange(100)}",
-            "city_id": rng.choice([1, 2, 3]),
-            "vehicle_type": rng.choice(VEHICLES),
-            "lat": lat, "long": lng,
-            "pickup": {"latitude": lat, "longitude": lng, "address": "Jl. Sudirman"},
-            "total_fare": round(rng.uniform(10_000, 90_000), 2),
-            "items": rng.sample(["food", "drink", "parcel"], rng.randrange(3)),
-            "metadata": {"app_version": rng.choice(["4.1", "4.2"])},
-        })
+        out.append(
+            {
+                "order_number": f"RB-{seed}-{i:06d}",
+                "service_type": rng.choice(SERVICES),
+                "status": rng.choice(STATUSES),
+                "event_timestamp": _time(rng, i, n, minutes),
+                "customer_id": f"c{rng.randrange(200)}",
+                "driver_id": f"d{rng.randrange(100)}",
+                "city_id": rng.choice([1, 2, 3]),
+                "vehicle_type": rng.choice(VEHICLES),
+                "lat": lat,
+                "long": lng,
+                "pickup": {"latitude": lat, "longitude": lng, "address": "Jl. Sudirman"},
+                "total_fare": round(rng.uniform(10_000, 90_000), 2),
+                "items": rng.sample(["food", "drink", "parcel"], rng.randrange(3)),
+                "metadata": {"app_version": rng.choice(["4.1", "4.2"])},
+            }
+        )
     return out
 
 
@@ -67,16 +76,19 @@ def driver_pings(n: int, minutes: int = 5, seed: int = 2) -> list[dict]:
     out = []
     for i in range(n):
         lat, lng = _point(rng)
-        out.append({
-            "driver_id": f"d{rng.randrange(60)}",
-            "latitude": lat, "longitude": lng,
-            "driver_status": rng.choice(DRIVER_STATUSES),
-            "event_timestamp": _time(rng, i, n, minutes),
-            "service_type": rng.choice(SERVICES),
-            "driver_location": {"latitude": lat, "longitude": lng, "accuracy_meters": 5.0},
-            "speed_kmph": round(rng.uniform(0, 60), 1),
-            "battery_level": rng.randrange(5, 100),
-        })
+        out.append(
+            {
+                "driver_id": f"d{rng.randrange(60)}",
+                "latitude": lat,
+                "longitude": lng,
+                "driver_status": rng.choice(DRIVER_STATUSES),
+                "event_timestamp": _time(rng, i, n, minutes),
+                "service_type": rng.choice(SERVICES),
+                "driver_location": {"latitude": lat, "longitude": lng, "accuracy_meters": 5.0},
+                "speed_kmph": round(rng.uniform(0, 60), 1),
+                "battery_level": rng.randrange(5, 100),
+            }
+        )
     return out
 
 
@@ -85,16 +97,25 @@ def api_logs(n: int, minutes: int = 5, seed: int = 3) -> list[dict]:
     out = []
     for i in range(n):
         status = rng.choices([200, 201, 400, 404, 500, 503], weights=[70, 5, 8, 7, 6, 4])[0]
-        out.append({
-            "request_id": f"req-{seed}-{i}",
-            "event_timestamp": _time(rng, i, n, minutes),
-            "service": rng.choice(["booking-svc", "driver-svc", "payment-svc"]),
-            "request": {"method": rng.choice(["GET", "POST"]), "path": rng.choice(PATHS),
-                        "host": "api.example.internal", "size_bytes": rng.randrange(100, 2000)},
-            "response": {"status_code": status, "latency_ms": int(rng.lognormvariate(4, 0.8)),
-                         "size_bytes": rng.randrange(100, 5000)},
-            "consumer_id": f"app-{rng.randrange(5)}",
-        })
+        out.append(
+            {
+                "request_id": f"req-{seed}-{i}",
+                "event_timestamp": _time(rng, i, n, minutes),
+                "service": rng.choice(["booking-svc", "driver-svc", "payment-svc"]),
+                "request": {
+                    "method": rng.choice(["GET", "POST"]),
+                    "path": rng.choice(PATHS),
+                    "host": "api.example.internal",
+                    "size_bytes": rng.randrange(100, 2000),
+                },
+                "response": {
+                    "status_code": status,
+                    "latency_ms": int(rng.lognormvariate(4, 0.8)),
+                    "size_bytes": rng.randrange(100, 5000),
+                },
+                "consumer_id": f"app-{rng.randrange(5)}",
+            }
+        )
     return out
 
 
@@ -127,8 +148,9 @@ def _fill(m, values: dict) -> None:
             setattr(m, key, value)
 
 
-def write_sample(message: str, n: int, path: str | Path, *, minutes: int = 5, seed: int | None = None,
-                 descriptor_set=None) -> list[dict]:
+def write_sample(
+    message: str, n: int, path: str | Path, *, minutes: int = 5, seed: int | None = None, descriptor_set=None
+) -> list[dict]:
     """Generate n events of `message`, write them length-delimited to path, return the events."""
     from dagger_runtime.inputs import write_delimited
     from protos import registry
@@ -165,8 +187,9 @@ def run_sample(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m loadtest.traffic`, also `dagger load sample`."""
-    p = argparse.ArgumentParser(prog="python -m loadtest.traffic",
-                                description="Write sample protobuf traffic, length-delimited, to a file.")
+    p = argparse.ArgumentParser(
+        prog="python -m loadtest.traffic", description="Write sample protobuf traffic, length-delimited, to a file."
+    )
     add_sample_arguments(p)
     return run_sample(p.parse_args(argv))
 

@@ -5,6 +5,7 @@ A team's people are the members of the owners' group its grant names (infra/gran
 (infra.grants.OPERATORS_GROUP) sees every team and alone may fail a dagger over. Nothing else in
 the token counts: not a username, not an e-mail domain, not a group's spelling in another case.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Viewer:
-    user: str                      # the provider's preferred_username (the audit trail's actor)
-    subject: str                   # the provider's stable id for the user (sub)
-    teams: frozenset[str]          # the teams whose owners' group the user is in
-    operator: bool = False         # in the platform operators' group
+    user: str  # the provider's preferred_username (the audit trail's actor)
+    subject: str  # the provider's stable id for the user (sub)
+    teams: frozenset[str]  # the teams whose owners' group the user is in
+    operator: bool = False  # in the platform operators' group
 
     def sees(self, team: str | None) -> bool:
         """May this user read and change `team`'s daggers, topics, sinks and clusters?"""
@@ -28,7 +29,6 @@ class Viewer:
         return f"{self.user} (portal)"
 
 
-
 class NotAMember(PermissionError):
     """The user is in no team's owners' group and is not an operator: nothing to show them."""
 
@@ -37,7 +37,7 @@ def team_groups(grants: Iterable) -> dict[str, str]:
     """{owners' group: team} from the teams' grants (infra.grants.Grant)."""
     out: dict[str, str] = {}
     for g in grants:
-        if g.rbac_group in out:     # infra.validate refuses this; never let one group stand for two teams
+        if g.rbac_group in out:  # infra.validate refuses this; never let one group stand for two teams
             raise ValueError(f"group {g.rbac_group} is the owners' group of both {out[g.rbac_group]} and {g.team}")
         out[g.rbac_group] = g.team
     return out

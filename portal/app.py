@@ -8,6 +8,7 @@ SameSite=Lax); every change is a POST carrying the session's CSRF token (Flask-W
 Jinja templates with autoescaping, so whatever a user wrote (a dagger's name, its query) is shown
 as text; the Content-Security-Policy allows the portal's own scripts and styles only.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,10 +39,10 @@ from .platform_rules import RULES
 SESSION_HOURS = 8
 LOG_TAIL_BYTES = 200_000
 LOG_TAIL_LINES = 400
-STATUS_CACHE_S = 5.0       # a team's status is asked of the clusters at most this often, however many tabs poll
-STATUS_STALE_S = 60.0      # older than this, a status is not shown while it is asked again
-CELLS_CACHE_S = 10.0       # a dagger's latest window is read from its sink at most this often, however many look
-CHARTS_CACHE_S = 15.0      # a dagger's charts and alerts are asked of Prometheus at most this often (30 s steps)
+STATUS_CACHE_S = 5.0  # a team's status is asked of the clusters at most this often, however many tabs poll
+STATUS_STALE_S = 60.0  # older than this, a status is not shown while it is asked again
+CELLS_CACHE_S = 10.0  # a dagger's latest window is read from its sink at most this often, however many look
+CHARTS_CACHE_S = 15.0  # a dagger's charts and alerts are asked of Prometheus at most this often (30 s steps)
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -50,20 +51,39 @@ _SECURITY_HEADERS = {
 }
 
 
-_SCALARS = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32", 8: "bool",
-            9: "string", 12: "bytes", 13: "uint32", 15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
+_SCALARS = {
+    1: "double",
+    2: "float",
+    3: "int64",
+    4: "uint64",
+    5: "int32",
+    6: "fixed64",
+    7: "fixed32",
+    8: "bool",
+    9: "string",
+    12: "bytes",
+    13: "uint32",
+    15: "sfixed32",
+    16: "sfixed64",
+    17: "sint32",
+    18: "sint64",
+}
 
 
 def _repeated(field) -> bool:
-    flag = getattr(field, "is_repeated", None)       # protobuf 6; `label` before it
+    flag = getattr(field, "is_repeated", None)  # protobuf 6; `label` before it
     return bool(flag) if flag is not None else field.label == 3
 
 
 def safe_next(target: str) -> str:
     """Where to go after the sign-in: a path of this portal only, never another site (//host,
     /\\host and scheme-relative spellings included)."""
-    if (not target.startswith("/") or target.startswith(("//", "/\\")) or "\\" in target
-            or any(ord(c) < 0x20 or c == "\x7f" for c in target)):
+    if (
+        not target.startswith("/")
+        or target.startswith(("//", "/\\"))
+        or "\\" in target
+        or any(ord(c) < 0x20 or c == "\x7f" for c in target)
+    ):
         return "/"
     return target
 
@@ -74,7 +94,7 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     from protos import registry as protos_registry
 
     app = Flask(__name__)
-    app.json.sort_keys = False          # a preview's rows keep the query's column order
+    app.json.sort_keys = False  # a preview's rows keep the query's column order
     app.config.update(
         SECRET_KEY=config.session_key,
         SESSION_COOKIE_NAME="__Host-dagger-portal",
@@ -83,16 +103,19 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=dt.timedelta(hours=SESSION_HOURS),
-        SESSION_REFRESH_EACH_REQUEST=False,   # the lifetime counts from the sign-in
-        WTF_CSRF_TIME_LIMIT=None,          # the token lives as long as the session
+        SESSION_REFRESH_EACH_REQUEST=False,  # the lifetime counts from the sign-in
+        WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
         MAX_CONTENT_LENGTH=1 << 20,
     )
     CSRFProtect(app)
     oauth = OAuth(app)
     provider = oauth.register(
-        "provider", client_id=config.client_id, client_secret=config.client_secret,
+        "provider",
+        client_id=config.client_id,
+        client_secret=config.client_secret,
         server_metadata_url=f"{config.issuer}/.well-known/openid-configuration",
-        client_kwargs={"scope": "openid", "code_challenge_method": "S256"})
+        client_kwargs={"scope": "openid", "code_challenge_method": "S256"},
+    )
     # a broken grant names no one (infra.validate refuses it in its pull request)
     grants, _ = grants_mod.load_all(Path(config.grants_dir) if config.grants_dir else grants_mod.GRANTS_DIR)
     groups_to_teams = access.team_groups(grants.values())
@@ -100,14 +123,19 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(config.url))
     # form-action: the sign-out form's redirect goes on to the provider's end-session page
     provider_origin = "{0.scheme}://{0.netloc}".format(urlsplit(config.issuer))
-    csp = ("default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-           f"form-action 'self' {provider_origin}; frame-ancestors 'none'")
+    csp = (
+        "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        f"form-action 'self' {provider_origin}; frame-ancestors 'none'"
+    )
     catalogue = [t for c in platform_spec.load_platform().kafka_clusters.values() for t in c.topics]
     descriptor_set = protos_registry.load()
     servers = drafts.Servers(config.kafka, config.influx_url, config.postgres) if config.kafka else None
     influx = cells.Influx(config.influx_url) if config.influx_url else None
-    prometheus = (charts.Prometheus(config.prometheus_url, config.prometheus_user, config.prometheus_password)
-                  if config.prometheus_url else None)
+    prometheus = (
+        charts.Prometheus(config.prometheus_url, config.prometheus_user, config.prometheus_password)
+        if config.prometheus_url
+        else None
+    )
     status_cache: dict[tuple, tuple[float, dict]] = {}
     status_gates: dict[tuple, threading.Lock] = {}
     charts_cache: dict[tuple, tuple[float, tuple]] = {}
@@ -123,6 +151,7 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
                     return jsonify(error="sign in first"), 401
                 return redirect(url_for("sign_in", next=request.full_path if request.query_string else request.path))
             return view(*args, **kwargs)
+
         return wrapper
 
     def shown_error(e: DaggerError, sentence: str) -> str:
@@ -195,7 +224,7 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     @app.get("/auth/callback")
     def callback():
         try:
-            token = provider.authorize_access_token()    # checks state, the code's PKCE, the ID token and its nonce
+            token = provider.authorize_access_token()  # checks state, the code's PKCE, the ID token and its nonce
         except Exception as e:  # noqa: BLE001 - authlib's OAuthError and the ID token's checks: sign in again
             app.logger.warning("sign-in refused: %s", type(e).__name__)
             return render_template("error.html", code=401, message="The sign-in did not complete. Try again."), 401
@@ -206,14 +235,20 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             session.clear()
             return render_template("error.html", code=403, message=str(e)), 403
         nxt = session.get("next", "/")
-        session.clear()            # nothing of the signed-out session carries over
+        session.clear()  # nothing of the signed-out session carries over
         session.permanent = True
         # what the access needs, and when: the session ends SESSION_HOURS after the sign-in
-        session["signed_in"] = {"at": time.time(), "claims": {k: claims.get(k) for k in
-                                                             ("sub", "preferred_username", "groups")},
-                                "sid": claims.get("sid")}
-        app.logger.info("signed in: %s (teams %s%s)", viewer.user, ", ".join(sorted(viewer.teams)) or "-",
-                        ", operator" if viewer.operator else "")
+        session["signed_in"] = {
+            "at": time.time(),
+            "claims": {k: claims.get(k) for k in ("sub", "preferred_username", "groups")},
+            "sid": claims.get("sid"),
+        }
+        app.logger.info(
+            "signed in: %s (teams %s%s)",
+            viewer.user,
+            ", ".join(sorted(viewer.teams)) or "-",
+            ", operator" if viewer.operator else "",
+        )
         return redirect(nxt)
 
     @app.post("/auth/logout")
@@ -273,10 +308,10 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             if gate.acquire(blocking=False):
                 try:
                     threading.Thread(target=refresh, args=(gate,), name="portal-status", daemon=True).start()
-                except RuntimeError:        # no thread to be had: the next request tries again
+                except RuntimeError:  # no thread to be had: the next request tries again
                     gate.release()
             return hit[1]
-        with gate:                   # the first asks; those behind it take its answer
+        with gate:  # the first asks; those behind it take its answer
             with status_lock:
                 hit = status_cache.get(key)
             if hit and time.monotonic() - hit[0] < STATUS_CACHE_S:
@@ -290,8 +325,11 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             return render_template("daggers.html", status=_status())
         except DaggerError as e:
             # the registry's rows without their live numbers, and why
-            rows = [{"dagger": d.name, "team": d.team, "cluster": d.cluster, "version": d.version, "status": d.status}
-                    for d in registry.list() if g.viewer.sees(d.team)]
+            rows = [
+                {"dagger": d.name, "team": d.team, "cluster": d.cluster, "version": d.version, "status": d.status}
+                for d in registry.list()
+                if g.viewer.sees(d.team)
+            ]
             flash(shown_error(e, "the daggers' live numbers cannot be read now"), "error")
             return render_template("daggers.html", status={"daggers": rows})
 
@@ -306,11 +344,20 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
                 watched, alerts = _watched(dagger.team, dagger.name)
             except DaggerError as e:
                 problem = shown_error(e, "its charts and alerts cannot be read now")
-        return render_template("dagger.html", dagger=dagger, versions=versions, history=registry.history(dagger.name),
-                               status=_one_status(dagger.name), charts=watched, alerts=alerts, charts_problem=problem,
-                               chart_box=(charts.WIDTH, charts.HEIGHT), watching=prometheus is not None,
-                               map_key=_map_of(dagger, versions[-1])[1] if versions else None,
-                               failover_to=failover_targets(dagger) if g.viewer.operator and dagger.running else [])
+        return render_template(
+            "dagger.html",
+            dagger=dagger,
+            versions=versions,
+            history=registry.history(dagger.name),
+            status=_one_status(dagger.name),
+            charts=watched,
+            alerts=alerts,
+            charts_problem=problem,
+            chart_box=(charts.WIDTH, charts.HEIGHT),
+            watching=prometheus is not None,
+            map_key=_map_of(dagger, versions[-1])[1] if versions else None,
+            failover_to=failover_targets(dagger) if g.viewer.operator and dagger.running else [],
+        )
 
     def _watched(team: str, name: str) -> tuple[list, list]:
         """The dagger's charts and alerts, asked of Prometheus at most every CHARTS_CACHE_S."""
@@ -347,8 +394,12 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         try:
             # only the dagger's team's secrets, as deploy hands its driver
             names = spark.referenced_env(version.spec, dagger.team, fmt)
-            job = loads_job(version.spec, fmt=fmt, source=f"{dagger.name}{version.spec_format}",
-                            env={n: os.environ[n] for n in names})
+            job = loads_job(
+                version.spec,
+                fmt=fmt,
+                source=f"{dagger.name}{version.spec_format}",
+                env={n: os.environ[n] for n in names},
+            )
         except DaggerError:
             return None, None
         sink = job.sink.influx
@@ -372,8 +423,13 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         if hit and time.monotonic() - hit[0] < CELLS_CACHE_S:
             return jsonify(hit[1])
         try:
-            rows = cells.latest_window(influx, sink.db_name, sink.measurement_name, sink.username,
-                                       sink.password.get_secret_value() if sink.password else None)
+            rows = cells.latest_window(
+                influx,
+                sink.db_name,
+                sink.measurement_name,
+                sink.username,
+                sink.password.get_secret_value() if sink.password else None,
+            )
             drawn = cells.cells(rows, key)
         except DaggerError as e:
             return jsonify(error=shown_error(e, "its latest window cannot be read now")), 503
@@ -400,8 +456,15 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         old = request.args.get("from", type=int) or new - 1
         if old not in versions or new not in versions:
             abort(404)
-        lines = list(difflib.unified_diff(versions[old].spec.splitlines(), versions[new].spec.splitlines(),
-                                          f"version {old}", f"version {new}", lineterm=""))
+        lines = list(
+            difflib.unified_diff(
+                versions[old].spec.splitlines(),
+                versions[new].spec.splitlines(),
+                f"version {old}",
+                f"version {new}",
+                lineterm="",
+            )
+        )
         return render_template("diff.html", dagger=dagger, old=old, new=new, lines=lines)
 
     @app.get("/daggers/<name>/logs")
@@ -451,7 +514,7 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     def dagger_failover(name: str):
         dagger = own_dagger(name)
         if not g.viewer.operator:
-            abort(403)               # the team sees its dagger; only the platform's operators move it
+            abort(403)  # the team sees its dagger; only the platform's operators move it
         target = request.form.get("to", "")
         if not dagger.running or target not in failover_targets(dagger):
             flash(f"{dagger.name} cannot be moved to {target[:80]!r}: choose one of the clusters offered", "error")
@@ -459,11 +522,13 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         kind, _, to = target.partition("/")
         try:
             if kind == "spark":
-                outcome = operations.failover_spark(registry, dagger.name, to, actor=g.viewer.actor,
-                                                    clusters_dir=config.clusters_dir)
+                outcome = operations.failover_spark(
+                    registry, dagger.name, to, actor=g.viewer.actor, clusters_dir=config.clusters_dir
+                )
             else:
-                outcome = operations.failover_kafka(registry, dagger.name, to, actor=g.viewer.actor,
-                                                    clusters_dir=config.clusters_dir)
+                outcome = operations.failover_kafka(
+                    registry, dagger.name, to, actor=g.viewer.actor, clusters_dir=config.clusters_dir
+                )
         except DaggerError as e:
             flash(shown_error(e, f"the failover of {dagger.name} to {target} did not go through"), "error")
         else:
@@ -491,21 +556,33 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             abort(404)
         team = own_team(request.args.get("team", teams[0]))
         inputs = [(i, fields_of(i.message)) for i in team_inputs(team)]
-        return render_template("new.html", teams=teams, team=team, inputs=inputs, table=drafts.TABLE,
-                               clusters=team_clusters(team) if servers else [],
-                               sinks=[k for k in drafts.SINK_TYPES if servers and _sink_offered(k)],
-                               ready=servers is not None and workbench is not None)
+        return render_template(
+            "new.html",
+            teams=teams,
+            team=team,
+            inputs=inputs,
+            table=drafts.TABLE,
+            clusters=team_clusters(team) if servers else [],
+            sinks=[k for k in drafts.SINK_TYPES if servers and _sink_offered(k)],
+            ready=servers is not None and workbench is not None,
+        )
 
     def _sink_offered(kind: str) -> bool:
-        return kind in ("kafka", "log") or (kind == "influx" and bool(servers.influx_url)) or (
-            kind == "postgres" and servers.postgres is not None)
+        return (
+            kind in ("kafka", "log")
+            or (kind == "influx" and bool(servers.influx_url))
+            or (kind == "postgres" and servers.postgres is not None)
+        )
 
     def fields_of(message: str) -> list[tuple[str, str]]:
         """A message's fields as (name, type) for step 1 (the query's columns of a stream)."""
         out = []
         for f in descriptor_set.message_descriptor(message).fields:
-            kind = f.message_type.full_name if f.message_type else (
-                f.enum_type.full_name if f.enum_type else _SCALARS.get(f.type, "?"))
+            kind = (
+                f.message_type.full_name
+                if f.message_type
+                else (f.enum_type.full_name if f.enum_type else _SCALARS.get(f.type, "?"))
+            )
             out.append((f.name, ("repeated " if _repeated(f) else "") + kind))
         return out
 
@@ -519,11 +596,18 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             return jsonify(valid=False, errors=[{"kind": "form", "field": "", "message": "a JSON object"}]), 400
         team = own_team(form.get("team"))
         if servers is None or workbench is None:
-            return jsonify(valid=False, errors=[{"kind": "form", "field": "",
-                                                 "message": "this portal creates no daggers"}]), 409
+            return jsonify(
+                valid=False, errors=[{"kind": "form", "field": "", "message": "this portal creates no daggers"}]
+            ), 409
         try:
-            job = drafts.job(form, team=team, granted=team_inputs(team), servers=servers, rules=RULES,
-                             schema_version=descriptor_set.digest)
+            job = drafts.job(
+                form,
+                team=team,
+                granted=team_inputs(team),
+                servers=servers,
+                rules=RULES,
+                schema_version=descriptor_set.digest,
+            )
         except drafts.DraftError as e:
             return jsonify(valid=False, errors=[{"kind": "form", **p} for p in e.problems]), 400
         try:
@@ -538,11 +622,21 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             return None, (jsonify(valid=False, errors=[{"kind": "form", "field": "", "message": "a JSON object"}]), 400)
         team = own_team(form.get("team"))
         if servers is None or workbench is None:
-            return None, (jsonify(valid=False, errors=[{"kind": "form", "field": "",
-                                                        "message": "this portal creates no daggers"}]), 409)
+            return None, (
+                jsonify(
+                    valid=False, errors=[{"kind": "form", "field": "", "message": "this portal creates no daggers"}]
+                ),
+                409,
+            )
         try:
-            return team, drafts.job(form, team=team, granted=team_inputs(team), servers=servers, rules=RULES,
-                                    schema_version=descriptor_set.digest)
+            return team, drafts.job(
+                form,
+                team=team,
+                granted=team_inputs(team),
+                servers=servers,
+                rules=RULES,
+                schema_version=descriptor_set.digest,
+            )
         except drafts.DraftError as e:
             return None, (jsonify(valid=False, errors=[{"kind": "form", **p} for p in e.problems]), 400)
 
@@ -558,7 +652,9 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         try:
             login = RULES.kafka_login(team)
         except DaggerError as e:
-            return jsonify(valid=False, errors=[{"kind": "preview", "message": shown_error(e, "the preview failed")}]), 503
+            return jsonify(
+                valid=False, errors=[{"kind": "preview", "message": shown_error(e, "the preview failed")}]
+            ), 503
         try:
             # its refusals name the analyst's own topic and nothing else: said as they are
             values = latest.latest(servers.kafka, topic, login)
@@ -567,7 +663,9 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         try:
             answer = workbench.preview(job, values)
         except DaggerError as e:
-            return jsonify(valid=False, errors=[{"kind": "preview", "message": shown_error(e, "the preview failed")}]), 503
+            return jsonify(
+                valid=False, errors=[{"kind": "preview", "message": shown_error(e, "the preview failed")}]
+            ), 503
         return jsonify(answer)
 
     @app.post("/api/drafts/deploy")
@@ -581,13 +679,21 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
             return job
         cluster = form.get("cluster")
         if cluster not in team_clusters(team):
-            return jsonify(valid=False, errors=[{"kind": "form", "field": "cluster",
-                                                 "message": "one of your team's clusters"}]), 400
+            return jsonify(
+                valid=False, errors=[{"kind": "form", "field": "cluster", "message": "one of your team's clusters"}]
+            ), 400
         if registry.get(job["name"]) is not None:
-            return jsonify(valid=False, errors=[{"kind": "form", "field": "name",
-                                                 "message": "a dagger of that name exists: choose another"}]), 409
-        return _checked_then(job, "deploy", lambda path: operations.deploy(
-            registry, path, cluster, actor=g.viewer.actor, clusters_dir=config.clusters_dir))
+            return jsonify(
+                valid=False,
+                errors=[{"kind": "form", "field": "name", "message": "a dagger of that name exists: choose another"}],
+            ), 409
+        return _checked_then(
+            job,
+            "deploy",
+            lambda path: operations.deploy(
+                registry, path, cluster, actor=g.viewer.actor, clusters_dir=config.clusters_dir
+            ),
+        )
 
     def _checked_then(job: dict, what: str, operation):
         """validate's checks on the job, then `operation(spec file)` with the workbench's Spark to
@@ -605,20 +711,29 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
                 with workbench.exclusive():
                     outcome = operation(str(path))
             except DaggerError as e:
-                return jsonify(valid=False, errors=[{"kind": what, "message": shown_error(
-                    e, f"the {what} of {job['name']} did not go through")}]), 409
+                return jsonify(
+                    valid=False,
+                    errors=[
+                        {"kind": what, "message": shown_error(e, f"the {what} of {job['name']} did not go through")}
+                    ],
+                ), 409
         app.logger.info("%s: %s of %s", g.viewer.user, what, job["name"])
         with status_lock:
             status_cache.clear()
-        return jsonify(valid=True, dagger=job["name"], lines=outcome.lines,
-                       url=url_for("dagger_page", name=job["name"]))
+        return jsonify(
+            valid=True, dagger=job["name"], lines=outcome.lines, url=url_for("dagger_page", name=job["name"])
+        )
 
     # --- changing a dagger's query ------------------------------------------------------------------
 
     def _edited(dagger, form) -> tuple[dict | None, tuple | None]:
         if servers is None or workbench is None:
-            return None, (jsonify(valid=False, errors=[{"kind": "form", "field": "",
-                                                        "message": "this portal changes no daggers"}]), 409)
+            return None, (
+                jsonify(
+                    valid=False, errors=[{"kind": "form", "field": "", "message": "this portal changes no daggers"}]
+                ),
+                409,
+            )
         if not isinstance(form, dict):
             return None, (jsonify(valid=False, errors=[{"kind": "form", "field": "", "message": "a JSON object"}]), 400)
         version = registry.versions(dagger.name)[-1]
@@ -637,8 +752,13 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         except drafts.DraftError as e:
             flash(e.problems[0]["message"], "error")
             return redirect(url_for("dagger_page", name=dagger.name), code=303)
-        return render_template("edit.html", dagger=dagger, query=job["sql"],
-                               watermark_delay=str(job.get("watermark_delay", "60s")), ready=workbench is not None)
+        return render_template(
+            "edit.html",
+            dagger=dagger,
+            query=job["sql"],
+            watermark_delay=str(job.get("watermark_delay", "60s")),
+            ready=workbench is not None,
+        )
 
     @app.post("/api/daggers/<name>/validate")
     @signed_in
@@ -661,8 +781,13 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
         job, refused = _edited(dagger, request.get_json(silent=True))
         if refused:
             return refused
-        return _checked_then(job, "edit", lambda path: operations.edit(
-            registry, dagger.name, path, actor=g.viewer.actor, clusters_dir=config.clusters_dir))
+        return _checked_then(
+            job,
+            "edit",
+            lambda path: operations.edit(
+                registry, dagger.name, path, actor=g.viewer.actor, clusters_dir=config.clusters_dir
+            ),
+        )
 
     def team_clusters(team: str) -> list[str]:
         """The Spark clusters the team may deploy to (the clusters folder's, by their team)."""
@@ -692,13 +817,27 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     @signed_in
     def api_dagger(name: str):
         dagger = own_dagger(name)
-        return jsonify(dagger=dagger.name, team=dagger.team, cluster=dagger.cluster, version=dagger.version,
-                       status=_one_status(dagger.name),
-                       versions=[{"number": v.number, "cluster": v.cluster, "deployed_by": v.deployed_by,
-                                  "deployed_at": v.deployed_at.isoformat(), "spec": v.spec}
-                                 for v in registry.versions(dagger.name)],
-                       history=[{"at": e.at.isoformat(), "actor": e.actor, "action": e.action,
-                                 "status": e.status, "detail": e.detail} for e in registry.history(dagger.name)])
+        return jsonify(
+            dagger=dagger.name,
+            team=dagger.team,
+            cluster=dagger.cluster,
+            version=dagger.version,
+            status=_one_status(dagger.name),
+            versions=[
+                {
+                    "number": v.number,
+                    "cluster": v.cluster,
+                    "deployed_by": v.deployed_by,
+                    "deployed_at": v.deployed_at.isoformat(),
+                    "spec": v.spec,
+                }
+                for v in registry.versions(dagger.name)
+            ],
+            history=[
+                {"at": e.at.isoformat(), "actor": e.actor, "action": e.action, "status": e.status, "detail": e.detail}
+                for e in registry.history(dagger.name)
+            ],
+        )
 
     @app.context_processor
     def viewer_in_templates():

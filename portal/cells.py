@@ -7,6 +7,7 @@ words, not a guess from values: a city id 1 is also a valid S2 cell). Outlines a
 through s2sphere, geohashes decoded here. The sink is read only at the portal's own InfluxDB
 (`--influx`), with the dagger's team's password, so a spec's URL never sends a request elsewhere.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,17 +22,17 @@ from dagger_runtime.sql.translate import parse
 
 KINDS = {"s2id": "s2", "geohash": "geohash"}
 MAX_CELLS = 5000
-LOOK_BACK = "31d"        # the latest window is looked for this far back in event time
+LOOK_BACK = "31d"  # the latest window is looked for this far back in event time
 TIMEOUT_S = 5.0
 _BASE32 = "0123456789bcdefghjkmnpqrstuvwxyz"
 _GEOHASH = re.compile(f"[{_BASE32}]{{1,12}}")
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")      # measurements and columns a query may name, quoted
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # measurements and columns a query may name, quoted
 
 
 @dataclass(frozen=True)
 class Key:
     column: str
-    kind: str           # "s2" or "geohash"
+    kind: str  # "s2" or "geohash"
 
 
 def key_of(sql: str) -> Key | None:
@@ -72,7 +73,7 @@ def geohash_outline(cell: str) -> list[tuple[float, float]]:
     if not isinstance(cell, str) or not _GEOHASH.fullmatch(cell):
         raise DaggerError(f"not a geohash: {str(cell)[:40]!a}")
     lat, lng = [-90.0, 90.0], [-180.0, 180.0]
-    even = True          # bits alternate longitude, latitude, starting with longitude
+    even = True  # bits alternate longitude, latitude, starting with longitude
     for char in cell:
         bits = _BASE32.index(char)
         for shift in range(4, -1, -1):
@@ -101,12 +102,16 @@ class Influx:
     def __init__(self, url: str, timeout_s: float = TIMEOUT_S):
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         self.session = requests.Session()
-        self.session.trust_env = False      # no proxy from the environment sees a team's password
+        self.session.trust_env = False  # no proxy from the environment sees a team's password
 
     def query(self, db: str, q: str, user: str | None, password: str | None) -> list[dict]:
         try:
-            response = self.session.post(f"{self.url}/query", data={"db": db, "q": q, "epoch": "ms"},
-                                         auth=(user, password or "") if user else None, timeout=self.timeout_s)
+            response = self.session.post(
+                f"{self.url}/query",
+                data={"db": db, "q": q, "epoch": "ms"},
+                auth=(user, password or "") if user else None,
+                timeout=self.timeout_s,
+            )
         except requests.RequestException as e:
             raise DaggerError(f"InfluxDB did not answer: {type(e).__name__}") from None
         if response.status_code in (401, 403):
@@ -125,8 +130,9 @@ def latest_window(influx: Influx, db: str, measurement: str, user: str | None, p
     """The rows of the measurement's latest point time (the latest window within LOOK_BACK), as dicts."""
     name = _quoted(measurement, "measurement")
     # bounded: an unbounded search for the last point reads every shard the measurement has
-    last = influx.query(db, f"SELECT * FROM {name} WHERE time > now() - {LOOK_BACK} ORDER BY time DESC LIMIT 1",
-                        user, password)
+    last = influx.query(
+        db, f"SELECT * FROM {name} WHERE time > now() - {LOOK_BACK} ORDER BY time DESC LIMIT 1", user, password
+    )
     if not last or not last[0].get("values"):
         return []
     at = int(last[0]["values"][0][0])
@@ -151,8 +157,11 @@ def cells(rows: list[dict], key: Key) -> dict:
         except DaggerError:
             skipped += 1
             continue
-        values = {k: v for k, v in row.items() if k not in ("time", key.column)
-                  and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        values = {
+            k: v
+            for k, v in row.items()
+            if k not in ("time", key.column) and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         drawn.append({"cell": str(row[key.column]), "outline": corners, "values": values})
     window = max((r["time"] for r in rows if isinstance(r.get("time"), int)), default=None)
     return {"key": key.column, "kind": key.kind, "window_ms": window, "cells": drawn, "not_cells": skipped}

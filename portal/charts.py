@@ -5,6 +5,7 @@ dagger), selected by the dagger's team and name, both checked against their rule
 reach a PromQL selector. Charts are drawn server-side as SVG polylines (no script, no asset from
 anywhere): `polyline` is pure and scales a series into the chart's box.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,7 @@ WIDTH, HEIGHT = 480, 120
 HOURS = 1
 STEP_S = 30
 TIMEOUT_S = 5.0
-_LABEL_VALUE = re.compile(r"[A-Za-z0-9._-]{1,128}")    # team and dagger names: nothing PromQL would read
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9._-]{1,128}")  # team and dagger names: nothing PromQL would read
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Chart:
     key: str
     title: str
     unit: str
-    points: str            # the SVG polyline's points, in the WIDTH x HEIGHT box
+    points: str  # the SVG polyline's points, in the WIDTH x HEIGHT box
     low: float | None
     high: float | None
     last: float | None
@@ -48,8 +49,9 @@ def selector(team: str, dagger: str) -> str:
     return f'{{team="{team}",dagger="{dagger}"}}'
 
 
-def polyline(samples: list[tuple[float, float]], start: float, end: float,
-             width: int = WIDTH, height: int = HEIGHT) -> str:
+def polyline(
+    samples: list[tuple[float, float]], start: float, end: float, width: int = WIDTH, height: int = HEIGHT
+) -> str:
     """The samples (time, value) as SVG points: time from `start` to `end` across the width, values
     from 0 (or the lowest, if below 0) to the highest up the height (SVG's y grows downwards)."""
     if not samples or end <= start:
@@ -69,7 +71,7 @@ class Prometheus:
     def __init__(self, url: str, user: str | None = None, password: str | None = None, timeout_s: float = TIMEOUT_S):
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         self.session = requests.Session()
-        self.session.trust_env = False      # no proxy from the environment sees the platform's login
+        self.session.trust_env = False  # no proxy from the environment sees the platform's login
         if user:
             self.session.auth = (user, password or "")
 
@@ -91,7 +93,7 @@ class Prometheus:
         for series in data.get("result", []):
             for t, v in series.get("values", []):
                 value = float(v)
-                if value == value:         # NaN: no sample worth drawing
+                if value == value:  # NaN: no sample worth drawing
                     summed[float(t)] = summed.get(float(t), 0.0) + value
         return sorted(summed.items())
 
@@ -107,8 +109,17 @@ def dagger_charts(prom: Prometheus, team: str, dagger: str, now: float | None = 
     for key, title, unit, template in SERIES:
         samples = prom.range(template.format(sel=sel), start, end)
         values = [v for _, v in samples]
-        charts.append(Chart(key, title, unit, polyline(samples, start, end), min(values) if values else None,
-                            max(values) if values else None, values[-1] if values else None))
+        charts.append(
+            Chart(
+                key,
+                title,
+                unit,
+                polyline(samples, start, end),
+                min(values) if values else None,
+                max(values) if values else None,
+                values[-1] if values else None,
+            )
+        )
     return charts
 
 
@@ -119,6 +130,12 @@ def dagger_alerts(prom: Prometheus, team: str, dagger: str) -> list[dict]:
     for alert in prom.alerts():
         labels = alert.get("labels", {})
         if labels.get("dagger") == dagger and labels.get("team") == team:
-            out.append({"name": labels.get("alertname", "?"), "state": alert.get("state", "?"),
-                        "since": alert.get("activeAt", ""), "summary": alert.get("annotations", {}).get("summary", "")})
+            out.append(
+                {
+                    "name": labels.get("alertname", "?"),
+                    "state": alert.get("state", "?"),
+                    "since": alert.get("activeAt", ""),
+                    "summary": alert.get("annotations", {}).get("summary", ""),
+                }
+            )
     return sorted(out, key=lambda a: (a["state"] != "firing", a["name"]))

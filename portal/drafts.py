@@ -9,6 +9,7 @@ PostgreSQL sinks log in as the team's user to the team's database, secrets are $
 A hand-made request can name another team's input only to be refused: inputs are looked up among
 the team's own.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,7 @@ import yaml
 # a dagger named in the portal: it becomes part of topic and consumer-group names (no "--": the
 # separator between a team and its own names)
 DAGGER_NAME = re.compile(r"(?!.*--)[a-z][a-z0-9-]{1,62}[a-z0-9]")
-TABLE = "data_stream"        # the table the query reads (raystack/dagger's convention)
+TABLE = "data_stream"  # the table the query reads (raystack/dagger's convention)
 SINK_TYPES = ("influx", "postgres", "kafka", "log")
 # names a sink's form may give: InfluxDB measurements, PostgreSQL tables, a topic's suffix
 SINK_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -35,9 +36,10 @@ MAX_PARALLELISM = 4
 @dataclass(frozen=True)
 class Input:
     """A catalogue topic the team may read and that says its message type: step 1's choices."""
-    key: str                  # "<catalogue cluster>/<label>": how the form names it
+
+    key: str  # "<catalogue cluster>/<label>": how the form names it
     cluster: str
-    topic: str                # a name, or a prefix (then the analyst gives the rest)
+    topic: str  # a name, or a prefix (then the analyst gives the rest)
     is_prefix: bool
     message: str
     event_time: str
@@ -49,27 +51,40 @@ def inputs(catalogue: Iterable, team: str, clusters: Iterable[str]) -> list[Inpu
     """The entries of the catalogue (infra.topics.Topic) that `team` may read on the Kafka clusters
     its grant gives it, and whose message the catalogue names."""
     allowed = set(clusters)
-    return [Input(f"{t.cluster}/{t.label}", t.cluster, t.value, t.is_prefix, t.message, t.event_time or "",
-                  t.description, t.owner)
-            for t in catalogue if t.cluster in allowed and t.message and t.event_time and t.readable_by(team)]
+    return [
+        Input(
+            f"{t.cluster}/{t.label}",
+            t.cluster,
+            t.value,
+            t.is_prefix,
+            t.message,
+            t.event_time or "",
+            t.description,
+            t.owner,
+        )
+        for t in catalogue
+        if t.cluster in allowed and t.message and t.event_time and t.readable_by(team)
+    ]
 
 
 @dataclass(frozen=True)
 class Servers:
     """Where the platform's servers are for new daggers (the lab's, or a team's stack's)."""
-    kafka: str                                # bootstrap servers serving the catalogue's topics
+
+    kafka: str  # bootstrap servers serving the catalogue's topics
     influx_url: str | None = None
-    postgres: tuple[str, int] | None = None   # host, port
+    postgres: tuple[str, int] | None = None  # host, port
 
 
 class DraftError(ValueError):
     def __init__(self, problems: list[dict]):
-        self.problems = problems          # [{"field": ..., "message": ...}]
+        self.problems = problems  # [{"field": ..., "message": ...}]
         super().__init__("; ".join(f"{p['field']}: {p['message']}" for p in problems))
 
 
-def job(form: Mapping, *, team: str, granted: Iterable[Input], servers: Servers, rules,
-        schema_version: str | None = None) -> dict:
+def job(
+    form: Mapping, *, team: str, granted: Iterable[Input], servers: Servers, rules, schema_version: str | None = None
+) -> dict:
     """The job mapping for the form's fields (DraftError naming every wrong field). `rules` gives the
     platform's naming and credential rules: consumer_group(team, dagger), team_client(team),
     influx_sink(team, url, measurement), postgres_sink(team, host, port, table). `schema_version`
@@ -112,13 +127,28 @@ def job(form: Mapping, *, team: str, granted: Iterable[Input], servers: Servers,
     if problems:
         raise DraftError(problems)
     job = {
-        "name": name, "team": team,
+        "name": name,
+        "team": team,
         "description": f"written in the portal: {chosen.key}",
-        "streams": [{"table": TABLE, "proto": chosen.message, "topics": [topic], "event_time": chosen.event_time,
-                     "kafka": {"bootstrap_servers": servers.kafka, "auto_offset_reset": "latest",
-                               "group_id": rules.consumer_group(team, name), "client": rules.team_client(team)}}],
-        "sql": query, "watermark_delay": delay, "parallelism": parallelism,
-        "dead_letter_topic": f"{team}--{name}-dlq", "sink": sink,
+        "streams": [
+            {
+                "table": TABLE,
+                "proto": chosen.message,
+                "topics": [topic],
+                "event_time": chosen.event_time,
+                "kafka": {
+                    "bootstrap_servers": servers.kafka,
+                    "auto_offset_reset": "latest",
+                    "group_id": rules.consumer_group(team, name),
+                    "client": rules.team_client(team),
+                },
+            }
+        ],
+        "sql": query,
+        "watermark_delay": delay,
+        "parallelism": parallelism,
+        "dead_letter_topic": f"{team}--{name}-dlq",
+        "sink": sink,
     }
     if schema_version:
         job["schema"] = {"version": schema_version}
@@ -137,8 +167,15 @@ def _sink(raw, team: str, name: str, servers: Servers, rules, refuse) -> dict:
         if not isinstance(target, str) or not TOPIC_SUFFIX.fullmatch(target):
             refuse("sink.name", "the topic's name after your team's prefix: lower-case letters, digits and single '-'")
             target = "x"
-        return {"type": "kafka", "kafka": {"brokers": servers.kafka, "topic": f"{team}--{target}", "data_type": "JSON",
-                                           "client": rules.team_client(team)}}
+        return {
+            "type": "kafka",
+            "kafka": {
+                "brokers": servers.kafka,
+                "topic": f"{team}--{target}",
+                "data_type": "JSON",
+                "client": rules.team_client(team),
+            },
+        }
     if not isinstance(target, str) or not SINK_NAME.fullmatch(target):
         what = "measurement" if kind == "influx" else "table"
         refuse("sink.name", f"the {what}'s name: lower-case letters, digits and '_', starting with a letter")
@@ -158,7 +195,9 @@ def editable(spec: str, spec_format: str) -> dict:
     """The dagger's current spec (its registry version) as a job mapping, if the portal can change
     its query (DraftError saying why not)."""
     if spec_format not in (".yaml", ".yml"):
-        raise DraftError([{"field": "", "message": "a dagger written as a .properties file is edited with `dagger edit`"}])
+        raise DraftError(
+            [{"field": "", "message": "a dagger written as a .properties file is edited with `dagger edit`"}]
+        )
     try:
         job = yaml.safe_load(spec)
     except yaml.YAMLError:
@@ -169,8 +208,15 @@ def editable(spec: str, spec_format: str) -> dict:
     # project's own registry (a Stencil URL: a file or a host the portal can reach) are not fetched here
     schema = job.get("schema")
     if schema is not None and (not isinstance(schema, dict) or set(schema) - {"version"}):
-        raise DraftError([{"field": "", "message": "its spec takes its message descriptors from a Stencil server; "
-                                                   "change it with `dagger edit`"}])
+        raise DraftError(
+            [
+                {
+                    "field": "",
+                    "message": "its spec takes its message descriptors from a Stencil server; "
+                    "change it with `dagger edit`",
+                }
+            ]
+        )
     return job
 
 

@@ -3,6 +3,7 @@
 No consumer group (nothing committed, no group ACL needed): the partitions are assigned, each read
 from `count / partitions` before its end up to the end it had when the read began, so the read ends
 even while producers keep writing."""
+
 from __future__ import annotations
 
 import math
@@ -14,17 +15,23 @@ DEFAULT_COUNT = 500
 TIMEOUT_S = 15.0
 
 
-def latest(bootstrap: str, topic: str, login: dict, *, count: int = DEFAULT_COUNT,
-           timeout_s: float = TIMEOUT_S) -> list[bytes]:
+def latest(
+    bootstrap: str, topic: str, login: dict, *, count: int = DEFAULT_COUNT, timeout_s: float = TIMEOUT_S
+) -> list[bytes]:
     """The values of about the `count` latest messages of `topic` (fewer when it holds fewer)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
     consumer = None
     try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                                 client_id="dagger-portal-preview", request_timeout_ms=int(timeout_s * 1000) + 1000,
-                                 **login)
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap.split(","),
+            group_id=None,
+            enable_auto_commit=False,
+            client_id="dagger-portal-preview",
+            request_timeout_ms=int(timeout_s * 1000) + 1000,
+            **login,
+        )
         partitions = consumer.partitions_for_topic(topic)
         if not partitions:
             raise DaggerError(f"topic {topic} does not exist, or your team may not read it")

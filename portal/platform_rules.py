@@ -3,6 +3,7 @@ every server knows a team as `dagger-<team>` (Kafka principal, PostgreSQL role, 
 consumer groups lie under `dagger-<team>--`, its database is named after it, and its passwords
 reach a driver only as DAGGER_SECRET_<TEAM>__* references. One place states them (lab.access,
 which the lab's roles and the CLI's examples follow too); this gathers what the portal uses."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,12 @@ def kafka_login(team: str) -> dict:
     name = access.team_secret_env(team)
     if not os.environ.get(name):
         raise DaggerError(f"the portal holds no Kafka password for team {team} ({name}; --team-secrets)")
-    return {"security_protocol": access.PROTOCOL, "sasl_mechanism": access.SCRAM,
-            "sasl_plain_username": access.team_principal(team), "sasl_plain_password": os.environ[name]}
+    return {
+        "security_protocol": access.PROTOCOL,
+        "sasl_mechanism": access.SCRAM,
+        "sasl_plain_username": access.team_principal(team),
+        "sasl_plain_password": os.environ[name],
+    }
 
 
 RULES = SimpleNamespace(

@@ -4,6 +4,7 @@ one rule) and holding its value, owned by the portal's user and 0600 (the deploy
 environment, as `dagger deploy` is given it by an operator). They go into the process's environment,
 where deploy looks for a spec's references: deploy hands a driver only its own team's, and
 spark-submit gets nothing else of the portal's environment."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,9 @@ def load(directory: str | Path) -> list[str]:
     except OSError as e:
         raise DaggerError(f"cannot read the teams' secrets folder {folder}: {e.strerror}") from None
     if mode & 0o077:
-        raise DaggerError(f"the teams' secrets folder {folder} may be read by others (mode {mode & 0o777:o}): make it 0700")
+        raise DaggerError(
+            f"the teams' secrets folder {folder} may be read by others (mode {mode & 0o777:o}): make it 0700"
+        )
     names = []
     for path in sorted(folder.iterdir()):
         if not NAME.fullmatch(path.name) or path.is_symlink() or not path.is_file():

@@ -11,6 +11,7 @@ with a fresh one (nothing half-dead keeps answering). The checks are the CLI's (
 load, plan, analyze, check_sink, run_preview) and the refusal the same data as `dagger validate
 --json`'s.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,9 +30,9 @@ from dagger_runtime.errors import DaggerError
 log = logging.getLogger("portal.workbench")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "daggers" / "completed_bookings_by_s2.yaml"
 START_TIMEOUT_S = 180.0
-CHECK_TIMEOUT_S = 60.0       # a validate or a preview, then its Spark jobs are cancelled
-WARM_UP_CHECKS = 40         # validations of the example after the start (about 15 s of one core)
-EXIT_JVM_LOST = 70           # the process's exit status when its Spark died (EX_SOFTWARE)
+CHECK_TIMEOUT_S = 60.0  # a validate or a preview, then its Spark jobs are cancelled
+WARM_UP_CHECKS = 40  # validations of the example after the start (about 15 s of one core)
+EXIT_JVM_LOST = 70  # the process's exit status when its Spark died (EX_SOFTWARE)
 
 
 class Workbench:
@@ -43,7 +44,7 @@ class Workbench:
         self.timeout_s = timeout_s
         if spark is not None:
             self._ready.set()
-        self._lock = threading.Lock()           # one at a time: the sessions share one Spark and its active session
+        self._lock = threading.Lock()  # one at a time: the sessions share one Spark and its active session
 
     def start(self) -> Workbench:
         """Launch the JVM now (the caller adds secrets to the environment only after this returns),
@@ -55,7 +56,7 @@ class Workbench:
             # its RPC and block manager listen on loopback, where other local users are: they want
             # the secret Spark generates for a local master
             self._spark = build_session("dagger-portal", parallelism=2, extra_conf={"spark.authenticate": "true"})
-        except Exception as e:      # noqa: BLE001 - the portal serves on; validate says why it cannot
+        except Exception as e:  # noqa: BLE001 - the portal serves on; validate says why it cannot
             self._failed = f"{type(e).__name__}: {e}"
             log.error("the workbench's Spark did not start: %s", self._failed)
             self._ready.set()
@@ -111,7 +112,7 @@ class Workbench:
             yield
         except DaggerError:
             raise
-        except Exception as e:      # noqa: BLE001 - a cancelled job or a dead JVM: said plainly
+        except Exception as e:  # noqa: BLE001 - a cancelled job or a dead JVM: said plainly
             if not self._alive():
                 self._end_process()
                 raise DaggerError("the portal's Spark stopped during the check; it is starting again") from None
@@ -120,7 +121,7 @@ class Workbench:
             raise DaggerError(f"the {what} failed: {type(e).__name__}") from None
         finally:
             done.set()
-            timer.join()       # no cancel of its may reach the next check's jobs
+            timer.join()  # no cancel of its may reach the next check's jobs
 
     def _alive(self) -> bool:
         try:
@@ -175,13 +176,19 @@ class Workbench:
             try:
                 plan, _ = _plan(job)
                 with self._lock, sessions_of(self._spark), self._limited("preview"):
-                    report = run_preview(plan, {plan.streams[0].table: str(path)}, spark=build_session("preview"),
-                                         log=io.StringIO())
+                    report = run_preview(
+                        plan, {plan.streams[0].table: str(path)}, spark=build_session("preview"), log=io.StringIO()
+                    )
             except DaggerError as e:
                 return {"valid": False, "errors": error_items(e)}
         table = plan.streams[0].table
-        return {"valid": True, "rows": report.rows[:shown], "row_count": len(report.rows),
-                "read": report.read.get(table, 0), "skipped": len(report.rejected.get(table, []))}
+        return {
+            "valid": True,
+            "rows": report.rows[:shown],
+            "row_count": len(report.rows),
+            "read": report.read.get(table, 0),
+            "skipped": len(report.rejected.get(table, [])),
+        }
 
 
 def _plan(job: dict):

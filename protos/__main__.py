@@ -17,8 +17,9 @@ from protos.errors import SchemaError
 from protos.versions import DESCRIPTORS_DIR, PROTOS_DIR, RELEASED_PATH, SRC_DIR, read_index
 
 _SCALAR_NAMES = {
-    getattr(FieldDescriptor, n): n[len("TYPE_"):].lower()
-    for n in dir(FieldDescriptor) if n.startswith("TYPE_") and isinstance(getattr(FieldDescriptor, n), int)
+    getattr(FieldDescriptor, n): n[len("TYPE_") :].lower()
+    for n in dir(FieldDescriptor)
+    if n.startswith("TYPE_") and isinstance(getattr(FieldDescriptor, n), int)
 }
 
 
@@ -47,15 +48,29 @@ def _cmd_check(args: argparse.Namespace) -> int:
     new = registry.DescriptorSet(compiler.compile_sources(Path(args.src)), source=str(args.src))
     changes = compat.check(old.file_set, new.file_set)
     if args.json:
-        print(json.dumps({"src": str(args.src), "src_digest": new.digest, "against": str(against),
-                          "against_digest": old.digest, "breaking": bool(compat.breaking(changes)),
-                          "changes": [dataclasses.asdict(c) for c in changes]}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "src": str(args.src),
+                    "src_digest": new.digest,
+                    "against": str(against),
+                    "against_digest": old.digest,
+                    "breaking": bool(compat.breaking(changes)),
+                    "changes": [dataclasses.asdict(c) for c in changes],
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 1 if compat.breaking(changes) else 0
     print(f"{args.src} ({new.digest}) against {against} ({old.digest}):")
     print(compat.format_report(changes))
     if compat.breaking(changes):
-        print("\nbreaking changes found: data in Kafka or running jobs would be misread; "
-              "add new fields and reserve removed numbers instead", file=sys.stderr)
+        print(
+            "\nbreaking changes found: data in Kafka or running jobs would be misread; "
+            "add new fields and reserve removed numbers instead",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -63,9 +78,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     index = read_index(Path(args.dir))
     if args.json:
-        print(json.dumps([{"version": version, "latest": version == index.latest, "files": list(info.files),
-                           "messages": list(info.messages)} for version, info in sorted(index.versions.items())],
-                         indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "version": version,
+                        "latest": version == index.latest,
+                        "files": list(info.files),
+                        "messages": list(info.messages),
+                    }
+                    for version, info in sorted(index.versions.items())
+                ],
+                indent=2,
+            )
+        )
         return 0
     if not index.versions:
         print(f"no versions in {args.dir}: run `make protos`")
@@ -113,10 +139,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _message_json(msg, digest: str) -> dict:
     fields = sorted(msg.fields, key=lambda f: f.number)
     enums = [f.enum_type for f in fields if f.enum_type is not None]
-    return {"message": msg.full_name, "file": msg.file.name, "schema_version": digest,
-            "fields": [{"number": f.number, "name": f.name, "type": _field_type(f)} for f in fields],
-            "enums": {e.full_name: {v.name: v.number for v in e.values}
-                      for e in dict.fromkeys([*enums, *msg.enum_types])}}
+    return {
+        "message": msg.full_name,
+        "file": msg.file.name,
+        "schema_version": digest,
+        "fields": [{"number": f.number, "name": f.name, "type": _field_type(f)} for f in fields],
+        "enums": {e.full_name: {v.name: v.number for v in e.values} for e in dict.fromkeys([*enums, *msg.enum_types])},
+    }
 
 
 def build_parser(prog: str = "python -m protos") -> argparse.ArgumentParser:
@@ -141,8 +170,10 @@ def build_parser(prog: str = "python -m protos") -> argparse.ArgumentParser:
     ls.set_defaults(func=_cmd_list)
 
     s = sub.add_parser("show", help="print a message's fields (number, name, type)")
-    s.add_argument("message", help="full, Java or unique simple name, e.g. gojek.esb.booking.BookingLogMessage "
-                                   "or BookingLogMessage")
+    s.add_argument(
+        "message",
+        help="full, Java or unique simple name, e.g. gojek.esb.booking.BookingLogMessage or BookingLogMessage",
+    )
     s.add_argument("--version", help="schema version (>= 8 hex digits); default: latest")
     s.add_argument("--json", action="store_true", help="print the fields and enums as JSON")
     s.add_argument("--urls", help="stencil URLs (SCHEMA_REGISTRY_STENCIL_URLS) instead of local versions")

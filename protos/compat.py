@@ -22,11 +22,21 @@ FDP = descriptor_pb2.FieldDescriptorProto
 SetLike = Union[descriptor_pb2.FileDescriptorSet, bytes]
 
 _SCALARS = {
-    FDP.TYPE_DOUBLE: "double", FDP.TYPE_FLOAT: "float", FDP.TYPE_INT64: "int64",
-    FDP.TYPE_UINT64: "uint64", FDP.TYPE_INT32: "int32", FDP.TYPE_FIXED64: "fixed64",
-    FDP.TYPE_FIXED32: "fixed32", FDP.TYPE_BOOL: "bool", FDP.TYPE_STRING: "string",
-    FDP.TYPE_BYTES: "bytes", FDP.TYPE_UINT32: "uint32", FDP.TYPE_SFIXED32: "sfixed32",
-    FDP.TYPE_SFIXED64: "sfixed64", FDP.TYPE_SINT32: "sint32", FDP.TYPE_SINT64: "sint64",
+    FDP.TYPE_DOUBLE: "double",
+    FDP.TYPE_FLOAT: "float",
+    FDP.TYPE_INT64: "int64",
+    FDP.TYPE_UINT64: "uint64",
+    FDP.TYPE_INT32: "int32",
+    FDP.TYPE_FIXED64: "fixed64",
+    FDP.TYPE_FIXED32: "fixed32",
+    FDP.TYPE_BOOL: "bool",
+    FDP.TYPE_STRING: "string",
+    FDP.TYPE_BYTES: "bytes",
+    FDP.TYPE_UINT32: "uint32",
+    FDP.TYPE_SFIXED32: "sfixed32",
+    FDP.TYPE_SFIXED64: "sfixed64",
+    FDP.TYPE_SINT32: "sint32",
+    FDP.TYPE_SINT64: "sint64",
 }
 
 
@@ -139,15 +149,28 @@ def _compare_types(where: str, name: str, old: FDP, new: FDP, o: _Schema, n: _Sc
     if old_t == new_t:
         return []
     if _is_repeated(old, o) != _is_repeated(new, n) and _base_type(old) == _base_type(new):
-        return [Change("field_label_changed", True, where,
-                       f"'{name}' changed from {old_t} to {new_t}: repeated and singular values decode differently "
-                       "and SQL sees an array on one side only")]
-    return [Change("field_type_changed", True, where,
-                   f"'{name}' changed type from {old_t} to {new_t}: data already in Kafka was written as {old_t}")]
+        return [
+            Change(
+                "field_label_changed",
+                True,
+                where,
+                f"'{name}' changed from {old_t} to {new_t}: repeated and singular values decode differently "
+                "and SQL sees an array on one side only",
+            )
+        ]
+    return [
+        Change(
+            "field_type_changed",
+            True,
+            where,
+            f"'{name}' changed type from {old_t} to {new_t}: data already in Kafka was written as {old_t}",
+        )
+    ]
 
 
-def _compare_fields(msg: str, old: descriptor_pb2.DescriptorProto, new: descriptor_pb2.DescriptorProto,
-                    o: _Schema, n: _Schema) -> list[Change]:
+def _compare_fields(
+    msg: str, old: descriptor_pb2.DescriptorProto, new: descriptor_pb2.DescriptorProto, o: _Schema, n: _Schema
+) -> list[Change]:
     changes: list[Change] = []
     old_by_name = {f.name: f for f in old.field}
     new_by_name = {f.name: f for f in new.field}
@@ -162,9 +185,15 @@ def _compare_fields(msg: str, old: descriptor_pb2.DescriptorProto, new: descript
         g = new_by_name.get(f.name)
         if g is not None:
             if g.number != f.number:
-                changes.append(Change("field_number_changed", True, at(f.name, g.number),
-                                      f"'{f.name}' moved from number {f.number} to {g.number}: "
-                                      f"data already in Kafka carries it as {f.number}"))
+                changes.append(
+                    Change(
+                        "field_number_changed",
+                        True,
+                        at(f.name, g.number),
+                        f"'{f.name}' moved from number {f.number} to {g.number}: "
+                        f"data already in Kafka carries it as {f.number}",
+                    )
+                )
             else:
                 changes += _compare_types(at(f.name, f.number), f.name, f, g, o, n)
             continue
@@ -173,41 +202,78 @@ def _compare_fields(msg: str, old: descriptor_pb2.DescriptorProto, new: descript
             # Same number, new name nobody had before: a rename. The wire is
             # fine, but queries select `f.name` and break.
             renamed.add(f.number)
-            changes.append(Change("field_renamed", True, at(g.name, f.number),
-                                  f"'{f.name}' was renamed to '{g.name}' (number {f.number} kept): the wire format "
-                                  f"is unchanged but SQL queries and JSON refer to fields by name, so those using "
-                                  f"'{f.name}' break; add a new field instead and deprecate the old one"))
+            changes.append(
+                Change(
+                    "field_renamed",
+                    True,
+                    at(g.name, f.number),
+                    f"'{f.name}' was renamed to '{g.name}' (number {f.number} kept): the wire format "
+                    f"is unchanged but SQL queries and JSON refer to fields by name, so those using "
+                    f"'{f.name}' break; add a new field instead and deprecate the old one",
+                )
+            )
             changes += _compare_types(at(g.name, f.number), g.name, f, g, o, n)
         elif _field_reserved(new, f.number):
-            changes.append(Change("field_removed", False, at(f.name, f.number),
-                                  f"'{f.name}' was removed and its number {f.number} is reserved, so old data is "
-                                  f"skipped safely; queries selecting '{f.name}' must be updated"))
+            changes.append(
+                Change(
+                    "field_removed",
+                    False,
+                    at(f.name, f.number),
+                    f"'{f.name}' was removed and its number {f.number} is reserved, so old data is "
+                    f"skipped safely; queries selecting '{f.name}' must be updated",
+                )
+            )
         else:
-            changes.append(Change("field_removed", True, at(f.name, f.number),
-                                  f"'{f.name}' was removed without reserving its number {f.number}: a later field "
-                                  f"could reuse it and misread old data; add `reserved {f.number};` "
-                                  f"and `reserved \"{f.name}\";` to {msg.rsplit('.', 1)[-1]}"))
+            changes.append(
+                Change(
+                    "field_removed",
+                    True,
+                    at(f.name, f.number),
+                    f"'{f.name}' was removed without reserving its number {f.number}: a later field "
+                    f"could reuse it and misread old data; add `reserved {f.number};` "
+                    f'and `reserved "{f.name}";` to {msg.rsplit(".", 1)[-1]}',
+                )
+            )
 
     for g in new.field:
         if g.name in old_by_name or g.number in renamed:
             continue  # compared above
         f = old_by_num.get(g.number)
         if f is not None:
-            changes.append(Change("field_number_reused", True, at(g.name, g.number),
-                                  f"number {g.number} used to be '{f.name}' ({_type_str(f, o)}) and is now "
-                                  f"'{g.name}' ({_type_str(g, n)}): old data would decode into the wrong field"))
+            changes.append(
+                Change(
+                    "field_number_reused",
+                    True,
+                    at(g.name, g.number),
+                    f"number {g.number} used to be '{f.name}' ({_type_str(f, o)}) and is now "
+                    f"'{g.name}' ({_type_str(g, n)}): old data would decode into the wrong field",
+                )
+            )
         elif _field_reserved(old, g.number):
-            changes.append(Change("field_number_reused", True, at(g.name, g.number),
-                                  f"'{g.name}' uses number {g.number}, which was reserved: data written before "
-                                  f"the reservation may still carry the old field under that number"))
+            changes.append(
+                Change(
+                    "field_number_reused",
+                    True,
+                    at(g.name, g.number),
+                    f"'{g.name}' uses number {g.number}, which was reserved: data written before "
+                    f"the reservation may still carry the old field under that number",
+                )
+            )
         else:
-            changes.append(Change("field_added", False, at(g.name, g.number),
-                                  f"new field '{g.name}' ({_type_str(g, n)}); old data reads it as its default"))
+            changes.append(
+                Change(
+                    "field_added",
+                    False,
+                    at(g.name, g.number),
+                    f"new field '{g.name}' ({_type_str(g, n)}); old data reads it as its default",
+                )
+            )
     return changes
 
 
-def _compare_enum_values(enum: str, old: descriptor_pb2.EnumDescriptorProto,
-                         new: descriptor_pb2.EnumDescriptorProto) -> list[Change]:
+def _compare_enum_values(
+    enum: str, old: descriptor_pb2.EnumDescriptorProto, new: descriptor_pb2.EnumDescriptorProto
+) -> list[Change]:
     changes: list[Change] = []
     old_by_name = {v.name: v.number for v in old.value}
     new_by_name = {v.name: v.number for v in new.value}
@@ -223,24 +289,48 @@ def _compare_enum_values(enum: str, old: descriptor_pb2.EnumDescriptorProto,
     for name, num in old_by_name.items():
         if name in new_by_name:
             if new_by_name[name] != num:
-                changes.append(Change("enum_value_number_changed", True, at(name, new_by_name[name]),
-                                      f"'{name}' changed from {num} to {new_by_name[name]}: enums travel as "
-                                      f"numbers, so old data would read as a different value"))
+                changes.append(
+                    Change(
+                        "enum_value_number_changed",
+                        True,
+                        at(name, new_by_name[name]),
+                        f"'{name}' changed from {num} to {new_by_name[name]}: enums travel as "
+                        f"numbers, so old data would read as a different value",
+                    )
+                )
             continue
         fresh = [m for m in new_names_by_num.get(num, []) if m not in old_by_name]
         if fresh:
             renamed.update(fresh)
-            changes.append(Change("enum_value_renamed", True, at(fresh[0], num),
-                                  f"'{name}' was renamed to '{fresh[0]}' (number {num} kept): SQL compares enum "
-                                  f"values by name (e.g. status = '{name}'), so those queries silently stop matching"))
+            changes.append(
+                Change(
+                    "enum_value_renamed",
+                    True,
+                    at(fresh[0], num),
+                    f"'{name}' was renamed to '{fresh[0]}' (number {num} kept): SQL compares enum "
+                    f"values by name (e.g. status = '{name}'), so those queries silently stop matching",
+                )
+            )
         elif _enum_reserved(new, num):
-            changes.append(Change("enum_value_removed", False, at(name, num),
-                                  f"'{name}' was removed and its number {num} is reserved; queries comparing "
-                                  f"with '{name}' will no longer match anything"))
+            changes.append(
+                Change(
+                    "enum_value_removed",
+                    False,
+                    at(name, num),
+                    f"'{name}' was removed and its number {num} is reserved; queries comparing "
+                    f"with '{name}' will no longer match anything",
+                )
+            )
         else:
-            changes.append(Change("enum_value_removed", True, at(name, num),
-                                  f"'{name}' was removed without reserving its number {num}: old data with {num} "
-                                  f"has no name any more and the number could be reused; add `reserved {num};`"))
+            changes.append(
+                Change(
+                    "enum_value_removed",
+                    True,
+                    at(name, num),
+                    f"'{name}' was removed without reserving its number {num}: old data with {num} "
+                    f"has no name any more and the number could be reused; add `reserved {num};`",
+                )
+            )
 
     for name, num in new_by_name.items():
         if name in old_by_name or name in renamed:
@@ -249,15 +339,27 @@ def _compare_enum_values(enum: str, old: descriptor_pb2.EnumDescriptorProto,
             old_names = sorted(k for k, v in old_by_name.items() if v == num)
             if any(new_by_name.get(k) == num for k in old_names):
                 # an alias (allow_alias) next to a value that is still there
-                changes.append(Change("enum_value_added", False, at(name, num),
-                                      f"new alias '{name}' for {', '.join(old_names)}"))
+                changes.append(
+                    Change("enum_value_added", False, at(name, num), f"new alias '{name}' for {', '.join(old_names)}")
+                )
             else:
-                changes.append(Change("enum_value_number_reused", True, at(name, num),
-                                      f"number {num} used to mean {', '.join(old_names)} and now means '{name}'"))
+                changes.append(
+                    Change(
+                        "enum_value_number_reused",
+                        True,
+                        at(name, num),
+                        f"number {num} used to mean {', '.join(old_names)} and now means '{name}'",
+                    )
+                )
         elif _enum_reserved(old, num):
-            changes.append(Change("enum_value_number_reused", True, at(name, num),
-                                  f"'{name}' uses number {num}, which was reserved: old data may carry the "
-                                  f"value that was removed"))
+            changes.append(
+                Change(
+                    "enum_value_number_reused",
+                    True,
+                    at(name, num),
+                    f"'{name}' uses number {num}, which was reserved: old data may carry the value that was removed",
+                )
+            )
         else:
             changes.append(Change("enum_value_added", False, at(name, num), f"new value '{name}' = {num}"))
     return changes
@@ -275,14 +377,25 @@ def _compare_kinds(label: str, old: dict[str, _Type], new: dict[str, _Type]) -> 
             if t.parent is not None and t.parent not in new:
                 continue  # reported with its parent
             elsewhere = [m for m in by_simple.get(name.rsplit(".", 1)[-1], []) if m not in old]
-            hint = (f"; {', '.join(elsewhere)} is new: moving a {label} to another package is a removal "
-                    f"for every job that reads '{name}'") if elsewhere else ""
-            changes.append(Change(f"{label}_removed", True, name,
-                                  f"{label} '{name}' (in {t.file}) was removed{hint}"))
+            hint = (
+                (
+                    f"; {', '.join(elsewhere)} is new: moving a {label} to another package is a removal "
+                    f"for every job that reads '{name}'"
+                )
+                if elsewhere
+                else ""
+            )
+            changes.append(Change(f"{label}_removed", True, name, f"{label} '{name}' (in {t.file}) was removed{hint}"))
         elif t.parent is None and new[name].file != t.file:
-            changes.append(Change(f"{label}_moved", True, name,
-                                  f"{label} '{name}' moved from {t.file} to {new[name].file}: files that import "
-                                  f"{t.file} for it no longer compile, treat it as a removal"))
+            changes.append(
+                Change(
+                    f"{label}_moved",
+                    True,
+                    name,
+                    f"{label} '{name}' moved from {t.file} to {new[name].file}: files that import "
+                    f"{t.file} for it no longer compile, treat it as a removal",
+                )
+            )
     for name, t in new.items():
         if name not in old and not (t.parent is not None and t.parent not in old):
             changes.append(Change(f"{label}_added", False, name, f"new {label} '{name}' (in {t.file})"))

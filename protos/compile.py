@@ -81,9 +81,13 @@ def compile_sources(src_dir: Path = SRC_DIR) -> bytes:
         # A subprocess rather than grpc_tools.protoc.main(): protoc writes its
         # errors straight to fd 2, and we want them in the exception.
         cmd = [
-            sys.executable, "-m", "grpc_tools.protoc",
-            "-I.", f"-I{well_known_include()}",
-            "--include_imports", f"--descriptor_set_out={out}",
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-I.",
+            f"-I{well_known_include()}",
+            "--include_imports",
+            f"--descriptor_set_out={out}",
             *sources,
         ]
         try:

@@ -108,7 +108,7 @@ class DescriptorSet:
             return simple[0]
         if simple:
             raise SchemaError(f"message {name!r} is ambiguous: {', '.join(simple)}")
-        return self.message_descriptor(full).full_name      # unknown: SchemaError with its did-you-mean
+        return self.message_descriptor(full).full_name  # unknown: SchemaError with its did-you-mean
 
     @cached_property
     def java_names(self) -> dict[str, str]:
@@ -173,8 +173,9 @@ def _outer_class(f: descriptor_pb2.FileDescriptorProto) -> str:
     return name + "OuterClass" if name in taken else name
 
 
-def _dependency_order(files: list[descriptor_pb2.FileDescriptorProto], source: str
-                      ) -> list[descriptor_pb2.FileDescriptorProto]:
+def _dependency_order(
+    files: list[descriptor_pb2.FileDescriptorProto], source: str
+) -> list[descriptor_pb2.FileDescriptorProto]:
     """Files with every dependency before its dependents (what a pool needs).
 
     protoc emits that order already; merged sets from several URLs need not
@@ -191,8 +192,9 @@ def _dependency_order(files: list[descriptor_pb2.FileDescriptorProto], source: s
             raise SchemaError(f"import cycle in {source}: {' -> '.join(stack + (f.name,))}")
         for dep in f.dependency:
             if dep not in by_name:
-                raise SchemaError(f"{f.name} imports {dep}, which is not in {source} "
-                                  "(was the set compiled with --include_imports?)")
+                raise SchemaError(
+                    f"{f.name} imports {dep}, which is not in {source} (was the set compiled with --include_imports?)"
+                )
             visit(by_name[dep], stack + (f.name,))
         done.add(f.name)
         out.append(f)
@@ -228,8 +230,10 @@ def merge(sets: list[DescriptorSet]) -> DescriptorSet:
             if seen is None:
                 files[f.name] = (f, s.source)
             elif seen[0].SerializeToString(deterministic=True) != f.SerializeToString(deterministic=True):
-                raise SchemaError(f"{f.name} is in both {seen[1]} and {s.source} with different content; "
-                                  "the schema registry URLs disagree about it")
+                raise SchemaError(
+                    f"{f.name} is in both {seen[1]} and {s.source} with different content; "
+                    "the schema registry URLs disagree about it"
+                )
     source = ",".join(s.source for s in sets)
     merged = descriptor_pb2.FileDescriptorSet()
     merged.file.extend(_dependency_order([f for f, _ in files.values()], source))
@@ -265,13 +269,19 @@ def _load_local(version: str | None, descriptors_dir: Path) -> DescriptorSet:
         raise SchemaError(f"schema version {version} is in the index but {path} cannot be read: {e}") from e
     ds = DescriptorSet(data, source=str(path))
     if ds.digest != version:
-        raise SchemaError(f"{path} does not hold version {version} (its content is {ds.digest}): "
-                          "it was modified; restore it from git")
+        raise SchemaError(
+            f"{path} does not hold version {version} (its content is {ds.digest}): it was modified; restore it from git"
+        )
     return ds
 
 
-def load(urls: str | None = None, version: str | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
-         descriptors_dir: Path = DESCRIPTORS_DIR) -> DescriptorSet:
+def load(
+    urls: str | None = None,
+    version: str | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    descriptors_dir: Path = DESCRIPTORS_DIR,
+) -> DescriptorSet:
     """The descriptor set a job runs with.
 
     `urls`: the SCHEMA_REGISTRY_STENCIL_URLS value (comma-separated); when
@@ -288,7 +298,9 @@ def load(urls: str | None = None, version: str | None = None, *, timeout: float 
         return _load_local(version, Path(descriptors_dir))
     ds = merge([fetch(u, timeout=timeout) for u in url_list])
     if version is not None and not ds.sha256.startswith(pin):
-        raise SchemaError(f"job is pinned to schema version {version} but {ds.digest} was found at "
-                          f"{', '.join(url_list)}; re-validate the job against the new schema "
-                          "(`python -m protos check`) and update its pin")
+        raise SchemaError(
+            f"job is pinned to schema version {version} but {ds.digest} was found at "
+            f"{', '.join(url_list)}; re-validate the job against the new schema "
+            "(`python -m protos check`) and update its pin"
+        )
     return ds

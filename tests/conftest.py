@@ -12,8 +12,14 @@ from dagger_runtime.session import SHORT_LIVED_JVM
 JIT_FIRST_TIER = [SHORT_LIVED_JVM]
 # a test that uses one of these fixtures gets its mark, so `make test-fast` (no JVM, no server)
 # can leave it out without each file saying so
-FIXTURE_MARKS = {"spark": "spark", "kafka_broker": "kafka", "influxdb": "servers", "victoria_metrics": "servers",
-                 "postgres": "servers", "lab_env": "e2e"}
+FIXTURE_MARKS = {
+    "spark": "spark",
+    "kafka_broker": "kafka",
+    "influxdb": "servers",
+    "victoria_metrics": "servers",
+    "postgres": "servers",
+    "lab_env": "e2e",
+}
 
 
 def pytest_configure(config):
@@ -120,8 +126,11 @@ def lab_env(request):
 
     if os.environ.get("DAGGER_TEST_LAB_DIR"):
         # a lab already up (a developer's, with DAGGER_TEST_LAB_PORT_BASE): used as it is, kept up
-        yield {**os.environ, "DAGGER_LAB_DIR": os.environ["DAGGER_TEST_LAB_DIR"],
-               "DAGGER_LAB_PORT_BASE": os.environ["DAGGER_TEST_LAB_PORT_BASE"]}
+        yield {
+            **os.environ,
+            "DAGGER_LAB_DIR": os.environ["DAGGER_TEST_LAB_DIR"],
+            "DAGGER_LAB_PORT_BASE": os.environ["DAGGER_TEST_LAB_PORT_BASE"],
+        }
         return
     # not under pytest's temporary directories, which are closed to other users: as root, PostgreSQL
     # runs as `postgres` and must reach its directory in the lab
@@ -129,8 +138,8 @@ def lab_env(request):
     os.chmod(lab_dir, 0o711)
     env = {**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
     failed_before = request.session.testsfailed
-    up = lab(["up"], env, timeout=1800)     # a hang guard: 11 minutes alone, 14 beside the suite
-    if up.returncode != 0:      # the lab is kept, with its logs, for the post-mortem
+    up = lab(["up"], env, timeout=1800)  # a hang guard: 11 minutes alone, 14 beside the suite
+    if up.returncode != 0:  # the lab is kept, with its logs, for the post-mortem
         lab(["down"], env)
         raise AssertionError(f"lab up failed (lab kept at {lab_dir}):\n" + up.stdout[-3000:] + up.stderr[-5000:])
     try:
@@ -139,7 +148,7 @@ def lab_env(request):
         lab(["down"], env)
         if request.session.testsfailed == failed_before:
             shutil.rmtree(lab_dir, ignore_errors=True)
-        else:       # kept, with its logs, for the failure's post-mortem
+        else:  # kept, with its logs, for the failure's post-mortem
             print(f"lab kept at {lab_dir}")
 
 
@@ -149,8 +158,17 @@ def fake_master_server():
     import http.server
     import threading
 
-    state = {"status": "ALIVE", "aliveworkers": 1, "cores": 8, "coresused": 0, "memory": 8192, "memoryused": 0,
-             "workers": [], "activedrivers": [], "completeddrivers": []}
+    state = {
+        "status": "ALIVE",
+        "aliveworkers": 1,
+        "cores": 8,
+        "coresused": 0,
+        "memory": 8192,
+        "memoryused": 0,
+        "workers": [],
+        "activedrivers": [],
+        "completeddrivers": [],
+    }
 
     class Master(http.server.BaseHTTPRequestHandler):
         def do_GET(self):

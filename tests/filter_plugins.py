@@ -1,5 +1,6 @@
 """The playbooks' filter plugins, loaded by path as Ansible loads them: putting their directory on
 sys.path would let a plugin's file name shadow a project package for the rest of the test worker."""
+
 from __future__ import annotations
 
 import importlib.util

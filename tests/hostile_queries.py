@@ -6,6 +6,7 @@ unions, lateral views, comments, statements, session variables, hints, script tr
 functions that reveal the machine or the cluster. Every query reads the job's one stream,
 `data_stream` (gojek.esb.booking.BookingLogMessage).
 """
+
 from __future__ import annotations
 
 _SYSTEM = "'java.lang.System', 'getenv', 'HOME'"
@@ -14,19 +15,31 @@ HOSTILE: list[tuple[str, str]] = [
     # script transformation: runs a shell command on the cluster
     ("SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream", "script transformation"),
     ("select transform(city_id) using 'touch {marker}' as (a) from data_stream", "script transformation"),
-    ("SELECT * FROM (SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream) t",
-     "script transformation"),
-    ("WITH x AS (SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream) SELECT * FROM x",
-     "script transformation"),
-    ("SELECT city_id AS a FROM data_stream UNION ALL "
-     "SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream", "script transformation"),
-    ("SELECT TRANSFORM(city_id) /* a comment */ USING 'touch {marker}' AS (a) FROM data_stream",
-     "script transformation"),
+    (
+        "SELECT * FROM (SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream) t",
+        "script transformation",
+    ),
+    (
+        "WITH x AS (SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream) SELECT * FROM x",
+        "script transformation",
+    ),
+    (
+        "SELECT city_id AS a FROM data_stream UNION ALL "
+        "SELECT TRANSFORM(city_id) USING 'touch {marker}' AS (a) FROM data_stream",
+        "script transformation",
+    ),
+    (
+        "SELECT TRANSFORM(city_id) /* a comment */ USING 'touch {marker}' AS (a) FROM data_stream",
+        "script transformation",
+    ),
     ("FROM data_stream MAP city_id USING 'touch {marker}' AS c", "script transformation"),
     ("FROM data_stream REDUCE city_id USING 'touch {marker}' AS c", "script transformation"),
     ("FROM data_stream SELECT TRANSFORM(city_id) USING 'touch {marker}'", "script transformation"),
-    ("SELECT TRANSFORM(city_id) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' USING 'touch {marker}' "
-     "AS (a) FROM data_stream", "script transformation"),
+    (
+        "SELECT TRANSFORM(city_id) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' USING 'touch {marker}' "
+        "AS (a) FROM data_stream",
+        "script transformation",
+    ),
     # calls into the JVM, in every clause and spelling
     (f"SELECT reflect({_SYSTEM}) AS home FROM data_stream", "reflect"),
     (f"SELECT `reflect`({_SYSTEM}) AS home FROM data_stream", "reflect"),
@@ -35,15 +48,12 @@ HOSTILE: list[tuple[str, str]] = [
     ("SELECT city_id FROM data_stream WHERE `java_method`('java.lang.System', 'exit', 1) = 1", "java_method"),
     ("SELECT JAVA_METHOD('java.lang.Runtime', 'getRuntime') AS r FROM data_stream", "JAVA_METHOD"),
     (f"SELECT try_reflect({_SYSTEM}) AS home FROM data_stream", "try_reflect"),
-    (f"SELECT city_id FROM data_stream WHERE order_number IN (SELECT reflect({_SYSTEM}) FROM data_stream)",
-     "reflect"),
+    (f"SELECT city_id FROM data_stream WHERE order_number IN (SELECT reflect({_SYSTEM}) FROM data_stream)", "reflect"),
     (f"WITH r AS (SELECT reflect({_SYSTEM}) AS home FROM data_stream) SELECT home FROM r", "reflect"),
-    (f"SELECT city_id, count(1) AS n FROM data_stream GROUP BY city_id HAVING max(reflect({_SYSTEM})) > ''",
-     "reflect"),
+    (f"SELECT city_id, count(1) AS n FROM data_stream GROUP BY city_id HAVING max(reflect({_SYSTEM})) > ''", "reflect"),
     (f"SELECT count(1) AS n FROM data_stream GROUP BY reflect({_SYSTEM})", "reflect"),
     (f"SELECT city_id FROM data_stream ORDER BY reflect({_SYSTEM})", "reflect"),
-    (f"SELECT a.city_id FROM data_stream a JOIN data_stream b ON reflect({_SYSTEM}) = b.order_number",
-     "reflect"),
+    (f"SELECT a.city_id FROM data_stream a JOIN data_stream b ON reflect({_SYSTEM}) = b.order_number", "reflect"),
     (f"SELECT home FROM data_stream LATERAL VIEW explode(array(reflect({_SYSTEM}))) t AS home", "reflect"),
     (f"SELECT x FROM data_stream LATERAL VIEW Java_Method({_SYSTEM}) t AS x", "Java_Method"),
     ("SELECT x FROM data_stream LATERAL VIEW range(3) t AS x", "range"),
@@ -81,8 +91,10 @@ HOSTILE: list[tuple[str, str]] = [
     ("INSERT OVERWRITE DIRECTORY '{marker}' SELECT * FROM data_stream", "INSERT OVERWRITE"),
     ("DROP TABLE data_stream", "DROP"),
     ("CACHE TABLE data_stream", "CACHE TABLE"),
-    ("SELECT city_id FROM data_stream; SELECT reflect('java.lang.System', 'exit', 1) FROM data_stream",
-     "exactly one SELECT"),
+    (
+        "SELECT city_id FROM data_stream; SELECT reflect('java.lang.System', 'exit', 1) FROM data_stream",
+        "exactly one SELECT",
+    ),
     ("LOAD DATA LOCAL INPATH '/etc/passwd' INTO TABLE data_stream", "LOAD DATA"),
     ("BEGIN SELECT 1; END", "BEGIN"),
     ("SHOW TABLES", "SHOW"),
@@ -119,8 +131,7 @@ PLAN_CHECK_ONLY: list[tuple[str, str]] = [
     (f"SELECT system.builtin.reflect({_SYSTEM}) AS home FROM data_stream", "plain name"),
     (f"SELECT IDENTIFIER('reflect')({_SYSTEM}) AS home FROM data_stream", "not allowed"),
     (f"WITH r AS (SELECT reflect({_SYSTEM}) AS home FROM data_stream) SELECT home FROM r", "reflect"),
-    (f"SELECT city_id FROM data_stream WHERE order_number IN (SELECT reflect({_SYSTEM}) FROM data_stream)",
-     "reflect"),
+    (f"SELECT city_id FROM data_stream WHERE order_number IN (SELECT reflect({_SYSTEM}) FROM data_stream)", "reflect"),
     (f"SELECT home FROM data_stream LATERAL VIEW explode(array(reflect({_SYSTEM}))) t AS home", "reflect"),
     ("SELECT version() AS v FROM data_stream", "version"),
     ("SELECT input_file_name() AS f FROM data_stream", "input_file_name"),

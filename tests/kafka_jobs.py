@@ -1,5 +1,6 @@
 """Helpers for tests that run daggers on a real Kafka: produce traffic with bad messages among
 it, write a job file pointing at the test servers, run `dagger run` as a user would."""
+
 from __future__ import annotations
 
 import os
@@ -21,12 +22,20 @@ EXAMPLES = ROOT / "examples" / "daggers"
 @dataclass
 class Produced:
     """What a test produced: the good events and every bad record, by (topic, partition, offset)."""
+
     events: list[dict] = field(default_factory=list)
-    bad: dict[tuple[str, int, int], dict] = field(default_factory=dict)   # -> {key, value, kind}
+    bad: dict[tuple[str, int, int], dict] = field(default_factory=dict)  # -> {key, value, kind}
 
 
-def produce(broker, topics: list[str], events: list[dict], message_class, *, bad: list[tuple[bytes, bytes | None, str]] = (),
-            every: int = 97) -> Produced:
+def produce(
+    broker,
+    topics: list[str],
+    events: list[dict],
+    message_class,
+    *,
+    bad: list[tuple[bytes, bytes | None, str]] = (),
+    every: int = 97,
+) -> Produced:
     """Produce events round-robin over topics (key = order number or driver id), with the bad
     records (key, value, kind) spread among them; record where each bad one landed."""
     out = Produced(events=list(events))
@@ -65,8 +74,14 @@ def job_file(tmp_path: Path, example: str, *, kafka, sink: dict | None = None, *
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dagger_runtime", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "dagger_runtime", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def consume_all(broker, topic: str, expected: int, timeout_s: float = 30) -> list:
@@ -74,8 +89,9 @@ def consume_all(broker, topic: str, expected: int, timeout_s: float = 30) -> lis
     return read_topic(broker.bootstrap_servers, topic, expected, timeout_s)
 
 
-def read_topic(bootstrap_servers: str, topic: str, expected: int, timeout_s: float = 30, *,
-               enough=None, **client) -> list:
+def read_topic(
+    bootstrap_servers: str, topic: str, expected: int, timeout_s: float = 30, *, enough=None, **client
+) -> list:
     """Every record of a topic from its start, until `expected` arrived (or `enough(records)`
     says so) or `timeout_s` passed, then
     2 s more, in which anything beyond `expected` (a duplicate) would show. The partitions are
@@ -91,7 +107,7 @@ def read_topic(bootstrap_servers: str, topic: str, expected: int, timeout_s: flo
         while not partitions and time.monotonic() < deadline:
             partitions = consumer.partitions_for_topic(topic) or set()
             if not partitions:
-                consumer.topics()           # asks the brokers again
+                consumer.topics()  # asks the brokers again
                 time.sleep(0.5)
         if not partitions:
             return records
@@ -115,8 +131,14 @@ def read_topic(bootstrap_servers: str, topic: str, expected: int, timeout_s: flo
 def start_cli(*args: str, log: Path, env: dict | None = None) -> subprocess.Popen:
     """`dagger ...` in the background, in its own process group (so a test can SIGKILL the driver
     and its JVM together), stderr to `log`."""
-    return subprocess.Popen([sys.executable, "-m", "dagger_runtime", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=open(log, "wb"), start_new_session=True, env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "dagger_runtime", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "wb"),
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def wait_for(what: str, check, timeout_s: float = 600, proc: subprocess.Popen | None = None, log: Path | None = None):
@@ -129,8 +151,10 @@ def wait_for(what: str, check, timeout_s: float = 600, proc: subprocess.Popen | 
         if value:
             return value
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the job exited ({proc.returncode}) while waiting for {what}:\n"
-                                 f"{log.read_text()[-3000:] if log else ''}")
+            raise AssertionError(
+                f"the job exited ({proc.returncode}) while waiting for {what}:\n"
+                f"{log.read_text()[-3000:] if log else ''}"
+            )
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}:\n{log.read_text()[-3000:] if log else ''}")
 

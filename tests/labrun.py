@@ -1,4 +1,5 @@
 """Running `python -m lab` from tests, on ports of their own."""
+
 from __future__ import annotations
 
 import subprocess
@@ -6,12 +7,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PORT_BASE = 23000       # away from a developer's lab on the default 19000
+PORT_BASE = 23000  # away from a developer's lab on the default 19000
 
 
 def lab(command: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lab", *command], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def team_influx(lab_dir: Path, port_base: int, team: str, query: str, epoch: str | None = None) -> list[dict]:
@@ -27,8 +29,10 @@ def team_influx(lab_dir: Path, port_base: int, team: str, query: str, epoch: str
     user = access.sink_user(team)
     params = {"db": access.sink_database(team), "q": query, **({"epoch": epoch} if epoch else {})}
     login = b64encode(f"{user}:{access.influx_password(user, lab_dir)}".encode()).decode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port_base + 4086}/query",
-                                     data=urllib.parse.urlencode(params).encode(),
-                                     headers={"Authorization": f"Basic {login}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port_base + 4086}/query",
+        data=urllib.parse.urlencode(params).encode(),
+        headers={"Authorization": f"Basic {login}"},
+    )
     with urllib.request.urlopen(request, timeout=10) as r:
         return json.loads(r.read())["results"][0].get("series", [])

@@ -1,5 +1,6 @@
 """Independent reference computations for the tests: plain Python over the generated events,
 s2sphere for S2 — never the runtime's own code."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -2,6 +2,7 @@
 
 Every query goes through both sandbox checks, as a job's query does, so the suite also proves
 that each UDF and query form it uses passes them."""
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame

@@ -1,6 +1,7 @@
 """PySpark's callback server behind a token: a connection without it is closed before any call
 runs, a connection with it is answered, and Spark's own callbacks (foreachBatch, the listener)
 keep running, on a real local Spark session."""
+
 from __future__ import annotations
 
 import socket
@@ -37,15 +38,27 @@ def test_the_callback_server_answers_only_with_its_token_and_spark_still_calls_b
     from pyspark.sql.streaming import StreamingQueryListener
 
     class Listener(StreamingQueryListener):
-        def onQueryStarted(self, event): pass
-        def onQueryProgress(self, event): progress.set()
-        def onQueryIdle(self, event): pass
-        def onQueryTerminated(self, event): pass
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            progress.set()
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
 
     listener = Listener()
     spark.streams.addListener(listener)
-    query = (spark.readStream.format("rate").option("rowsPerSecond", 10).load()
-             .writeStream.foreachBatch(lambda df, batch_id: batches.append(df.count())).start())
+    query = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 10)
+        .load()
+        .writeStream.foreachBatch(lambda df, batch_id: batches.append(df.count()))
+        .start()
+    )
     try:
         deadline = time.monotonic() + 120
         while len(batches) < 2 and time.monotonic() < deadline:
@@ -76,8 +89,7 @@ def test_the_callback_server_answers_only_with_its_token_and_spark_still_calls_b
 
 def test_a_callback_server_started_without_a_token_is_refused():
     """Stopping a running server would drop the objects it serves, so the driver refuses to run."""
-    gateway = SimpleNamespace(_callback_server=object(),
-                              callback_server_parameters=SimpleNamespace(auth_token=None))
+    gateway = SimpleNamespace(_callback_server=object(), callback_server_parameters=SimpleNamespace(auth_token=None))
     session = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=gateway))
     with pytest.raises(CallbackAuthError, match="without an auth token"):
         authenticate_callbacks(session)

@@ -3,6 +3,7 @@ seen independently of the fault code (/proc, the ports, the Spark master's /json
 /ping, Kafka's own view of its cluster, `lab status --json`), undone, and the recovery seen the same
 way; the journal undoing what a SIGKILLed drill left; SIGTERM rolling a drill back; the seeded
 choice of a share of the brokers; LOKI's instance_recovery. Every test leaves the lab healthy."""
+
 from __future__ import annotations
 
 import json
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
 
 
 # --- independent observers ----------------------------------------------------------------------
+
 
 def status(env) -> dict[str, dict]:
     """`lab status --json` by program: supervisord's state, pid, whether the address answers."""
@@ -65,7 +67,7 @@ def proc_state(pid: int) -> str | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    state = text[text.rindex(")") + 2:].split()[0]
+    state = text[text.rindex(")") + 2 :].split()[0]
     return None if state in ("Z", "X") else state
 
 
@@ -111,7 +113,9 @@ def live_brokers(env, cluster: str = "primary") -> list[int]:
     from kafka.errors import KafkaError
 
     up = ",".join(c["address"] for p, c in status(env).items() if p.startswith(f"kafka-{cluster}-") and c["answers"])
-    admin = KafkaAdminClient(bootstrap_servers=up, client_id="chaos-test", request_timeout_ms=5000, **login(env, cluster))
+    admin = KafkaAdminClient(
+        bootstrap_servers=up, client_id="chaos-test", request_timeout_ms=5000, **login(env, cluster)
+    )
     try:
         # the client asks a broker of the metadata's, at random: one cut off the network times out,
         # and is left out of the next pick (its reconnect back-off)
@@ -128,11 +132,16 @@ def live_brokers(env, cluster: str = "primary") -> list[int]:
 def under_replicated(env, cluster: str = "primary") -> list[str]:
     from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=servers(env, cluster), client_id="chaos-test", request_timeout_ms=5000,
-                             **login(env, cluster))
+    admin = KafkaAdminClient(
+        bootstrap_servers=servers(env, cluster), client_id="chaos-test", request_timeout_ms=5000, **login(env, cluster)
+    )
     try:
-        return [f"{t['name']}-{p['partition_index']}" for t in admin.describe_topics(admin.list_topics())
-                for p in t["partitions"] if set(p["isr_nodes"]) != set(p["replica_nodes"])]
+        return [
+            f"{t['name']}-{p['partition_index']}"
+            for t in admin.describe_topics(admin.list_topics())
+            for p in t["partitions"]
+            if set(p["isr_nodes"]) != set(p["replica_nodes"])
+        ]
     finally:
         admin.close()
 
@@ -152,7 +161,7 @@ def round_trip(env, topic: str) -> None:
     # a hang guard, not a speed limit: after a broker leaves, a loaded 2-core CI machine took over 30 s
     # before the consumer's metadata led it to the partitions' new leaders
     deadline = time.monotonic() + 180
-    while not sent <= got and time.monotonic() < deadline:     # done when all are read, not after idling
+    while not sent <= got and time.monotonic() < deadline:  # done when all are read, not after idling
         for records in consumer.poll(timeout_ms=500).values():
             got.update(r.value for r in records)
     consumer.close()
@@ -168,7 +177,7 @@ def kafka_answers_api(port: int, timeout_s: float = 3) -> bool:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
             s.sendall(struct.pack(">i", len(body)) + body)
             return len(s.recv(4)) == 4
-    except OSError:         # a timeout included
+    except OSError:  # a timeout included
         return False
 
 
@@ -250,12 +259,13 @@ def healthy_kafka(env, topic: str) -> None:
 
 # --- the tests ----------------------------------------------------------------------------------
 
+
 def test_broker_kill_stays_down_then_comes_back(lab_env, faults, topic):
     lab_, f = faults
     before = status(lab_env)["kafka-primary-2"]
     fault = f.inject(make_fault("broker-kill", lab_, target="primary", ids=[2], downtime="10s"))
     assert fault.programs == ["kafka-primary-2"]
-    assert proc_state(before["pid"]) is None                      # the JVM is gone
+    assert proc_state(before["pid"]) is None  # the JVM is gone
     # supervisord restarts what exits (autorestart=true): for longer than a restart and a broker's
     # start take, nothing may come back and serve
     server_properties = f"{lab_env['DAGGER_LAB_DIR']}/kafka/primary-2/config/server.properties"
@@ -267,8 +277,8 @@ def test_broker_kill_stays_down_then_comes_back(lab_env, faults, topic):
     now = status(lab_env)["kafka-primary-2"]
     assert now["state"] == "STOPPED" and now["pid"] is None
     log = (Path(lab_env["DAGGER_LAB_DIR"]) / "supervisor" / "logs" / "supervisord.log").read_text()
-    since_kill = log[log.rindex("stopped: kafka-primary-2 (terminated by SIGKILL)"):]
-    assert "spawned: 'kafka-primary-2'" not in since_kill          # supervisord started nothing
+    since_kill = log[log.rindex("stopped: kafka-primary-2 (terminated by SIGKILL)") :]
+    assert "spawned: 'kafka-primary-2'" not in since_kill  # supervisord started nothing
     assert poll(lambda: live_brokers(lab_env) == [1, 3], 30, "the controller drops broker 2")
 
     assert f.undo(fault) == []
@@ -277,7 +287,7 @@ def test_broker_kill_stays_down_then_comes_back(lab_env, faults, topic):
     healthy_kafka(lab_env, topic)
     assert fault.injected_at < fault.undone_at <= fault.healthy_at
     assert [t["signal"] for t in fault.touched] == ["SIGSTOP", "SIGKILL"]
-    assert f.undo(fault) == []                                    # twice is harmless
+    assert f.undo(fault) == []  # twice is harmless
 
 
 def test_broker_pause_hangs_a_broker_with_its_port_open_and_undo_resumes_it(lab_env, faults, topic):
@@ -286,9 +296,9 @@ def test_broker_pause_hangs_a_broker_with_its_port_open_and_undo_resumes_it(lab_
     assert kafka_answers_api(port_of(broker))
     fault = f.inject(make_fault("broker-pause", lab_, target="primary", ids=[3]))
     assert proc_state(broker["pid"]) == "T"
-    assert answers(port_of(broker))                               # the kernel still accepts
-    assert not kafka_answers_api(port_of(broker))                 # Kafka never answers
-    assert status(lab_env)["kafka-primary-3"]["state"] == "RUNNING"   # supervisord sees nothing
+    assert answers(port_of(broker))  # the kernel still accepts
+    assert not kafka_answers_api(port_of(broker))  # Kafka never answers
+    assert status(lab_env)["kafka-primary-3"]["state"] == "RUNNING"  # supervisord sees nothing
     assert f.undo(fault) == []
     assert proc_state(broker["pid"]) not in ("T", None)
     assert status(lab_env)["kafka-primary-3"]["pid"] == broker["pid"]
@@ -302,9 +312,11 @@ def test_failure_percentage_picks_a_seeded_share_and_broker_stop_stops_them_clea
     picked = make_fault("broker-stop", lab_, target="primary", failure_percentage=50, seed=7)
     assert len(picked.params["brokers"]) == 2 and set(picked.params["brokers"]) <= {1, 2, 3}
     for _ in range(3):
-        assert make_fault("broker-stop", lab_, failure_percentage=50, seed=7).params["brokers"] == picked.params["brokers"]
-    assert len({tuple(choose([1, 2, 3], 50, seed)) for seed in range(20)}) > 1   # the seed matters
-    assert choose([1, 2, 3], 1, "x") != [] and len(choose([1, 2, 3], 1, "x")) == 1   # at least one
+        assert (
+            make_fault("broker-stop", lab_, failure_percentage=50, seed=7).params["brokers"] == picked.params["brokers"]
+        )
+    assert len({tuple(choose([1, 2, 3], 50, seed)) for seed in range(20)}) > 1  # the seed matters
+    assert choose([1, 2, 3], 1, "x") != [] and len(choose([1, 2, 3], 1, "x")) == 1  # at least one
     assert choose([1, 2, 3], 100, 0) == [1, 2, 3]
     assert len(choose(list(range(10)), 25, 3)) == 3
     with pytest.raises(FaultError):
@@ -317,7 +329,7 @@ def test_failure_percentage_picks_a_seeded_share_and_broker_stop_stops_them_clea
     for broker in stopped:
         assert proc_state(broker["pid"]) is None and not answers(port_of(broker))
     log = (Path(lab_env["DAGGER_LAB_DIR"]) / "supervisor" / "logs" / "supervisord.log").read_text()
-    assert all(f"stopped: {b['program']} (exit status 143)" in log for b in stopped)   # SIGTERM, handled
+    assert all(f"stopped: {b['program']} (exit status 143)" in log for b in stopped)  # SIGTERM, handled
     assert poll(lambda: live_brokers(lab_env) == kept, 30, "only the kept broker listed")
     assert f.undo(fault) == []
     healthy_kafka(lab_env, topic)
@@ -366,8 +378,9 @@ def mounted_on(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("kind, broker, errno_", [("disk-break", 2, 30), ("disk-fill", 3, 28)])
-def test_a_broken_or_full_data_disk_takes_the_broker_out_and_undo_brings_it_back(lab_env, faults, topic, kind,
-                                                                                    broker, errno_):
+def test_a_broken_or_full_data_disk_takes_the_broker_out_and_undo_brings_it_back(
+    lab_env, faults, topic, kind, broker, errno_
+):
     """LOKI's data_disk_failure: the broker's next write fails (EROFS 30, ENOSPC 28), Kafka takes
     the directory offline and the broker leaves the cluster; undo restores the disk and the broker."""
     lab_, f = faults
@@ -388,7 +401,7 @@ def test_a_broken_or_full_data_disk_takes_the_broker_out_and_undo_brings_it_back
     assert mounted_on(directory) == [] and write_error(directory) is None
     assert status(lab_env)[f"kafka-primary-{broker}"]["state"] == "RUNNING"
     healthy_kafka(lab_env, topic)
-    assert f.undo(fault) == []                                    # twice is harmless
+    assert f.undo(fault) == []  # twice is harmless
 
 
 def nft_ruleset() -> str:
@@ -399,12 +412,12 @@ def test_network_cut_partitions_a_broker_from_its_clients_not_from_the_quorum(la
     lab_, f = faults
     broker = status(lab_env)["kafka-primary-2"]
     port = port_of(broker)
-    controller_port = port + 1          # the lab's CONTROLLER listener (server.properties)
+    controller_port = port + 1  # the lab's CONTROLLER listener (server.properties)
     assert kafka_answers_api(port) and answers(controller_port)
     fault = f.inject(make_fault("network-cut", lab_, target="primary", ids=[2]))
     assert str(port) in nft_ruleset()
-    assert not answers(port) and not kafka_answers_api(port)       # dropped: no answer at all
-    assert answers(controller_port)                               # the quorum still reaches it
+    assert not answers(port) and not kafka_answers_api(port)  # dropped: no answer at all
+    assert answers(controller_port)  # the quorum still reaches it
     # the broker runs on, and the controller still counts it: a partial partition
     assert status(lab_env)["kafka-primary-2"]["pid"] == broker["pid"] and proc_state(broker["pid"]) is not None
     time.sleep(3)
@@ -424,8 +437,7 @@ def topic_led_by(env, leaders: list[int]) -> str:
     assignment = {i: [b] + sorted({1, 2, 3} - {b}) for i, b in enumerate(leaders)}
     admin = KafkaAdminClient(bootstrap_servers=servers(env), client_id="chaos-test", **login(env))
     try:
-        admin.create_topics([NewTopic(name, num_partitions=-1, replication_factor=-1,
-                                      replica_assignments=assignment)])
+        admin.create_topics([NewTopic(name, num_partitions=-1, replication_factor=-1, replica_assignments=assignment)])
     finally:
         admin.close()
     poll(lambda: round_trip(env, name) or True, 60, "the new topic takes writes")
@@ -436,10 +448,17 @@ def produce_seconds(env, topic: str, partition: int, total_bytes: int) -> float:
     """How long acks=all writes of `total_bytes` to one partition take, end to end."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=servers(env), acks="all", linger_ms=0, batch_size=16384,
-                             request_timeout_ms=120_000, delivery_timeout_ms=300_000, **login(env))
+    producer = KafkaProducer(
+        bootstrap_servers=servers(env),
+        acks="all",
+        linger_ms=0,
+        batch_size=16384,
+        request_timeout_ms=120_000,
+        delivery_timeout_ms=300_000,
+        **login(env),
+    )
     producer.partitions_for(topic)
-    payload = os.urandom(8000)      # random: nothing compresses it away
+    payload = os.urandom(8000)  # random: nothing compresses it away
     started = time.monotonic()
     for _ in range(total_bytes // len(payload)):
         producer.send(topic, partition=partition, value=payload)
@@ -464,7 +483,7 @@ def tc_class_bytes(dev: str = "lo") -> dict[str, int]:
 def test_network_slow_throttles_a_brokers_client_traffic_and_nothing_else(lab_env, faults, topic):
     lab_, f = faults
     broker = status(lab_env)["kafka-primary-3"]
-    led = topic_led_by(lab_env, [3, 1, 2])     # partition 0 led by broker 3, partition 1 by broker 1
+    led = topic_led_by(lab_env, [3, 1, 2])  # partition 0 led by broker 3, partition 1 by broker 1
     fault = f.inject(make_fault("network-slow", lab_, target="primary", ids=[3]))
     rate_bits = 256_000
     assert fault.params["rate"] == "256kbit"
@@ -473,7 +492,7 @@ def test_network_slow_throttles_a_brokers_client_traffic_and_nothing_else(lab_en
     # the throttle; at 256 kbit/s (32 kB/s, less its 16 kB burst) that cannot take under 7 s
     took = produce_seconds(lab_env, led, 0, 320_000)
     assert took >= (320_000 - 16_384) / (rate_bits / 8) * 0.75, took
-    assert tc_class_bytes()[klass] >= 320_000                     # the kernel counted them through it
+    assert tc_class_bytes()[klass] >= 320_000  # the kernel counted them through it
     # another broker's traffic is not throttled: the rest of loopback goes out unshaped
     assert produce_seconds(lab_env, led, 1, 64_000) < took
     assert proc_state(broker["pid"]) is not None
@@ -507,12 +526,33 @@ def submit_sleeper(env, cluster: str, script: Path) -> str:
     # the platform's client: the cluster's secret in the environment, its settings as --conf
     conf = [a for k, v in auth_conf(lab_cluster(env, cluster)).items() for a in ("--conf", f"{k}={v}")]
     done = subprocess.run(
-        [f"{home}/bin/spark-submit", "--master", spec["master"], "--deploy-mode", "cluster", "--supervise",
-         "--name", "chaos-sleeper", "--driver-memory", "256m", "--conf", f"spark.pyspark.python={spec['python']}",
-         "--conf", f"spark.pyspark.driver.python={spec['python']}", *conf,
-         "--class", "org.apache.spark.deploy.PythonRunner", str(jar), str(script), ""],
-        capture_output=True, text=True, timeout=180,
-        env={**env, "SPARK_LOCAL_IP": "127.0.0.1", **client_env(lab_cluster(env, cluster))})
+        [
+            f"{home}/bin/spark-submit",
+            "--master",
+            spec["master"],
+            "--deploy-mode",
+            "cluster",
+            "--supervise",
+            "--name",
+            "chaos-sleeper",
+            "--driver-memory",
+            "256m",
+            "--conf",
+            f"spark.pyspark.python={spec['python']}",
+            "--conf",
+            f"spark.pyspark.driver.python={spec['python']}",
+            *conf,
+            "--class",
+            "org.apache.spark.deploy.PythonRunner",
+            str(jar),
+            str(script),
+            "",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**env, "SPARK_LOCAL_IP": "127.0.0.1", **client_env(lab_cluster(env, cluster))},
+    )
     found = [w for w in (done.stdout + done.stderr).split() if w.startswith("driver-")]
     assert done.returncode == 0 and found, done.stderr[-2000:]
     return found[0].rstrip(".,")
@@ -537,8 +577,10 @@ def test_driver_kill_and_the_supervised_restart(lab_env, faults, tmp_path):
         fault = f.inject(make_fault("driver-kill", lab_, target="green", ids=[driver_id]))
         assert proc_state(jvm[0]) is None
         assert [t["pid"] for t in fault.touched] == jvm
-        assert f.undo(fault) == []          # only checks: --supervise restarted it
-        again = [p for p in processes_with(f"/{driver_id}/") if "DriverWrapper" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert f.undo(fault) == []  # only checks: --supervise restarted it
+        again = [
+            p for p in processes_with(f"/{driver_id}/") if "DriverWrapper" in Path(f"/proc/{p}/cmdline").read_text()
+        ]
         assert again and again != jvm
         assert {d["id"]: d["state"] for d in master_json(lab_env, "green")["activedrivers"]}[driver_id] == "RUNNING"
     finally:
@@ -563,7 +605,7 @@ def test_spark_worker_kill_master_kill_and_cluster_down(lab_env, faults):
     fault = f.inject(make_fault("worker-kill", lab_, target="blue", ids=[f"spark-blue-{hit}-worker"]))
     assert proc_state(worker["pid"]) is None and not answers(port_of(worker))
     assert poll(lambda: worker_state(lab_env, "blue", worker, hit) == "DEAD", 30, "the master lists the worker DEAD")
-    time.sleep(4)       # longer than supervisord's restart and startsecs: still down
+    time.sleep(4)  # longer than supervisord's restart and startsecs: still down
     assert status(lab_env)[f"spark-blue-{hit}-worker"]["state"] == "STOPPED" and not answers(port_of(worker))
     assert proc_state(workers[spared]["pid"]) is not None
     assert worker_state(lab_env, "blue", workers[spared], spared) == "ALIVE"
@@ -578,8 +620,11 @@ def test_spark_worker_kill_master_kill_and_cluster_down(lab_env, faults):
     assert f.undo(fault) == []
     for t in TEAMS:
         assert master_json(lab_env, "blue", t)["status"] == "ALIVE"
-        assert poll(lambda: worker_state(lab_env, "blue", states[f"spark-blue-{t}-worker"], t) == "ALIVE", 30,  # noqa: B023 - polled before the loop moves on
-                    f"{t}'s blue worker registered again")
+        assert poll(
+            lambda: worker_state(lab_env, "blue", states[f"spark-blue-{t}-worker"], t) == "ALIVE",  # noqa: B023 - polled before the loop moves on
+            30,
+            f"{t}'s blue worker registered again",
+        )
 
     states = status(lab_env)
     green = {p: c for p, c in states.items() if p.startswith("spark-green-")}
@@ -600,8 +645,10 @@ def test_sink_down_for_influxdb_and_postgresql(lab_env, faults):
     influx, pg = states["influxdb"], states["postgresql-daggers"]
     assert influx_ping(influx) and postgres_query(lab_env)
 
-    down = [f.inject(make_fault("sink-down", lab_, target="influxdb")),
-            f.inject(make_fault("sink-down", lab_, target="postgresql"))]
+    down = [
+        f.inject(make_fault("sink-down", lab_, target="influxdb")),
+        f.inject(make_fault("sink-down", lab_, target="postgresql")),
+    ]
     assert not influx_ping(influx) and proc_state(influx["pid"]) is None
     assert not postgres_query(lab_env) and not answers(port_of(pg)) and proc_state(pg["pid"]) is None
     for fault in down:
@@ -611,14 +658,14 @@ def test_sink_down_for_influxdb_and_postgresql(lab_env, faults):
 
 def test_instance_recovery(lab_env, faults, tmp_path):
     """true: undone at the end of its downtime; false: down until the drill's final rollback."""
-    lab_, _ = faults        # the fixture's rollback is the safety net; this drill has its own
+    lab_, _ = faults  # the fixture's rollback is the safety net; this drill has its own
     influx = status(lab_env)["influxdb"]
     with Faults(tmp_path / "drill.json", lab_) as drill:
         kept = drill.run(make_fault("sink-down", lab_, target="influxdb", downtime="1s", instance_recovery=False))
         assert kept.active and not influx_ping(influx)
         recovered = drill.run(make_fault("broker-pause", lab_, target="primary", ids=[1], downtime="1s"))
         assert recovered.state == "undone" and recovered.healthy_at and not recovered.active
-        assert not influx_ping(influx)          # still down: only the final rollback undoes it
+        assert not influx_ping(influx)  # still down: only the final rollback undoes it
         assert drill.faults == [kept, recovered]
     assert kept.state == "undone" and kept.healthy_at and influx_ping(influx)
     assert kept.undone_at > recovered.undone_at
@@ -640,29 +687,59 @@ def test_a_killed_drill_is_undone_from_its_journal_and_sigterm_rolls_back(lab_en
     journal = tmp_path / "drill.json"
     env = {**lab_env, "PYTHONPATH": str(REPO)}
     states = status(lab_env)
-    drill = subprocess.Popen([sys.executable, "-c", DRILL, str(journal)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                             text=True)
+    drill = subprocess.Popen(
+        [sys.executable, "-c", DRILL, str(journal)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert drill.stdout.readline().strip() == "injected"
     finally:
-        drill.kill()                # SIGKILL: no rollback of its own
+        drill.kill()  # SIGKILL: no rollback of its own
         drill.wait(30)
     assert proc_state(states["kafka-primary-3"]["pid"]) == "T"
     assert not influx_ping(states["influxdb"])
-    undo = subprocess.run([sys.executable, "-m", "chaos.faults", "undo", str(journal)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    undo = subprocess.run(
+        [sys.executable, "-m", "chaos.faults", "undo", str(journal)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert proc_state(states["kafka-primary-3"]["pid"]) not in ("T", None) and influx_ping(states["influxdb"])
     assert all(f["state"] == "undone" for f in json.loads(journal.read_text())["faults"])
-    again = subprocess.run([sys.executable, "-m", "chaos.faults", "undo", str(journal)], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "chaos.faults", "undo", str(journal)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0 and "nothing to undo" in again.stdout
     healthy_kafka(lab_env, topic)
 
     # SIGTERM to a drill (here the CLI holding a fault for 10 minutes) undoes its faults on the way out
-    cli = subprocess.Popen([sys.executable, "-m", "chaos.faults", "inject", "sink-down", "--target", "postgresql",
-                            "--downtime", "10m", "--journal", str(tmp_path / "cli.json")], cwd=REPO, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chaos.faults",
+            "inject",
+            "sink-down",
+            "--target",
+            "postgresql",
+            "--downtime",
+            "10m",
+            "--journal",
+            str(tmp_path / "cli.json"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         poll(lambda: not answers(port_of(states["postgresql-daggers"])), 60, "PostgreSQL down")
         time.sleep(0.5)
@@ -695,6 +772,11 @@ def test_kinds_out_of_scope_say_so_and_bad_targets_are_refused(lab_env):
     # a lab folder and a port base of two different labs are not mixed up
     with pytest.raises(FaultError, match="different labs"):
         make_fault("sink-down", Lab(lab_.dir, lab_.port_base + 10000), target="influxdb")
-    help_text = subprocess.run([sys.executable, "-m", "chaos.faults", "inject", "--help"], cwd=REPO,
-                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    help_text = subprocess.run(
+        [sys.executable, "-m", "chaos.faults", "inject", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert help_text.returncode == 0 and "--failure-percentage" in help_text.stdout

@@ -1,6 +1,7 @@
 """The host tools under the disk and network faults (chaos/faults/host.py), on real mounts: the
 kernel's mount table read back with its escapes, a filesystem filled to the last byte, paths that
 could reach mount(8)'s option string refused."""
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ def tmpfs(tmp_path):
     where.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "chaos-test", str(where)], check=True)
     yield where
-    for path in (where / "data", where):     # whatever a failed test left stacked, top first
+    for path in (where / "data", where):  # whatever a failed test left stacked, top first
         while host.mounts_at(path) and subprocess.run(["umount", str(path)], check=False).returncode == 0:
             pass
 
@@ -33,7 +34,7 @@ def test_the_mount_table_names_a_path_with_a_space_and_fill_leaves_no_byte(tmpfs
     assert os.statvfs(tmpfs).f_bavail == 0
     with pytest.raises(OSError) as raised:
         (tmpfs / "more").write_bytes(b"x" * 4096)
-    assert raised.value.errno == 28       # ENOSPC
+    assert raised.value.errno == 28  # ENOSPC
 
 
 def test_unmount_all_takes_only_the_kinds_it_is_told(tmpfs):
@@ -64,7 +65,7 @@ def test_undo_takes_off_a_half_made_disk_break_down_to_the_mounts_there_before(t
 
     data = tmpfs / "data"
     data.mkdir()
-    subprocess.run(["mount", "--bind", str(data), str(data)], check=True)        # half-made: still rw
+    subprocess.run(["mount", "--bind", str(data), str(data)], check=True)  # half-made: still rw
     fault = DiskBreak.__new__(DiskBreak)
     DiskBreak._unmount(fault, str(data), 0)
     assert host.mounts_at(data) == []
@@ -72,7 +73,7 @@ def test_undo_takes_off_a_half_made_disk_break_down_to_the_mounts_there_before(t
     DiskBreak._mount(fault, str(tmpfs))
     with pytest.raises(OSError) as raised:
         (tmpfs / "x").write_bytes(b"x")
-    assert raised.value.errno == 30       # EROFS
+    assert raised.value.errno == 30  # EROFS
     DiskBreak._unmount(fault, str(tmpfs), 1)
     assert [m["fstype"] for m in host.mounts_at(tmpfs)] == ["tmpfs"]
     (tmpfs / "x").write_bytes(b"x")

@@ -4,6 +4,7 @@ naming the file, the line and the field; the `python -m chaos drill` commands.
 
 Every expected time, line and message below is written by hand from the files, not computed.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,14 @@ from chaos.playbook import (
 
 REPO = Path(__file__).resolve().parent.parent
 HOSTILE = REPO / "tests" / "fixtures" / "hostile_playbooks"
-SAMPLES = ["kafka-failover", "spark-failover", "brokers-half-down", "broker-disk-failure", "network-partition",
-           "sink-down"]
+SAMPLES = [
+    "kafka-failover",
+    "spark-failover",
+    "brokers-half-down",
+    "broker-disk-failure",
+    "network-partition",
+    "sink-down",
+]
 
 
 def sample(name: str):
@@ -48,18 +55,39 @@ def timed(steps, *actions: str) -> list[tuple[float, str]]:
 
 # -- scalars as LOKI writes them ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, seconds", [("20m", 1200), ("90s", 90), ("1h30m", 5400), ("2h", 7200),
-                                           ("1m30s", 90), ("500ms", 0.5), ("0s", 0), ("1.5h", 5400),
-                                           ("30s1m", 90)])
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("20m", 1200),
+        ("90s", 90),
+        ("1h30m", 5400),
+        ("2h", 7200),
+        ("1m30s", 90),
+        ("500ms", 0.5),
+        ("0s", 0),
+        ("1.5h", 5400),
+        ("30s1m", 90),
+    ],
+)
 def test_durations_are_loki_strings(text, seconds):
     """Go's duration grammar, which LOKI's are: decimals, and parts in any order, each with its unit."""
     assert duration(text) == seconds
 
 
-@pytest.mark.parametrize("text, fragment", [("20 mins", "is not a duration"), ("-20m", "is negative"),
-                                            (20, "has no unit"), ("1h30", "is not a duration"),
-                                            ("m", "is not a duration"), (True, "expected a duration"),
-                                            ("20", "has no unit"), ("1.5.2s", "is not a duration")])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("20 mins", "is not a duration"),
+        ("-20m", "is negative"),
+        (20, "has no unit"),
+        ("1h30", "is not a duration"),
+        ("m", "is not a duration"),
+        (True, "expected a duration"),
+        ("20", "has no unit"),
+        ("1.5.2s", "is not a duration"),
+    ],
+)
 def test_a_duration_needs_a_unit_on_every_number(text, fragment):
     with pytest.raises(ValueError, match=fragment):
         duration(text)
@@ -70,16 +98,25 @@ def test_failure_percentages_are_loki_strings_or_numbers(given, value):
     assert percentage(given) == value
 
 
-@pytest.mark.parametrize("given, fragment", [("0%", "fails nothing"), (0, "fails nothing"),
-                                             ("150%", "more than every instance"), ("-5%", "fails nothing"),
-                                             ("ten", "not a percentage"), (True, "expected a percentage")])
+@pytest.mark.parametrize(
+    "given, fragment",
+    [
+        ("0%", "fails nothing"),
+        (0, "fails nothing"),
+        ("150%", "more than every instance"),
+        ("-5%", "fails nothing"),
+        ("ten", "not a percentage"),
+        (True, "expected a percentage"),
+    ],
+)
 def test_a_failure_percentage_is_in_0_to_100(given, fragment):
     with pytest.raises(ValueError, match=fragment):
         percentage(given)
 
 
-@pytest.mark.parametrize("given, value", [("true", True), ("false", False), (True, True), (False, False),
-                                          ("True", True)])
+@pytest.mark.parametrize(
+    "given, value", [("true", True), ("false", False), (True, True), (False, False), ("True", True)]
+)
 def test_flags_are_loki_strings_or_booleans(given, value):
     assert flag(given) is value
 
@@ -95,12 +132,14 @@ def test_durations_print_as_they_are_written():
 
 # -- the lab ---------------------------------------------------------------------------------------------
 
+
 def test_the_lab_is_read_from_its_inventory():
     lab = lab_inventory()
     assert dict(lab.kafka) == {"primary": (1, 2, 3), "mirror": (1,)}
     assert dict(lab.min_insync) == {"primary": 2, "mirror": 1}
-    assert dict(lab.spark) == {c: (f"spark-{c}-allocations-worker", f"spark-{c}-api-health-worker")
-                               for c in ("blue", "green")}
+    assert dict(lab.spark) == {
+        c: (f"spark-{c}-allocations-worker", f"spark-{c}-api-health-worker") for c in ("blue", "green")
+    }
     assert lab.sinks == ("influxdb", "postgresql")
     names, prefixes = lab.topics["primary"]
     assert "GO_RIDE-booking-log" in names and "p-logstream-" in prefixes
@@ -109,6 +148,7 @@ def test_the_lab_is_read_from_its_inventory():
 
 
 # -- the sample playbooks -------------------------------------------------------------------------------
+
 
 def test_every_sample_playbook_is_there_and_loads():
     assert sorted(p.stem for p in PLAYBOOKS_DIR.glob("*.yaml")) == sorted(SAMPLES)
@@ -123,15 +163,27 @@ def test_every_sample_playbook_is_there_and_loads():
 def test_kafka_failover_plan():
     book = sample("kafka-failover")
     (f,) = book.faults
-    assert (f.kind, f.cluster, f.count, f.of, f.at, f.downtime, f.recovers) == \
-        ("cluster-down", "primary", 3, 3, 120, 180, True)
+    assert (f.kind, f.cluster, f.count, f.of, f.at, f.downtime, f.recovers) == (
+        "cluster-down",
+        "primary",
+        3,
+        3,
+        120,
+        180,
+        True,
+    )
     fo = book.failover
     assert (fo.kind, fo.to, fo.mode, fo.rto_target) == ("kafka", "mirror", "command", 30)
     steps = plan(book)
     # at 2m the cluster goes down for 3m; the failover is due 30s later; the primary is back at 5m
     # (MirrorMaker copies what it had not); after: 5m + settle 1m, observed 2m
     assert timed(steps, "inject", "undo", "failover-command", "expect-failover", "verify", "rollback") == [
-        (120, "inject"), (120, "failover-command"), (150, "expect-failover"), (300, "undo"), (660, "verify")]
+        (120, "inject"),
+        (120, "failover-command"),
+        (150, "expect-failover"),
+        (300, "undo"),
+        (660, "verify"),
+    ]
     assert [(s.at, s.until) for s in steps if s.action == "check-after"] == [(420, 660), (420, 660)]
     assert [(s.at, s.until) for s in steps if s.action == "check-before"] == [(60, 120)] * 3
 
@@ -142,7 +194,12 @@ def test_a_fail_back_is_planned_after_the_undo_and_the_short_kafka_drill_has_one
     assert (f.at, f.end, book.failover.fail_back) == (40, 80, 10)
     steps = plan(book)
     assert timed(steps, "inject", "failover-command", "undo", "fail-back", "check-after") == [
-        (40, "inject"), (40, "failover-command"), (80, "undo"), (90, "fail-back"), (180, "check-after")]
+        (40, "inject"),
+        (40, "failover-command"),
+        (80, "undo"),
+        (90, "fail-back"),
+        (180, "check-after"),
+    ]
     assert "back to primary" in next(s.what for s in steps if s.action == "fail-back")
 
 
@@ -154,8 +211,14 @@ def test_spark_failover_plan():
     assert [d.cluster for d in book.deployments] == ["blue", "blue"]
     steps = plan(book)
     assert timed(steps, "inject", "undo", "expect-failover", "check-after", "verify") == [
-        (120, "inject"), (165, "expect-failover"), (300, "undo"), (360, "check-after"), (360, "check-after"),
-        (420, "verify"), (420, "verify")]
+        (120, "inject"),
+        (165, "expect-failover"),
+        (300, "undo"),
+        (360, "check-after"),
+        (360, "check-after"),
+        (420, "verify"),
+        (420, "verify"),
+    ]
 
 
 def test_brokers_half_down_plan():
@@ -166,8 +229,10 @@ def test_brokers_half_down_plan():
     assert book.chaos[0].fault == "broker-stop" and book.chaos[0].failure_percentage == 50.0
     assert book.failover is None
     # LOKI's top-level topic and proto_schema fill the feeder in
-    assert (book.feeders[0].topic, book.feeders[0].message) == \
-        ("GO_RIDE-booking-log", "gojek.esb.booking.BookingLogMessage")
+    assert (book.feeders[0].topic, book.feeders[0].message) == (
+        "GO_RIDE-booking-log",
+        "gojek.esb.booking.BookingLogMessage",
+    )
     assert timed(plan(book), "inject", "undo", "verify") == [(120, "inject"), (240, "undo"), (360, "verify")]
 
 
@@ -189,7 +254,12 @@ def test_network_partition_plan():
     steps = plan(book)
     # cut at 2m for 90s; after from 3m30s + 1m, observed 90s
     assert timed(steps, "inject", "undo", "check-after", "verify") == [
-        (120, "inject"), (210, "undo"), (270, "check-after"), (270, "check-after"), (360, "verify")]
+        (120, "inject"),
+        (210, "undo"),
+        (270, "check-after"),
+        (270, "check-after"),
+        (360, "verify"),
+    ]
 
 
 def test_sink_down_plan():
@@ -198,19 +268,30 @@ def test_sink_down_plan():
     assert (f.kind, f.cluster, f.at, f.downtime) == ("sink-down", "influxdb", 120, 120)
     assert book.deployments[0].sink_server == "influxdb"
     assert timed(plan(book), "inject", "check-during", "undo", "verify") == [
-        (120, "inject"), (120, "check-during"), (240, "undo"), (360, "verify")]
+        (120, "inject"),
+        (120, "check-during"),
+        (240, "undo"),
+        (360, "verify"),
+    ]
 
 
-@pytest.mark.parametrize("shape, rates", [
-    # rate 40; t = 0, 59, 60, 130, 300 s
-    ("constant", [40, 40, 40, 40, 40]),
-    ("{kind: steps, every: 1m, by: 20, max: 100}", [40, 40, 60, 80, 100]),
-    ("{kind: ramp, to: 100, over: 2m}", [40, 69.5, 70, 100, 100]),
-    ("{kind: spike, at: 1m, peak: 400, lasting: 70s}", [40, 40, 400, 40, 40]),
-])
+@pytest.mark.parametrize(
+    "shape, rates",
+    [
+        # rate 40; t = 0, 59, 60, 130, 300 s
+        ("constant", [40, 40, 40, 40, 40]),
+        ("{kind: steps, every: 1m, by: 20, max: 100}", [40, 40, 60, 80, 100]),
+        ("{kind: ramp, to: 100, over: 2m}", [40, 69.5, 70, 100, 100]),
+        ("{kind: spike, at: 1m, peak: 400, lasting: 70s}", [40, 40, 400, 40, 40]),
+    ],
+)
 def test_a_feeders_shape_moves_its_rate(shape, rates):
-    text = (HOSTILE / "zero-percent.yaml").read_text().replace('"0%"', '"50%"').replace(
-        "    rate: 40\n", f"    rate: 40\n    shape: {shape}\n")
+    text = (
+        (HOSTILE / "zero-percent.yaml")
+        .read_text()
+        .replace('"0%"', '"50%"')
+        .replace("    rate: 40\n", f"    rate: 40\n    shape: {shape}\n")
+    )
     feeder = parse(text, source="x.yaml").feeders[0]
     assert [feeder.rate_at(t) for t in (0, 59, 60, 130, 300)] == rates
 
@@ -278,8 +359,15 @@ def test_lokis_document_loads_with_its_values_normalised(tmp_path):
     path.write_text(LOKI)
     book = load(path)
     case = book.chaos[0]
-    assert (case.name, case.blast_radius, case.type, case.failure_percentage, case.data_disk_failure,
-            case.instance_recovery, case.downtime) == ("CASE 1", "primary", "kafka", 10.0, True, True, 1200.0)
+    assert (
+        case.name,
+        case.blast_radius,
+        case.type,
+        case.failure_percentage,
+        case.data_disk_failure,
+        case.instance_recovery,
+        case.downtime,
+    ) == ("CASE 1", "primary", "kafka", 10.0, True, True, 1200.0)
     # data_disk_failure -> disk-break; 10% of the primary's 3 brokers is 1; the first fault after
     # the default warm-up (1m) and baseline (1m)
     assert (case.fault, case.at) == ("disk-break", 120.0)
@@ -293,7 +381,7 @@ def test_lokis_document_loads_with_its_values_normalised(tmp_path):
 
 
 def test_lokis_one_case_at_the_top_level_is_the_drills_fault():
-    text = LOKI[:LOKI.index("chaos:")] + textwrap.dedent("""\
+    text = LOKI[: LOKI.index("chaos:")] + textwrap.dedent("""\
         blast_radius: primary
         type: kafka
         failure_percentage: 100%
@@ -307,13 +395,13 @@ def test_lokis_one_case_at_the_top_level_is_the_drills_fault():
 
 def test_top_level_loki_fields_are_the_defaults_of_each_case():
     text = LOKI.replace('    downtime: "20m"\n', "").replace("chaos:\n", "downtime: 5m\nchaos:\n") + (
-        "  - name: CASE 2\n"
-        "    fault: network-slow\n"
-        "    target: primary/3\n"
-        "    downtime: 1m\n")
+        "  - name: CASE 2\n    fault: network-slow\n    target: primary/3\n    downtime: 1m\n"
+    )
     book = parse(text, source="loki.yaml")
     assert [(f.name, f.kind, f.at, f.downtime) for f in book.faults] == [
-        ("CASE 1", "disk-break", 120, 300), ("CASE 2", "network-slow", 420, 60)]
+        ("CASE 1", "disk-break", 120, 300),
+        ("CASE 2", "network-slow", 420, 60),
+    ]
 
 
 # -- hostile playbooks -----------------------------------------------------------------------------------
@@ -321,26 +409,41 @@ def test_top_level_loki_fields_are_the_defaults_of_each_case():
 # file -> (line, field, a part of the message): read off the fixtures by hand
 EXPECTED = {
     "broker-not-in-cluster.yaml": (18, "chaos[0].target", "4 not in primary (its broker ids: 1, 2, 3)"),
-    "disk-failure-on-spark.yaml": (20, "chaos[0].data_disk_failure", "a data disk failure breaks a Kafka "
-                                                                     "broker's disk"),
+    "disk-failure-on-spark.yaml": (
+        20,
+        "chaos[0].data_disk_failure",
+        "a data disk failure breaks a Kafka broker's disk",
+    ),
     "downtime-20-mins.yaml": (20, "chaos[0].downtime", "'20 mins' is not a duration"),
     "downtime-no-unit.yaml": (20, "chaos[0].downtime", "20 has no unit: write 20s, 20m or 20h"),
     "downtime-too-long.yaml": (20, "chaos[0].downtime", "3h is above the ceiling of 2h"),
     "drill-name-dotdot.yaml": (2, "name", "'../../etc/cron.d/x' is not allowed as a drill name"),
     "drill-name-uppercase.yaml": (2, "name", "'Kafka_Failover' is not allowed as a drill name"),
     "duplicate-key.yaml": (22, "chaos[0].downtime", "given twice (lines 20 and 22)"),
-    "fail-back-after-settle.yaml": (24, "failover.fail_back", "2m after primary is back, but \"after\" is checked "
-                                                              "1m after it (timing.settle)"),
+    "fail-back-after-settle.yaml": (
+        24,
+        "failover.fail_back",
+        '2m after primary is back, but "after" is checked 1m after it (timing.settle)',
+    ),
     "fail-back-never-back.yaml": (25, "failover.fail_back", "cannot move back to primary: chaos[0] leaves it lost"),
-    "failover-cluster-survives.yaml": (21, "failover.kind", "a kafka failover needs primary lost, but the faults "
-                                                            "leave it serving"),
-    "failover-contradicts-faults.yaml": (22, "failover.kind", "a kafka failover, but no fault breaks kafka (the "
-                                                              "faults break spark)"),
+    "failover-cluster-survives.yaml": (
+        21,
+        "failover.kind",
+        "a kafka failover needs primary lost, but the faults leave it serving",
+    ),
+    "failover-contradicts-faults.yaml": (
+        22,
+        "failover.kind",
+        "a kafka failover, but no fault breaks kafka (the faults break spark)",
+    ),
     "failover-to-broken-cluster.yaml": (23, "failover.to", "the daggers move to blue, but chaos[0] breaks blue"),
     "fault-in-warmup.yaml": (21, "chaos[0].at", "30s is inside the warm-up (timing.warmup 1m)"),
     "feeder-key-not-a-field.yaml": (10, "feeders[0].key", "has no 'order_numbr' (did you mean order_number"),
-    "feeder-message-mismatch.yaml": (8, "feeders[0].message", "but the dagger surge-demand reads GO_RIDE-booking-log "
-                                                              "as gojek.esb.booking.BookingLogMessage"),
+    "feeder-message-mismatch.yaml": (
+        8,
+        "feeders[0].message",
+        "but the dagger surge-demand reads GO_RIDE-booking-log as gojek.esb.booking.BookingLogMessage",
+    ),
     "flag-yes.yaml": (20, "chaos[0].instance_recovery", "'yes' is not true or false"),
     "merge-key.yaml": (16, "chaos[0].<<", "merge keys (<<) are not allowed"),
     "missing-dagger-file.yaml": (12, "daggers[0].spec", "no dagger spec at examples/daggers/completed_bookings.yaml"),
@@ -352,18 +455,27 @@ EXPECTED = {
     "shape-wrong-param.yaml": (10, "feeders[0].shape.peak", "a ramp shape takes to and over, not peak"),
     "sink-nobody-writes.yaml": (18, "chaos[0].target", "no dagger of the drill writes to postgresql"),
     "tolerance-without-unit.yaml": (24, "steady_state[0].tolerance.max", "90 has no unit: this probe is a time"),
-    "topic-not-in-lab.yaml": (7, "feeders[0].topic", "'GO_RIDE-boking-log' is not a topic of the lab's primary "
-                                                     "cluster (did you mean GO_RIDE-booking-log"),
+    "topic-not-in-lab.yaml": (
+        7,
+        "feeders[0].topic",
+        "'GO_RIDE-boking-log' is not a topic of the lab's primary cluster (did you mean GO_RIDE-booking-log",
+    ),
     "topic-with-space.yaml": (7, "feeders[0].topic", "' ' is not allowed"),
     "typo-fault-kind.yaml": (18, "chaos[0].fault", "'broker-stp' is not a fault kind (did you mean broker-stop"),
-    "unknown-blast-radius.yaml": (18, "chaos[0].blast_radius", "'mainstream-perf' is not a Kafka cluster of the lab "
-                                                               "(it has primary, mirror)"),
+    "unknown-blast-radius.yaml": (
+        18,
+        "chaos[0].blast_radius",
+        "'mainstream-perf' is not a Kafka cluster of the lab (it has primary, mirror)",
+    ),
     "unknown-key-in-chaos.yaml": (20, "chaos[0].downtme", "unknown field (did you mean downtime?)"),
     "unknown-key.json": (19, "chaos[0].instance_recovry", "unknown field (did you mean instance_recovery?)"),
     "unknown-key.yaml": (5, "failovr", "unknown field (did you mean failover?)"),
     "unknown-message-type.yaml": (8, "feeders[0].message", "unknown message 'gojek.esb.booking.BookingMessage'"),
-    "verify-unknown-column.yaml": (29, "verify[0].measures.bookings", "'bookings' is not a column surge-demand writes "
-                                                                "(did you mean num_of_bookings?)"),
+    "verify-unknown-column.yaml": (
+        29,
+        "verify[0].measures.bookings",
+        "'bookings' is not a column surge-demand writes (did you mean num_of_bookings?)",
+    ),
     "verify-window-mismatch.yaml": (27, "verify[0].window", "30s, but surge-demand aggregates over 1m windows"),
     "wrong-type-fault.yaml": (18, "chaos[0].fault", "master-kill breaks spark (a master), but the type here is kafka"),
     "yaml-alias.yaml": (24, "steady_state[0].tolerance.max", "an alias (*name) repeats another part of the file"),
@@ -398,16 +510,21 @@ def test_the_base_of_the_hostile_playbooks_is_itself_valid():
 
 
 def test_every_problem_is_listed_at_once():
-    text = (HOSTILE / "zero-percent.yaml").read_text().replace("name: hostile", "name: ../x").replace(
-        "downtime: 2m", "downtime: 20 mins")
+    text = (
+        (HOSTILE / "zero-percent.yaml")
+        .read_text()
+        .replace("name: hostile", "name: ../x")
+        .replace("downtime: 2m", "downtime: 20 mins")
+    )
     with pytest.raises(PlaybookError) as e:
         parse(text, source="x.yaml")
     assert [p.split(": ")[0] for p in e.value.problems] == ["x.yaml:2", "x.yaml:19", "x.yaml:20"]
 
 
 def test_the_lab_decides_which_names_a_playbook_may_use():
-    lab = Lab(kafka={"primary": (1, 2, 3, 4, 5)}, min_insync={"primary": 3}, spark={"blue": ("w1",)},
-              sinks=("influxdb",))
+    lab = Lab(
+        kafka={"primary": (1, 2, 3, 4, 5)}, min_insync={"primary": 3}, spark={"blue": ("w1",)}, sinks=("influxdb",)
+    )
     text = (HOSTILE / "broker-not-in-cluster.yaml").read_text()
     book = parse(text, source="x.yaml", lab=lab)
     assert book.faults[0].instances == (4,) and book.faults[0].of == 5
@@ -421,6 +538,7 @@ def test_a_missing_file_is_a_problem_not_a_traceback(tmp_path):
 
 # -- the commands --------------------------------------------------------------------------------------------
 
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.chaos_main(list(argv))
     out, err = capsys.readouterr()
@@ -433,8 +551,13 @@ def test_drill_list_shows_every_sample(capsys):
     for name in SAMPLES:
         assert name in out
     row = next(line for line in out.splitlines() if "kafka-failover" in line)
-    for cell in ("kafka", "cluster-down at 2m", "3m ", "kafka -> mirror (command, rto 30s)",
-                 "Primary Kafka cluster lost"):
+    for cell in (
+        "kafka",
+        "cluster-down at 2m",
+        "3m ",
+        "kafka -> mirror (command, rto 30s)",
+        "Primary Kafka cluster lost",
+    ):
         assert cell in row
 
 
@@ -443,11 +566,22 @@ def test_drill_list_json(capsys):
     assert code == 0
     rows = {r["name"]: r for r in json.loads(out)}
     assert sorted(rows) == sorted(SAMPLES)
-    assert rows["spark-failover"]["failover"] == {"kind": "spark", "to": "green", "mode": "command",
-                                                   "rto_target_s": 45.0}
+    assert rows["spark-failover"]["failover"] == {
+        "kind": "spark",
+        "to": "green",
+        "mode": "command",
+        "rto_target_s": 45.0,
+    }
     assert rows["network-partition"]["faults"] == [
-        {"name": "broker 2 partitioned", "kind": "network-cut", "target": "network-cut primary broker 2",
-         "at_s": 120.0, "downtime_s": 90.0, "recovers": True}]
+        {
+            "name": "broker 2 partitioned",
+            "kind": "network-cut",
+            "target": "network-cut primary broker 2",
+            "at_s": 120.0,
+            "downtime_s": 90.0,
+            "recovers": True,
+        }
+    ]
     assert rows["sink-down"]["type"] == "sink" and rows["sink-down"]["length_s"] == 360.0
 
 
@@ -484,8 +618,18 @@ def test_drill_run_refuses_an_invalid_playbook_and_aborts_without_a_lab(capsys, 
     code, _, err = run(capsys, "drill", "run", str(HOSTILE / "yaml-tag.yaml"), "--dry-run")
     assert code == 2 and "yaml-tag.yaml:3: description: the YAML tag" in err
     # no lab there: the run stops before touching anything, and its report says why
-    code, out, _ = run(capsys, "drill", "run", "sink-down", "--lab", str(tmp_path / "no-lab"), "--port-base", "45000",
-                       "--out", str(tmp_path / "runs"))
+    code, out, _ = run(
+        capsys,
+        "drill",
+        "run",
+        "sink-down",
+        "--lab",
+        str(tmp_path / "no-lab"),
+        "--port-base",
+        "45000",
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert code == 4
     report = json.loads(Path(out.strip().splitlines()[-1]).read_text())
     assert report["verdict"] == "aborted" and report["faults"] == [] and report["cases"] == []
@@ -499,8 +643,9 @@ def test_the_console_script_takes_the_drill_commands(capsys):
 
 @pytest.mark.parametrize("command", [[], ["drill"], ["drill", "list"], ["drill", "validate"], ["drill", "run"]])
 def test_each_drill_command_has_help(command):
-    proc = subprocess.run([sys.executable, "-m", "chaos", *command, "--help"], capture_output=True, text=True,
-                          cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos", *command, "--help"], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m chaos")
     if command[-1:] == ["run"]:
@@ -520,7 +665,7 @@ def test_a_feeder_hint_may_be_a_generator_kind_and_a_wrong_one_is_refused_at_its
     text = (PLAYBOOKS_DIR / "sink-down.yaml").read_text()
     book = load(PLAYBOOKS_DIR / "sink-down.yaml")
     assert generator_hints(book.feeders[0].hints) == {"lat": {"lat": "jakarta"}, "long": {"lng": "jakarta"}}
-    line = text[:text.index("hints:")].count("\n") + 1
+    line = text[: text.index("hints:")].count("\n") + 1
     for wrong, said in (("{latt: jakarta}", "one of the generator's kinds"), ("{lat: atlantis}", "atlantis")):
         path = tmp_path / "wrong-hint.yaml"
         path.write_text(text.replace("{lat: jakarta}", wrong))

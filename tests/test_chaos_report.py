@@ -1,5 +1,6 @@
 """The drill report: the report.json contract, the self-contained HTML, the run history, and the
 report rendered in headless Chromium (marked `browser`)."""
+
 from __future__ import annotations
 
 import copy
@@ -31,9 +32,19 @@ def passing(d: dict) -> dict:
     """The fixture made into a passing run: api-health recovered in time and lost nothing."""
     d = copy.deepcopy(d)
     c = d["cases"][1]
-    c.update(verdict="pass", rto_seconds=52.0, windows_matched=360, windows_missing=0, windows_wrong=0,
-             windows_extra=0, rpo_seconds=0, rpo_messages=0, late_messages=0, windows_late=0,
-             examples={"missing": [], "extra": [], "wrong": []})
+    c.update(
+        verdict="pass",
+        rto_seconds=52.0,
+        windows_matched=360,
+        windows_missing=0,
+        windows_wrong=0,
+        windows_extra=0,
+        rpo_seconds=0,
+        rpo_messages=0,
+        late_messages=0,
+        windows_late=0,
+        examples={"missing": [], "extra": [], "wrong": []},
+    )
     c["rto_steps"][-1]["seconds"] = 15.0
     d["hypotheses"][6].update(value=150, ok=True)
     d.update(verdict="pass", verdict_reasons=[])
@@ -41,6 +52,7 @@ def passing(d: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ the model
+
 
 def test_the_sample_report_loads_and_round_trips():
     report = load_report(FIXTURE)
@@ -63,6 +75,7 @@ def _set(path: str, value):
             del node[int(last) if last.isdigit() else last]
         else:
             node[int(last) if last.isdigit() else last] = value(node) if callable(value) else value
+
     return mutate
 
 
@@ -83,61 +96,122 @@ def _rename_case(d):
 
 REFUSALS = [
     # (why, mutation, message expected in the error)
-    ("verdict value", _set("verdict", "passed"),
-     "verdict: Input should be 'pass', 'fail' or 'aborted', got 'passed'"),
+    ("verdict value", _set("verdict", "passed"), "verdict: Input should be 'pass', 'fail' or 'aborted', got 'passed'"),
     ("case verdict value", _set("cases.0.verdict", "ok"), "cases[0].verdict: Input should be 'pass' or 'fail'"),
     ("failover value", _set("cases.0.failover", "mirror"), "cases[0].failover: Input should be 'kafka' or 'spark'"),
     ("phase value", _set("hypotheses.0.phase", "after-all"), "hypotheses[0].phase: Input should be 'before'"),
     ("event kind", _set("events.0.kind", "restart"), "events[0].kind: Input should be 'fault', 'undo'"),
-    ("negative count", _set("cases.1.windows_extra", -1),
-     "cases[1].windows_extra: Input should be greater than or equal to 0"),
-    ("negative rto", _set("cases.0.rto_seconds", -3), "cases[0].rto_seconds: Input should be greater than or equal to 0"),
+    (
+        "negative count",
+        _set("cases.1.windows_extra", -1),
+        "cases[1].windows_extra: Input should be greater than or equal to 0",
+    ),
+    (
+        "negative rto",
+        _set("cases.0.rto_seconds", -3),
+        "cases[0].rto_seconds: Input should be greater than or equal to 0",
+    ),
     ("negative produced", _set("produced.failed", -1), "produced.failed: Input should be greater than or equal to 0"),
-    ("windows do not add up", _set("cases.1.windows_expected", 361),
-     "cases[1]: case 'api-health': windows_expected (361) != windows_matched + windows_missing + windows_wrong "
-     "(355 + 3 + 2 = 360)"),
-    ("more examples than windows", _set("cases.1.windows_extra", 0),
-     "case 'api-health': examples.extra has 1 rows but windows_extra is 0"),
-    ("rto steps longer than rto", _set("cases.0.rto_seconds", 20.0),
-     "case 'surge-demand': rto_steps add up to 30.6 s, more than rto_seconds 20 s"),
-    ("passing case that lost windows", _set("cases.1.verdict", "pass"),
-     "case 'api-health': verdict is pass but 3 windows are missing and 2 wrong"),
-    ("passing case over its RTO target", _set("cases.0.rto_target_seconds", 25),
-     "case 'surge-demand': verdict is pass but rto_seconds 30.6 is above rto_target_seconds 25"),
-    ("run ends before it starts", _set("run.ended_at", "2026-11-23T15:20:03Z"),
-     "run: ended_at 2026-11-23T15:20:03Z is before started_at 2026-11-23T15:20:04Z"),
-    ("fault undone before injected", _set("faults.0.undone_at", "2026-11-23T15:22:00Z"),
-     "faults[0]: fault 'primary-down': undone_at 2026-11-23T15:22:00Z is before injected_at 2026-11-23T15:22:04.400000Z"),
-    ("fault outside the run", _set("faults.0.undone_at", "2026-11-23T15:40:00Z"),
-     "faults[0] (primary-down): undone_at 2026-11-23T15:40:00Z is outside the run (2026-11-23T15:20:04Z .. "
-     "2026-11-23T15:26:04Z)"),
-    ("event outside the run", _set("events.0.at", "2026-11-23T15:19:00Z"),
-     "events (deploy 'surge-demand v1 and api-health v1 running on spark blue'): at 2026-11-23T15:19:00Z is outside the run"),
-    ("undo_ok without undone_at", _set("faults.0.undone_at", None),
-     "fault 'primary-down': undo_ok is true but undone_at is null"),
+    (
+        "windows do not add up",
+        _set("cases.1.windows_expected", 361),
+        "cases[1]: case 'api-health': windows_expected (361) != windows_matched + windows_missing + windows_wrong "
+        "(355 + 3 + 2 = 360)",
+    ),
+    (
+        "more examples than windows",
+        _set("cases.1.windows_extra", 0),
+        "case 'api-health': examples.extra has 1 rows but windows_extra is 0",
+    ),
+    (
+        "rto steps longer than rto",
+        _set("cases.0.rto_seconds", 20.0),
+        "case 'surge-demand': rto_steps add up to 30.6 s, more than rto_seconds 20 s",
+    ),
+    (
+        "passing case that lost windows",
+        _set("cases.1.verdict", "pass"),
+        "case 'api-health': verdict is pass but 3 windows are missing and 2 wrong",
+    ),
+    (
+        "passing case over its RTO target",
+        _set("cases.0.rto_target_seconds", 25),
+        "case 'surge-demand': verdict is pass but rto_seconds 30.6 is above rto_target_seconds 25",
+    ),
+    (
+        "run ends before it starts",
+        _set("run.ended_at", "2026-11-23T15:20:03Z"),
+        "run: ended_at 2026-11-23T15:20:03Z is before started_at 2026-11-23T15:20:04Z",
+    ),
+    (
+        "fault undone before injected",
+        _set("faults.0.undone_at", "2026-11-23T15:22:00Z"),
+        "faults[0]: fault 'primary-down': undone_at 2026-11-23T15:22:00Z is before injected_at 2026-11-23T15:22:04.400000Z",
+    ),
+    (
+        "fault outside the run",
+        _set("faults.0.undone_at", "2026-11-23T15:40:00Z"),
+        "faults[0] (primary-down): undone_at 2026-11-23T15:40:00Z is outside the run (2026-11-23T15:20:04Z .. "
+        "2026-11-23T15:26:04Z)",
+    ),
+    (
+        "event outside the run",
+        _set("events.0.at", "2026-11-23T15:19:00Z"),
+        "events (deploy 'surge-demand v1 and api-health v1 running on spark blue'): at 2026-11-23T15:19:00Z is outside the run",
+    ),
+    (
+        "undo_ok without undone_at",
+        _set("faults.0.undone_at", None),
+        "fault 'primary-down': undo_ok is true but undone_at is null",
+    ),
     ("timeline not increasing", _unordered_t, "timeline: t must strictly increase: t[5]"),
-    ("series shorter than t", _set("timeline.latency_ms", lambda tl: tl["latency_ms"][:-1]),
-     "timeline: latency_ms has 71 values for 72 times in t"),
+    (
+        "series shorter than t",
+        _set("timeline.latency_ms", lambda tl: tl["latency_ms"][:-1]),
+        "timeline: latency_ms has 71 values for 72 times in t",
+    ),
     ("negative lag", _set("timeline.consumer_lag.3", -5), "timeline: consumer_lag[3] = -5 is negative"),
     ("timeline in milliseconds", _timeline_ms, "(milliseconds or seconds since the start instead of epoch seconds?)"),
-    ("unknown fault kind", _set("faults.0.kind", "broker-nuke"),
-     "faults[0].kind: unknown fault kind 'broker-nuke'; the catalogue's: broker-kill"),
+    (
+        "unknown fault kind",
+        _set("faults.0.kind", "broker-nuke"),
+        "faults[0].kind: unknown fault kind 'broker-nuke'; the catalogue's: broker-kill",
+    ),
     ("duplicate case names", _rename_case, "cases[1]: name 'surge-demand' is used twice"),
-    ("hypothesis ok disagrees with its value", _set("hypotheses.6.ok", True),
-     "hypotheses[6]: hypothesis 'mirror-lag-recovered': ok is true but value 641 is outside tolerance ≤ 200 messages"),
-    ("hypothesis measured, ok null", _set("hypotheses.0.ok", None),
-     "hypothesis 'consumer-lag-steady': value 84 was measured but ok is null"),
-    ("hypothesis without a bound", _set("hypotheses.0.tolerance", {}),
-     "hypotheses[0].tolerance: tolerance needs max or min (or both)"),
+    (
+        "hypothesis ok disagrees with its value",
+        _set("hypotheses.6.ok", True),
+        "hypotheses[6]: hypothesis 'mirror-lag-recovered': ok is true but value 641 is outside tolerance ≤ 200 messages",
+    ),
+    (
+        "hypothesis measured, ok null",
+        _set("hypotheses.0.ok", None),
+        "hypothesis 'consumer-lag-steady': value 84 was measured but ok is null",
+    ),
+    (
+        "hypothesis without a bound",
+        _set("hypotheses.0.tolerance", {}),
+        "hypotheses[0].tolerance: tolerance needs max or min (or both)",
+    ),
     ("fail without a reason", _set("verdict_reasons", []), "verdict is fail but verdict_reasons is empty: say why"),
-    ("pass with a failed case", _set("verdict", "pass"),
-     "verdict is pass but cases failed: api-health; verdict is pass but hypotheses are not ok (failed or not "
-     "measured): mirror-lag-recovered"),
-    ("by_topic does not add up", _set("produced.messages", 41560), "produced: by_topic adds up to 41559, not messages (41560)"),
+    (
+        "pass with a failed case",
+        _set("verdict", "pass"),
+        "verdict is pass but cases failed: api-health; verdict is pass but hypotheses are not ok (failed or not "
+        "measured): mirror-lag-recovered",
+    ),
+    (
+        "by_topic does not add up",
+        _set("produced.messages", 41560),
+        "produced: by_topic adds up to 41559, not messages (41560)",
+    ),
     ("a typo in a key", _set("cases.0.window_missing", 0), "cases[0].window_missing: unknown field (not in schema 1)"),
     ("a missing section", _set("produced", _DELETE), "produced: required field is missing"),
-    ("a time without its zone", _set("run.started_at", "2026-11-23T15:20:04"),
-     "run.started_at: Input should have timezone info"),
+    (
+        "a time without its zone",
+        _set("run.started_at", "2026-11-23T15:20:04"),
+        "run.started_at: Input should have timezone info",
+    ),
     ("a NaN", _set("hypotheses.0.value", float("nan")), "hypotheses[0].value: Input should be a finite number"),
     ("another schema", _set("schema", 2), "schema: this reader knows schema 1, the file says 2"),
 ]
@@ -181,8 +255,11 @@ def test_load_report_says_what_is_wrong_with_the_file(tmp_path):
         load_report(tmp_path / "nope.json")
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema": 1,\n "drill": {,}')
-    with pytest.raises(ReportError, match=r"broken\.json: not JSON: Expecting property name enclosed in double quotes "
-                                          r"at line 2 column 12"):
+    with pytest.raises(
+        ReportError,
+        match=r"broken\.json: not JSON: Expecting property name enclosed in double quotes "
+        r"at line 2 column 12",
+    ):
         load_report(broken)
     nan = tmp_path / "nan.json"
     nan.write_text(FIXTURE.read_text().replace('"value": 84', '"value": NaN'))
@@ -201,6 +278,7 @@ def test_events_are_kept_in_time_order(data):
 
 
 # ------------------------------------------------------------------------------------------- the html
+
 
 class Page(HTMLParser):
     """Every tag with its attributes, and the text of <style> elements."""
@@ -244,7 +322,8 @@ def assert_self_contained(text: str) -> Page:
             if name == "style":
                 page.styles.append(value)
         assert tag not in ("script", "iframe", "object", "embed", "link", "base", "meta") or (
-            tag == "meta" and set(attrs) <= {"charset", "name", "content"}), f"<{tag} {attrs}>"
+            tag == "meta" and set(attrs) <= {"charset", "name", "content"}
+        ), f"<{tag} {attrs}>"
     for img in page.named("img"):
         assert img.get("src", "").startswith("data:"), img
     css = "\n".join(page.styles)
@@ -271,7 +350,13 @@ def test_the_html_is_self_contained_and_says_the_verdict_cases_and_numbers(repor
     assert '<div class="verdict v-fail" role="status" aria-label="verdict: fail">fail</div>' in text
     assert page.named("title") and "FAIL · kafka-failover" in text
     words = "".join(page.text)
-    for name in ("surge-demand", "api-health", "primary-down", "mirror-lag-recovered", "chaos/drills/kafka-failover.yaml"):
+    for name in (
+        "surge-demand",
+        "api-health",
+        "primary-down",
+        "mirror-lag-recovered",
+        "chaos/drills/kafka-failover.yaml",
+    ):
         assert name in words
     for reason in load_report(FIXTURE).verdict_reasons:
         assert reason in words
@@ -303,7 +388,9 @@ def test_every_figure_is_an_accessible_inline_svg(report_html):
         title_id, desc_id = svg["aria-labelledby"].split()
         assert f'<title id="{title_id}">' in text and f'<desc id="{desc_id}">' in text
     desc = re.search(r'<desc id="timeline-desc">(.*?)</desc>', text, re.S).group(1)
-    assert "Shaded: fault primary-down (cluster-down on kafka primary (brokers 1, 2, 3)) from 120.4 s to 180.4 s" in desc
+    assert (
+        "Shaded: fault primary-down (cluster-down on kafka primary (brokers 1, 2, 3)) from 120.4 s to 180.4 s" in desc
+    )
     assert "Marker: failover at 138.2 s" in desc and "Marker: first batch at 151.0 s" in desc
     # text stays text (searchable, selectable), no XML prolog inside the HTML
     assert "<text " in text and "<?xml" not in text and "<!DOCTYPE svg" not in text
@@ -328,10 +415,24 @@ def test_the_timeline_shades_each_fault_once_per_panel_and_marks_the_events(repo
     # three faults, and no mirror lag: three panels, each fault shaded once in each
     start = data["faults"][0]["injected_at"]
     data["faults"] += [
-        {"name": "worker-2-killed", "kind": "worker-kill", "target": "spark blue worker 2",
-         "injected_at": shifted(start, 100), "undone_at": shifted(start, 130), "undo_ok": True, "error": None},
-        {"name": "slow-network", "kind": "network-slow", "target": "broker 3 (+200 ms)",
-         "injected_at": shifted(start, 150), "undone_at": shifted(start, 200), "undo_ok": True, "error": None},
+        {
+            "name": "worker-2-killed",
+            "kind": "worker-kill",
+            "target": "spark blue worker 2",
+            "injected_at": shifted(start, 100),
+            "undone_at": shifted(start, 130),
+            "undo_ok": True,
+            "error": None,
+        },
+        {
+            "name": "slow-network",
+            "kind": "network-slow",
+            "target": "broker 3 (+200 ms)",
+            "injected_at": shifted(start, 150),
+            "undone_at": shifted(start, 200),
+            "undo_ok": True,
+            "error": None,
+        },
     ]
     del data["timeline"]["mirror_lag"]
     text = render_html(data)
@@ -364,8 +465,12 @@ def test_a_hostile_drill_cannot_inject_markup(data):
 def test_an_aborted_run_without_timeline_or_cases_renders(data):
     from chaos.report_html import render_html, write_markdown_summary
 
-    data.update(verdict="aborted", verdict_reasons=["broker 2 did not start: the lab is not healthy"], cases=[],
-                timeline={"t": data["timeline"]["t"], "throughput": [None] * 72})
+    data.update(
+        verdict="aborted",
+        verdict_reasons=["broker 2 did not start: the lab is not healthy"],
+        cases=[],
+        timeline={"t": data["timeline"]["t"], "throughput": [None] * 72},
+    )
     for h in data["hypotheses"]:
         h.update(value=None, ok=None)
     text = render_html(data)
@@ -381,19 +486,25 @@ def test_the_markdown_summary_has_a_line_per_case():
     from chaos.report_html import write_markdown_summary
 
     lines = write_markdown_summary(FIXTURE).splitlines()
-    assert lines[0] == ("**kafka-failover: FAIL** (run 20261123T152004Z-kafka-failover-7, 2026-11-23 15:20:04 UTC, "
-                        "6 min 0 s)")
-    assert lines[1] == ("- case surge-demand (kafka failover): pass: RTO 30.6 s / 60 s; windows 1,440/1,440 matched, "
-                        "0 missing, 0 extra, 0 wrong")
-    assert lines[2] == ("- case api-health (kafka failover): FAIL: RTO 74.2 s / 60 s; windows 355/360 matched, "
-                        "3 missing, 1 extra, 2 wrong; 17 late messages in the dead letters, in 2 of those windows; "
-                        "RPO 14 s (560 messages)")
+    assert lines[0] == (
+        "**kafka-failover: FAIL** (run 20261123T152004Z-kafka-failover-7, 2026-11-23 15:20:04 UTC, 6 min 0 s)"
+    )
+    assert lines[1] == (
+        "- case surge-demand (kafka failover): pass: RTO 30.6 s / 60 s; windows 1,440/1,440 matched, "
+        "0 missing, 0 extra, 0 wrong"
+    )
+    assert lines[2] == (
+        "- case api-health (kafka failover): FAIL: RTO 74.2 s / 60 s; windows 355/360 matched, "
+        "3 missing, 1 extra, 2 wrong; 17 late messages in the dead letters, in 2 of those windows; "
+        "RPO 14 s (560 messages)"
+    )
     assert lines[3] == "- hypotheses: 7/8 ok; failed: mirror-lag-recovered (641 messages, tolerance ≤ 200 messages)"
     assert lines[4] == "- faults: primary-down (cluster-down, undone)"
     assert len(lines) == 8 and all(line.startswith("- why: ") for line in lines[5:])
 
 
 # ---------------------------------------------------------------------------------------- the history
+
 
 def _run(d: dict, n: int, *, rto: float | None = None, verdict: str | None = None) -> dict:
     """The fixture as run n, n days later (and api-health's RTO, when given)."""
@@ -432,17 +543,24 @@ def test_history_appends_under_a_lock_and_survives_a_truncated_line(data, tmp_pa
     assert len(lines) == 2 and all(len(line) < 900 for line in lines)  # compact: one line per run
     first = json.loads(lines[0])
     assert first["report"] == "run-0/report.json" and first["verdict"] == "fail"
-    assert first["cases"][1] == {"name": "api-health", "verdict": "fail", "failover": "kafka", "rto_seconds": 74.2,
-                                 "rto_target_seconds": 60.0, "windows_missing": 3, "windows_extra": 1,
-                                 "windows_wrong": 2}
+    assert first["cases"][1] == {
+        "name": "api-health",
+        "verdict": "fail",
+        "failover": "kafka",
+        "rto_seconds": 74.2,
+        "rto_target_seconds": 60.0,
+        "windows_missing": 3,
+        "windows_extra": 1,
+        "windows_wrong": 2,
+    }
 
-    with history_file.open("ab") as f:          # a runner killed in the middle of its line
+    with history_file.open("ab") as f:  # a runner killed in the middle of its line
         f.write(lines[0][:57].encode())
     history = read_history(tmp_path)
     assert [e["run_id"] for e in history.entries] == ["run-0", "run-1"]
     assert history.skipped == ["line 3: truncated last line (57 bytes)"]
 
-    append(tmp_path, _run(data, 2, rto=80.5))   # starts on a line of its own
+    append(tmp_path, _run(data, 2, rto=80.5))  # starts on a line of its own
     append(tmp_path, _run(data, 1, verdict="pass"))  # the same run again counts once
     history = read_history(tmp_path)
     assert [e["run_id"] for e in history.entries] == ["run-0", "run-1", "run-2"]
@@ -542,8 +660,8 @@ def test_chromium_renders_the_report_without_console_errors(report_html):
     assert re.search(r'<svg[^>]*aria-labelledby="timeline-title timeline-desc"', dom)
     assert dom.count('<g id="timeline-fault-0-') == 4
     assert '<div class="verdict v-fail" role="status" aria-label="verdict: fail">fail</div>' in dom
-    assert dom.count('<span class="badge b-pass">pass</span>') == 1   # surge-demand
-    assert dom.count('<span class="badge b-fail">fail</span>') == 1   # api-health
+    assert dom.count('<span class="badge b-pass">pass</span>') == 1  # surge-demand
+    assert dom.count('<span class="badge b-fail">fail</span>') == 1  # api-health
     assert "surge-demand" in dom and "api-health" in dom
 
 
@@ -553,9 +671,11 @@ def test_chromium_catches_a_console_error_and_a_thrown_one(tmp_path):
     from chaos.browser import render
 
     page = tmp_path / "control.html"
-    page.write_text("<!DOCTYPE html><html><head><title>control</title></head><body><p>control</p>\n"
-                    "<script>console.error('x')</script>\n"
-                    "<script>throw new Error('deliberate')</script>\n</body></html>\n")
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>control</title></head><body><p>control</p>\n"
+        "<script>console.error('x')</script>\n"
+        "<script>throw new Error('deliberate')</script>\n</body></html>\n"
+    )
     rendered = render(page, screenshot=tmp_path / "control.png")
     url = page.resolve().as_uri()
     assert rendered.console_errors == [f"{url}:2: x", f"{url}:3: Uncaught Error: deliberate"]

@@ -2,6 +2,7 @@
 that plants a FIFO (which would block the read for ever), a huge file or a link there gets an
 answer or a clear refusal, never a hung or exhausted tool (dagger_runtime/lifecycle/state.py,
 run.read_start, launches.read_regular)."""
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,7 @@ def test_a_fifo_or_a_huge_file_as_an_offset_log_is_refused(tmp_path):
     (tmp_path / "commits" / "0").write_text("v1\n{}\n")
     os.mkfifo(tmp_path / "offsets" / "0")
     (tmp_path / "commits" / "1").write_text("v1\n{}\n")
-    with open(tmp_path / "offsets" / "1", "wb") as f:     # sparse: 20 GB of nothing
+    with open(tmp_path / "offsets" / "1", "wb") as f:  # sparse: 20 GB of nothing
         f.truncate(20 << 30)
     with pytest.raises(DaggerError, match="not a regular file of at most 16 MB"):
         within(5, lambda: committed_watermark(str(tmp_path)))
@@ -56,7 +57,7 @@ def test_read_regular_reads_files_and_nothing_else(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "a")
     os.mkfifo(tmp_path / "fifo")
     assert launches.read_regular(tmp_path / "a", 10) == "ok\n"
-    assert launches.read_regular(tmp_path / "a", 2) is None           # larger than the limit
+    assert launches.read_regular(tmp_path / "a", 2) is None  # larger than the limit
     assert launches.read_regular(tmp_path / "link", 10) is None
     assert within(5, lambda: launches.read_regular(tmp_path / "fifo", 10)) is None
     assert launches.read_regular(tmp_path / "missing", 10) is None

@@ -2,6 +2,7 @@
 traceback, exit 0. The read end of its stdout is closed before it writes a byte, so the first
 write meets the closed pipe whatever the size of the output (a pipe's buffer would otherwise
 hide a small one)."""
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,17 @@ import pytest
 from tests.labrun import REPO
 
 PY = sys.executable
-DRILL = str(Path(sys.executable).with_name("daggers-drill"))      # the console script
+DRILL = str(Path(sys.executable).with_name("daggers-drill"))  # the console script
 COMMANDS = {
-    "dagger validate --json": [PY, "-m", "dagger_runtime", "validate", "--no-spark", "--json",
-                               "examples/daggers/api_health.yaml"],
+    "dagger validate --json": [
+        PY,
+        "-m",
+        "dagger_runtime",
+        "validate",
+        "--no-spark",
+        "--json",
+        "examples/daggers/api_health.yaml",
+    ],
     "dagger --help": [PY, "-m", "dagger_runtime", "--help"],
     "daggers-drill list --json": [DRILL, "list", "--json"],
     "chaos drill list": [PY, "-m", "chaos", "drill", "list"],
@@ -35,10 +43,17 @@ COMMANDS = {
 @pytest.mark.parametrize("name", COMMANDS)
 def test_a_command_whose_reader_left_ends_quietly(name):
     read, write = os.pipe()
-    os.close(read)                  # the reader is gone before the command writes anything
+    os.close(read)  # the reader is gone before the command writes anything
     try:
-        done = subprocess.run(COMMANDS[name], cwd=REPO, stdout=write, stderr=subprocess.PIPE, text=True,
-                              timeout=120, env={**os.environ, "DAGGER_LAB_DIR": "/nonexistent/dagger-test-lab"})
+        done = subprocess.run(
+            COMMANDS[name],
+            cwd=REPO,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "DAGGER_LAB_DIR": "/nonexistent/dagger-test-lab"},
+        )
     finally:
         os.close(write)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr[-2000:]
@@ -61,8 +76,14 @@ def test_without_the_guard_the_same_write_fails(tmp_path):
 def test_a_failure_with_its_output_thrown_away_still_fails(tmp_path):
     # `cmd > /dev/null; echo $?`: a command that fails is not taken for one whose reader left
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nbogus: 1\n")      # an unknown field
+    bad.write_text("name: x\nbogus: 1\n")  # an unknown field
     with open(os.devnull, "w") as devnull:
-        done = subprocess.run([PY, "-m", "chaos", "drill", "validate", str(bad)], cwd=REPO, stdout=devnull,
-                              stderr=subprocess.PIPE, text=True, timeout=120)
+        done = subprocess.run(
+            [PY, "-m", "chaos", "drill", "validate", str(bad)],
+            cwd=REPO,
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode != 0, done.stderr

@@ -214,7 +214,11 @@ def test_a_full_native_yaml_job_loads_with_every_value_in_place(tmp_path):
     assert influx.url == "http://127.0.0.1:8086"
     assert influx.username == "dagger"
     assert influx.password.get_secret_value() == "influx-pa55"
-    assert (influx.db_name, influx.measurement_name, influx.retention_policy) == ("daggers", "completed_bookings", "autogen")
+    assert (influx.db_name, influx.measurement_name, influx.retention_policy) == (
+        "daggers",
+        "completed_bookings",
+        "autogen",
+    )
     assert (influx.batch_size, influx.flush_duration_ms) == (500, 2000)
     # Flink's timing settings load, each with a note that Spark has no use for it
     assert [re.sub(r" \(line \d+\)$", "", w) for w in job.warnings] == [
@@ -273,7 +277,12 @@ def test_an_influx_sink_job_loads(tmp_path):
 
 
 def test_a_kafka_sink_job_loads(tmp_path):
-    sink = {**KAFKA_SINK, "proto_key": "gojek.esb.aggregate.Key", "linger": "5ms", "client": {"compression.type": "snappy"}}
+    sink = {
+        **KAFKA_SINK,
+        "proto_key": "gojek.esb.aggregate.Key",
+        "linger": "5ms",
+        "client": {"compression.type": "snappy"},
+    }
     job = load_data(tmp_path, minimal(sink={"type": "kafka", "kafka": sink}))
     kafka = job.sink.kafka
     assert (kafka.brokers, kafka.topic, kafka.data_type) == ("127.0.0.1:9092", "results", "PROTO")
@@ -316,22 +325,36 @@ def test_stencil_urls_fetch_descriptors_as_dagger_does(tmp_path):
 # --- bad input -------------------------------------------------------------------------------
 
 BAD_INPUTS = [
-    pytest.param(with_stream(topics=[]), ["job.yaml: streams[0].topics: at least one topic is required"], id="no-topics"),
+    pytest.param(
+        with_stream(topics=[]), ["job.yaml: streams[0].topics: at least one topic is required"], id="no-topics"
+    ),
     pytest.param(
         with_stream(topics=["GO_RIDE booking"]),
         ["job.yaml: streams[0].topics[0]: invalid Kafka topic name 'GO_RIDE booking'"],
         id="topic-with-space",
     ),
-    pytest.param(with_stream(topics=[".."]), ["streams[0].topics[0]: '..' is not a valid Kafka topic name"], id="topic-dotdot"),
-    pytest.param(with_stream(topics=["t" * 250]), ["streams[0].topics[0]: Kafka topic names are at most 249"], id="topic-long"),
-    pytest.param(with_stream(topics=["a", "a"]), ["streams[0].topics: topic 'a' is listed more than once"], id="topic-twice"),
+    pytest.param(
+        with_stream(topics=[".."]), ["streams[0].topics[0]: '..' is not a valid Kafka topic name"], id="topic-dotdot"
+    ),
+    pytest.param(
+        with_stream(topics=["t" * 250]), ["streams[0].topics[0]: Kafka topic names are at most 249"], id="topic-long"
+    ),
+    pytest.param(
+        with_stream(topics=["a", "a"]), ["streams[0].topics: topic 'a' is listed more than once"], id="topic-twice"
+    ),
     pytest.param(
         with_stream(topics=["a"], topic_pattern="a.*"),
         ["streams[0].topic_pattern: give either topics or topic_pattern, not both"],
         id="topics-and-pattern",
     ),
-    pytest.param(with_stream(topic_pattern="a(", topics=[]), ["streams[0].topic_pattern: not a valid regular expression"], id="bad-regex"),
-    pytest.param(with_stream(table="data-stream"), ["streams[0].table: expected an SQL identifier", "'data-stream'"], id="table"),
+    pytest.param(
+        with_stream(topic_pattern="a(", topics=[]),
+        ["streams[0].topic_pattern: not a valid regular expression"],
+        id="bad-regex",
+    ),
+    pytest.param(
+        with_stream(table="data-stream"), ["streams[0].table: expected an SQL identifier", "'data-stream'"], id="table"
+    ),
     pytest.param(
         minimal(streams=[MINIMAL["streams"][0], MINIMAL["streams"][0]]),
         ["streams[1].table: table name 'data_stream' is already used by the stream at index 0"],
@@ -344,12 +367,14 @@ BAD_INPUTS = [
     ),
     pytest.param(minimal(streams=[]), ["job.yaml: streams: at least one stream is required"], id="no-streams"),
     pytest.param(minimal(streams=None), ["job.yaml: streams: expected a list, got nothing"], id="streams-null"),
-    pytest.param(
-        {k: v for k, v in MINIMAL.items() if k != "sql"}, ["job.yaml: sql: is required"], id="sql-missing"
-    ),
+    pytest.param({k: v for k, v in MINIMAL.items() if k != "sql"}, ["job.yaml: sql: is required"], id="sql-missing"),
     pytest.param(minimal(sql="   "), ["job.yaml: sql: must not be empty"], id="sql-blank"),
     pytest.param(
-        {"streams": [{k: v for k, v in MINIMAL["streams"][0].items() if k != "proto"}], "sql": "x", "sink": {"type": "log"}},
+        {
+            "streams": [{k: v for k, v in MINIMAL["streams"][0].items() if k != "proto"}],
+            "sql": "x",
+            "sink": {"type": "log"},
+        },
         ["streams[0].proto: is required for PROTO input"],
         id="proto-missing",
     ),
@@ -359,18 +384,45 @@ BAD_INPUTS = [
         id="proto-not-qualified",
     ),
     pytest.param(
-        {"streams": [{k: v for k, v in MINIMAL["streams"][0].items() if k != "event_time"}], "sql": "x", "sink": {"type": "log"}},
+        {
+            "streams": [{k: v for k, v in MINIMAL["streams"][0].items() if k != "event_time"}],
+            "sql": "x",
+            "sink": {"type": "log"},
+        },
         ["streams[0].event_time: is required"],
         id="event-time-missing",
     ),
-    pytest.param(with_stream(event_time=19500), ["streams[0].event_time: protobuf field numbers 19000-19999 are reserved"], id="reserved-number"),
-    pytest.param(with_stream(event_time=0), ["streams[0].event_time: a protobuf field number is between 1 and 536870911, got 0"], id="number-zero"),
-    pytest.param(with_stream(event_time="event-time"), ["streams[0].event_time: expected a field name", "'event-time'"], id="field-name"),
-    pytest.param(with_stream(event_time={}), ["streams[0].event_time: give the event-time field's name or its protobuf field number"], id="event-time-empty"),
-    pytest.param(with_stream(data_type="AVRO"), ["streams[0].data_type: must be one of 'PROTO' or 'JSON', got 'AVRO'"], id="data-type"),
+    pytest.param(
+        with_stream(event_time=19500),
+        ["streams[0].event_time: protobuf field numbers 19000-19999 are reserved"],
+        id="reserved-number",
+    ),
+    pytest.param(
+        with_stream(event_time=0),
+        ["streams[0].event_time: a protobuf field number is between 1 and 536870911, got 0"],
+        id="number-zero",
+    ),
+    pytest.param(
+        with_stream(event_time="event-time"),
+        ["streams[0].event_time: expected a field name", "'event-time'"],
+        id="field-name",
+    ),
+    pytest.param(
+        with_stream(event_time={}),
+        ["streams[0].event_time: give the event-time field's name or its protobuf field number"],
+        id="event-time-empty",
+    ),
+    pytest.param(
+        with_stream(data_type="AVRO"),
+        ["streams[0].data_type: must be one of 'PROTO' or 'JSON', got 'AVRO'"],
+        id="data-type",
+    ),
     pytest.param(
         with_kafka(bootstrap_servers="127.0.0.1"),
-        ["streams[0].kafka.bootstrap_servers: expected a comma-separated list of host:port", "'127.0.0.1': expected host:port"],
+        [
+            "streams[0].kafka.bootstrap_servers: expected a comma-separated list of host:port",
+            "'127.0.0.1': expected host:port",
+        ],
         id="bootstrap-no-port",
     ),
     pytest.param(
@@ -384,15 +436,23 @@ BAD_INPUTS = [
         ["streams[0].kafka.auto_offset_reset: must be one of 'latest' or 'earliest', got 'newest'"],
         id="offset-reset",
     ),
-    pytest.param(with_kafka(auto_commit="maybe"), ["streams[0].kafka.auto_commit: expected true or false, got 'maybe'"], id="auto-commit"),
+    pytest.param(
+        with_kafka(auto_commit="maybe"),
+        ["streams[0].kafka.auto_commit: expected true or false, got 'maybe'"],
+        id="auto-commit",
+    ),
     pytest.param(
         with_kafka(client={"security.protocol": "SASL_SSLX"}),
-        ["streams[0].kafka.client.security.protocol: must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'SASL_SSLX'"],
+        [
+            "streams[0].kafka.client.security.protocol: must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'SASL_SSLX'"
+        ],
         id="security-protocol",
     ),
     pytest.param(
         with_kafka(client={"sasl.mechanism": "PLAIN"}),
-        ["streams[0].kafka.client.sasl.mechanism: has no effect unless security.protocol is SASL_PLAINTEXT or SASL_SSL"],
+        [
+            "streams[0].kafka.client.sasl.mechanism: has no effect unless security.protocol is SASL_PLAINTEXT or SASL_SSL"
+        ],
         id="sasl-without-sasl-protocol",
     ),
     pytest.param(
@@ -405,42 +465,99 @@ BAD_INPUTS = [
         ["streams[0].kafka.client.Security_Protocol: expected a Kafka client setting name like 'security.protocol'"],
         id="client-key-form",
     ),
-    pytest.param(minimal(rowtime_attribute="row time"), ["job.yaml: rowtime_attribute: expected an SQL identifier"], id="rowtime"),
+    pytest.param(
+        minimal(rowtime_attribute="row time"), ["job.yaml: rowtime_attribute: expected an SQL identifier"], id="rowtime"
+    ),
     pytest.param(minimal(parallelism=0), ["job.yaml: parallelism: must be at least 1, got 0"], id="parallelism-zero"),
-    pytest.param(minimal(parallelism="two"), ["job.yaml: parallelism: expected an integer, got 'two'"], id="parallelism-text"),
-    pytest.param(minimal(parallelism=True), ["job.yaml: parallelism: expected an integer, got True"], id="parallelism-bool"),
-    pytest.param(minimal(watermark_delay_ms=-1), ["job.yaml: watermark_delay_ms: must be at least 0, got -1"], id="delay-negative"),
-    pytest.param(minimal(watermark_delay=60), ["job.yaml: watermark_delay: 60 has no unit: write 60s, 60m or 60h"], id="duration-no-unit"),
-    pytest.param(minimal(watermark_delay="soon"), ["job.yaml: watermark_delay: 'soon' is not a duration"], id="duration-text"),
+    pytest.param(
+        minimal(parallelism="two"), ["job.yaml: parallelism: expected an integer, got 'two'"], id="parallelism-text"
+    ),
+    pytest.param(
+        minimal(parallelism=True), ["job.yaml: parallelism: expected an integer, got True"], id="parallelism-bool"
+    ),
+    pytest.param(
+        minimal(watermark_delay_ms=-1),
+        ["job.yaml: watermark_delay_ms: must be at least 0, got -1"],
+        id="delay-negative",
+    ),
+    pytest.param(
+        minimal(watermark_delay=60),
+        ["job.yaml: watermark_delay: 60 has no unit: write 60s, 60m or 60h"],
+        id="duration-no-unit",
+    ),
+    pytest.param(
+        minimal(watermark_delay="soon"), ["job.yaml: watermark_delay: 'soon' is not a duration"], id="duration-text"
+    ),
     pytest.param(
         minimal(watermark_delay="1s", watermark_delay_ms=1000),
         ["job.yaml: watermark_delay_ms: give either watermark_delay or watermark_delay_ms, not both"],
         id="duration-twice",
     ),
     pytest.param(minimal(idle_timeout="soon"), ["job.yaml: idle_timeout: 'soon' is not a duration"], id="idle-timeout"),
-    pytest.param(minimal(name="completed bookings"), ["job.yaml: name: a job name is 1-128 letters", "'completed bookings'"], id="name"),
+    pytest.param(
+        minimal(name="completed bookings"),
+        ["job.yaml: name: a job name is 1-128 letters", "'completed bookings'"],
+        id="name",
+    ),
     pytest.param(minimal(team="Allocations"), ["job.yaml: team: a team name is a DNS label"], id="team"),
     # DAGGER_SECRET_API__HEALTH__* would fall under team api's secrets (DAGGER_SECRET_API__*)
     pytest.param(minimal(team="api--health"), ["job.yaml: team: a team name is a DNS label"], id="team-double-hyphen"),
-    pytest.param(minimal(paralelism=2), ["job.yaml: paralelism: unknown field (did you mean 'parallelism'?)"], id="unknown-field"),
-    pytest.param(with_stream(topcs=["a"]), ["job.yaml: streams[0].topcs: unknown field (did you mean 'topics'?)"], id="unknown-stream-field"),
-    pytest.param(minimal(schema={"version": "3f1c"}), ["job.yaml: schema.version: expected a descriptor-set digest (8 to 64 hex digits), got '3f1c'"], id="version-short"),
-    pytest.param(minimal(schema={"version": "not-a-hex-digest"}), ["schema.version: expected a descriptor-set digest"], id="version-not-hex"),
-    pytest.param(minimal(schema={"version": 12345678}), ["schema.version: expected a hex digest as text, got the number 12345678; quote it"], id="version-number"),
-    pytest.param(minimal(schema={"enabled": True}), ["schema.stencil_urls: at least one URL is required when the stencil schema registry is enabled"], id="stencil-no-url"),
-    pytest.param(minimal(schema={"stencil_urls": ["stencil.local/x"]}), ["schema.stencil_urls[0]: expected an http(s)://"], id="stencil-url"),
+    pytest.param(
+        minimal(paralelism=2), ["job.yaml: paralelism: unknown field (did you mean 'parallelism'?)"], id="unknown-field"
+    ),
+    pytest.param(
+        with_stream(topcs=["a"]),
+        ["job.yaml: streams[0].topcs: unknown field (did you mean 'topics'?)"],
+        id="unknown-stream-field",
+    ),
+    pytest.param(
+        minimal(schema={"version": "3f1c"}),
+        ["job.yaml: schema.version: expected a descriptor-set digest (8 to 64 hex digits), got '3f1c'"],
+        id="version-short",
+    ),
+    pytest.param(
+        minimal(schema={"version": "not-a-hex-digest"}),
+        ["schema.version: expected a descriptor-set digest"],
+        id="version-not-hex",
+    ),
+    pytest.param(
+        minimal(schema={"version": 12345678}),
+        ["schema.version: expected a hex digest as text, got the number 12345678; quote it"],
+        id="version-number",
+    ),
+    pytest.param(
+        minimal(schema={"enabled": True}),
+        ["schema.stencil_urls: at least one URL is required when the stencil schema registry is enabled"],
+        id="stencil-no-url",
+    ),
+    pytest.param(
+        minimal(schema={"stencil_urls": ["stencil.local/x"]}),
+        ["schema.stencil_urls[0]: expected an http(s)://"],
+        id="stencil-url",
+    ),
     pytest.param(
         minimal(schema={"version": "4957b56c", "auto_refresh": True}),
         ["schema.auto_refresh: a pinned schema version cannot be refreshed"],
         id="pinned-refresh",
     ),
-    pytest.param(minimal(sink={"type": "bigquery"}), ["job.yaml: sink.type: must be one of 'influx', 'kafka', 'postgres' or 'log', got 'bigquery'"], id="sink-type"),
+    pytest.param(
+        minimal(sink={"type": "bigquery"}),
+        ["job.yaml: sink.type: must be one of 'influx', 'kafka', 'postgres' or 'log', got 'bigquery'"],
+        id="sink-type",
+    ),
     pytest.param(minimal(sink={"influx": INFLUX}), ["job.yaml: sink.type: is required"], id="sink-type-missing"),
     pytest.param({k: v for k, v in MINIMAL.items() if k != "sink"}, ["job.yaml: sink: is required"], id="sink-missing"),
-    pytest.param(minimal(sink={"type": "influx"}), ["job.yaml: sink.influx: is required when the sink type is 'influx'"], id="influx-missing"),
+    pytest.param(
+        minimal(sink={"type": "influx"}),
+        ["job.yaml: sink.influx: is required when the sink type is 'influx'"],
+        id="influx-missing",
+    ),
     pytest.param(
         minimal(sink={"type": "kafka", "influx": INFLUX}),
-        ["sink.influx: must be absent when the sink type is 'kafka'", "sink.kafka: is required when the sink type is 'kafka'"],
+        [
+            "sink.influx: must be absent when the sink type is 'kafka'",
+            "sink.kafka: is required when the sink type is 'kafka'",
+        ],
         id="wrong-section",
     ),
     pytest.param(
@@ -475,11 +592,16 @@ BAD_INPUTS = [
     ),
     pytest.param(
         minimal(sink={"type": "kafka", "kafka": {**KAFKA_SINK, "topic": "results topic", "brokers": "x"}}),
-        ["sink.kafka.topic: invalid Kafka topic name 'results topic'", "sink.kafka.brokers: expected a comma-separated list of host:port"],
+        [
+            "sink.kafka.topic: invalid Kafka topic name 'results topic'",
+            "sink.kafka.brokers: expected a comma-separated list of host:port",
+        ],
         id="kafka-sink-topic",
     ),
     pytest.param(
-        minimal(sink={"type": "postgres", "postgres": {**POSTGRES, "url": "postgresql://dagger:hunter2@db:5432/daggers"}}),
+        minimal(
+            sink={"type": "postgres", "postgres": {**POSTGRES, "url": "postgresql://dagger:hunter2@db:5432/daggers"}}
+        ),
         ["sink.postgres.url: the URL must not contain a password"],
         id="postgres-url-password",
     ),
@@ -574,13 +696,23 @@ def test_config_error_is_a_dagger_error():
 def test_secrets_never_appear_in_repr_str_or_redacted(tmp_path):
     job = load_job(write(tmp_path, FULL_YAML), env=ENV)
 
-    shown = [repr(job), str(job), json.dumps(job.redacted()), repr(job.sink), str(job.streams[0].kafka), repr(job.model_dump())]
+    shown = [
+        repr(job),
+        str(job),
+        json.dumps(job.redacted()),
+        repr(job.sink),
+        str(job.streams[0].kafka),
+        repr(job.model_dump()),
+    ]
     for text in shown:
         for secret in SECRETS:
             assert secret not in text
     redacted = job.redacted()
     assert redacted["sink"]["influx"]["password"] == "***"
-    assert redacted["streams"][0]["kafka"]["client_secrets"] == {"sasl.jaas.config": "***", "ssl.truststore.password": "***"}
+    assert redacted["streams"][0]["kafka"]["client_secrets"] == {
+        "sasl.jaas.config": "***",
+        "ssl.truststore.password": "***",
+    }
     assert redacted["streams"][0]["kafka"]["client"]["security.protocol"] == "SASL_SSL"
 
 
@@ -610,7 +742,9 @@ def test_an_unset_env_variable_is_an_error_naming_the_variable(tmp_path):
 
 def test_env_references_inside_a_jaas_config_are_resolved_and_double_dollar_is_literal(tmp_path):
     jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="${KP}$${KEEP}";'
-    data = with_kafka(client={"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas})
+    data = with_kafka(
+        client={"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas}
+    )
     job = load_data(tmp_path, data, env={"KP": "pw"})
     resolved = job.streams[0].kafka.client_secrets["sasl.jaas.config"].get_secret_value()
     assert resolved.endswith('password="pw${KEEP}";')

@@ -278,7 +278,11 @@ def test_an_unset_env_variable_in_a_properties_secret_names_key_and_variable(tmp
 
 
 def test_a_secret_written_in_a_properties_file_gives_a_warning(tmp_path):
-    stream = {**STREAM, "SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL": "SSL", "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD": "k3y"}
+    stream = {
+        **STREAM,
+        "SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL": "SSL",
+        "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_KEY_PASSWORD": "k3y",
+    }
     job = load(tmp_path, properties([stream]))
     assert job.streams[0].kafka.client_secrets["ssl.key.password"].get_secret_value() == "k3y"
     assert warnings_of(job) == [
@@ -303,8 +307,9 @@ def test_raystack_daggers_defaults_apply_when_keys_are_absent(tmp_path):
     assert job.warnings == ()
 
 
-@pytest.mark.parametrize("value, problem", [("5000", None), ("-1", "must be at least 0, got -1"),
-                                            ("5s", "expected an integer, got '5s'")])
+@pytest.mark.parametrize(
+    "value, problem", [("5000", None), ("-1", "must be at least 0, got -1"), ("5s", "expected an integer, got '5s'")]
+)
 def test_the_idle_timeout_is_ours_under_a_dagger_key(tmp_path, value, problem):
     text = properties(DAGGER_IDLE_TIMEOUT_MS=value)
     if problem is None:
@@ -326,7 +331,9 @@ def test_the_sink_type_defaults_to_influx_as_in_dagger(tmp_path):
 def test_the_job_name_comes_from_dagger_name_before_flink_job_id(tmp_path):
     job = load(tmp_path, properties(DAGGER_NAME="booking-counts", FLINK_JOB_ID="other-name"))
     assert job.name == "booking-counts"
-    assert warnings_of(job) == ["local.properties: FLINK_JOB_ID: ignored: the job is named by DAGGER_NAME ('booking-counts')"]
+    assert warnings_of(job) == [
+        "local.properties: FLINK_JOB_ID: ignored: the job is named by DAGGER_NAME ('booking-counts')"
+    ]
     assert load(tmp_path, properties(FLINK_JOB_ID="from-flink-job-id")).name == "from-flink-job-id"
 
 
@@ -362,7 +369,11 @@ def test_topic_names_joined_by_a_pipe_become_topics_and_a_regex_becomes_a_topic_
 
 
 def test_a_json_stream_reads_its_schema_and_event_time_field_name(tmp_path):
-    stream = {k: v for k, v in STREAM.items() if k not in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX")}
+    stream = {
+        k: v
+        for k, v in STREAM.items()
+        if k not in ("INPUT_SCHEMA_PROTO_CLASS", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX")
+    }
     stream.update(
         INPUT_DATATYPE="JSON",
         INPUT_SCHEMA_JSON_SCHEMA='{"type": "object"}',
@@ -428,7 +439,11 @@ def test_a_json_stream_reads_its_schema_and_event_time_field_name(tmp_path):
             id="security-protocol",
         ),
         pytest.param(
-            {**STREAM, "SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL": "SSL", "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL": "TLSv9"},
+            {
+                **STREAM,
+                "SOURCE_KAFKA_CONSUMER_CONFIG_SECURITY_PROTOCOL": "SSL",
+                "SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL": "TLSv9",
+            },
             "STREAMS[0].SOURCE_KAFKA_CONSUMER_CONFIG_SSL_PROTOCOL: must be one of TLS, TLSv1.1, TLSv1.2, TLSv1.3, SSL, SSLv2, SSLv3",
             id="ssl-protocol",
         ),
@@ -460,11 +475,12 @@ def test_stream_table_names_must_be_unique_and_at_most_two_streams_run(tmp_path)
         "local.properties: STREAMS[1].INPUT_SCHEMA_TABLE: table name 'data_stream' is already used by the stream at index 0"
     ]
     three = [{**STREAM, "INPUT_SCHEMA_TABLE": f"t{i}"} for i in range(3)]
-    sql_problem, stream_problem = problems_of(tmp_path, properties(three))      # in file order
+    sql_problem, stream_problem = problems_of(tmp_path, properties(three))  # in file order
     assert stream_problem == "local.properties: STREAMS: at most 2 streams are supported (as in raystack/dagger), got 3"
     # the query reads data_stream, no longer a table here: said in the same refusal
-    assert sql_problem.startswith("local.properties: FLINK_SQL_QUERY: SQL line 1, column 27: refused: unknown table "
-                                  "`data_stream`")
+    assert sql_problem.startswith(
+        "local.properties: FLINK_SQL_QUERY: SQL line 1, column 27: refused: unknown table `data_stream`"
+    )
 
 
 def test_streams_must_be_json_and_an_unescaped_quote_gets_a_hint(tmp_path):
@@ -496,14 +512,38 @@ def test_the_sql_query_lines_are_joined_and_a_comment_there_gets_a_warning(tmp_p
     [
         ({"FLINK_SQL_QUERY": None}, "local.properties: FLINK_SQL_QUERY: is required"),
         ({"FLINK_PARALLELISM": "0"}, "local.properties: FLINK_PARALLELISM: must be at least 1, got 0"),
-        ({"FLINK_WATERMARK_DELAY_MS": "10s"}, "local.properties: FLINK_WATERMARK_DELAY_MS: expected an integer, got '10s'"),
-        ({"FLINK_ROWTIME_ATTRIBUTE_NAME": "row-time"}, "local.properties: FLINK_ROWTIME_ATTRIBUTE_NAME: expected an SQL identifier"),
-        ({"SINK_TYPE": "bigquery"}, "local.properties: SINK_TYPE: the bigquery sink is not supported (use influx, kafka or log)"),
-        ({"SINK_TYPE": "elastic"}, "local.properties: SINK_TYPE: must be one of 'influx', 'kafka', 'postgres' or 'log', got 'elastic'"),
-        ({"SCHEMA_REGISTRY_STENCIL_ENABLE": "1"}, "local.properties: SCHEMA_REGISTRY_STENCIL_ENABLE: expected true or false, got '1'"),
-        ({"SCHEMA_REGISTRY_STENCIL_ENABLE": "true"}, "local.properties: SCHEMA_REGISTRY_STENCIL_URLS: at least one URL is required"),
-        ({"PROCESSOR_PREPROCESSOR_ENABLE": "true"}, "local.properties: PROCESSOR_PREPROCESSOR_ENABLE: pre-processors are not supported"),
-        ({"PYTHON_UDF_ENABLE": "true"}, "local.properties: PYTHON_UDF_ENABLE: Python UDFs from PYTHON_UDF_CONFIG are not supported"),
+        (
+            {"FLINK_WATERMARK_DELAY_MS": "10s"},
+            "local.properties: FLINK_WATERMARK_DELAY_MS: expected an integer, got '10s'",
+        ),
+        (
+            {"FLINK_ROWTIME_ATTRIBUTE_NAME": "row-time"},
+            "local.properties: FLINK_ROWTIME_ATTRIBUTE_NAME: expected an SQL identifier",
+        ),
+        (
+            {"SINK_TYPE": "bigquery"},
+            "local.properties: SINK_TYPE: the bigquery sink is not supported (use influx, kafka or log)",
+        ),
+        (
+            {"SINK_TYPE": "elastic"},
+            "local.properties: SINK_TYPE: must be one of 'influx', 'kafka', 'postgres' or 'log', got 'elastic'",
+        ),
+        (
+            {"SCHEMA_REGISTRY_STENCIL_ENABLE": "1"},
+            "local.properties: SCHEMA_REGISTRY_STENCIL_ENABLE: expected true or false, got '1'",
+        ),
+        (
+            {"SCHEMA_REGISTRY_STENCIL_ENABLE": "true"},
+            "local.properties: SCHEMA_REGISTRY_STENCIL_URLS: at least one URL is required",
+        ),
+        (
+            {"PROCESSOR_PREPROCESSOR_ENABLE": "true"},
+            "local.properties: PROCESSOR_PREPROCESSOR_ENABLE: pre-processors are not supported",
+        ),
+        (
+            {"PYTHON_UDF_ENABLE": "true"},
+            "local.properties: PYTHON_UDF_ENABLE: Python UDFs from PYTHON_UDF_CONFIG are not supported",
+        ),
         (
             {"FLINK_SQL_QUERY": None, "SQL_QUERY": "SELECT 1"},
             "local.properties: SQL_QUERY: raystack/dagger's code does not read this key (its docs name it so); use FLINK_SQL_QUERY",
@@ -529,8 +569,15 @@ def test_a_kafka_sink_reads_its_keys_and_the_large_message_switch(tmp_path):
     job = load(tmp_path, text)
     kafka = job.sink.kafka
     assert job.sink.type == "kafka" and job.sink.influx is None
-    assert (kafka.brokers, kafka.topic, kafka.name) == ("kafka-out-1:9092,kafka-out-2:9092", "booking-counts", "output-stream")
-    assert (kafka.proto_key, kafka.proto_message) == ("gojek.esb.aggregate.BookingCountKey", "gojek.esb.aggregate.BookingCount")
+    assert (kafka.brokers, kafka.topic, kafka.name) == (
+        "kafka-out-1:9092,kafka-out-2:9092",
+        "booking-counts",
+        "output-stream",
+    )
+    assert (kafka.proto_key, kafka.proto_message) == (
+        "gojek.esb.aggregate.BookingCountKey",
+        "gojek.esb.aggregate.BookingCount",
+    )
     assert (kafka.data_type, kafka.linger_ms) == ("PROTO", 25)
     assert kafka.client == {"compression.type": "snappy", "max.request.size": "20971520"}
     assert warnings_of(job) == ["local.properties: SINK_INFLUX_URL: ignored: SINK_TYPE is 'kafka'"]
@@ -566,7 +613,11 @@ def test_unknown_and_ignored_keys_are_warnings_not_errors(tmp_path):
 
 
 def test_every_problem_in_a_properties_file_is_reported_at_once(tmp_path):
-    second = {**STREAM, "INPUT_SCHEMA_TABLE": "data_stream", "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "event_timestamp"}
+    second = {
+        **STREAM,
+        "INPUT_SCHEMA_TABLE": "data_stream",
+        "INPUT_SCHEMA_EVENT_TIMESTAMP_FIELD_INDEX": "event_timestamp",
+    }
     first = {**STREAM, "SOURCE_KAFKA_CONSUMER_CONFIG_BOOTSTRAP_SERVERS": "localhost"}
     text = properties(
         [first, second],

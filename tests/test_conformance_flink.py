@@ -13,6 +13,7 @@ runs the fast subset (cases marked fast); `make conformance` (DAGGER_CONFORMANCE
 After a change, `python -m tests.conformance.observe --record` rewrites what changed and
 `make conformance-table` the docs' table.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,8 @@ def test_case_gives_what_is_recorded(case, inputs, flink, spark, dset):
     state, detail = harness.observe(case, flink[case.id], harness.run_ours(case, inputs, spark, dset))
     assert state == recorded["state"], (
         f"{case.id} ({case.construct}) is {state}, recorded as {recorded['state']}: {detail}\n"
-        f"query: {case.query}\n(python -m tests.conformance.observe --only {case.id} --record, then write its note)")
+        f"query: {case.query}\n(python -m tests.conformance.observe --only {case.id} --record, then write its note)"
+    )
     if state == "refused":
         assert recorded["refusal"] in detail, f"the refusal changed: {detail}"
 
@@ -79,7 +81,9 @@ def test_every_function_flink_lists_is_called_by_a_case_or_has_a_reason():
     from tests.conformance.corpus import NOT_COMPARABLE
 
     listed = coverage.listed()
-    assert len(listed) > 150 and "JSON_OBJECT" in listed and "upperCase" in listed, "flink_functions.txt is not Flink's list"
+    assert len(listed) > 150 and "JSON_OBJECT" in listed and "upperCase" in listed, (
+        "flink_functions.txt is not Flink's list"
+    )
     assert coverage.uncovered() == [], "give these a case in corpus.py or a reason in coverage.NOT_CALLED"
     stale = [n for n in coverage.NOT_CALLED if n not in listed or coverage.called(n)]
     assert stale == [], f"NOT_CALLED explains names Flink does not list or a case calls: {stale}"
@@ -99,8 +103,12 @@ def test_the_runner_refuses_bad_input_with_one_json_line_and_exit_2(tmp_path):
     cp = f"{harness.FLINK_DIR / 'conformance-runner.jar'}{os.pathsep}{harness.FLINK_DIR / 'deps' / '*'}"
 
     def runner(*args):
-        return subprocess.run(["java", "-Xmx256m", "-cp", cp, "dev.daggers.conformance.FlinkRunner", *args],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            ["java", "-Xmx256m", "-cp", cp, "dev.daggers.conformance.FlinkRunner", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     no_file = runner(str(tmp_path / "missing.json"))
     assert no_file.returncode == 2 and "cannot read the cases file" in json.loads(no_file.stdout)["error"]
@@ -119,13 +127,28 @@ def test_the_runner_runs_one_query_from_its_command_line_and_refuses_a_bad_one_w
     table = f"pings={inputs['pings']},{harness.STREAMS['pings'][0]},event_timestamp"
 
     def query(sql):
-        return subprocess.run(["java", "-Xmx1g", "-cp", cp, "dev.daggers.conformance.FlinkRunner",
-                               "--descriptor-set", str(harness.DESCRIPTOR_SET), "--table", table, "--query", sql],
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [
+                "java",
+                "-Xmx1g",
+                "-cp",
+                cp,
+                "dev.daggers.conformance.FlinkRunner",
+                "--descriptor-set",
+                str(harness.DESCRIPTOR_SET),
+                "--table",
+                table,
+                "--query",
+                sql,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     ok = query("SELECT driver_status, COUNT(*) AS n FROM pings GROUP BY driver_status")
     assert ok.returncode == 0, ok.stdout + ok.stderr[-2000:]
     rows = [json.loads(line) for line in ok.stdout.splitlines()]
-    assert sum(r["n"] for r in rows) == harness.STREAMS["pings"][2]      # retractions applied: final counts
+    assert sum(r["n"] for r in rows) == harness.STREAMS["pings"][2]  # retractions applied: final counts
     bad = query("SELECT no_such_column FROM pings")
     assert bad.returncode == 2 and "no_such_column" in json.loads(bad.stdout)["error"]

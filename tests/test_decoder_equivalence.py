@@ -5,6 +5,7 @@ every field filled at random, and broken or unusual encodings (merged messages, 
 repeated fields, wrong wire types, unknown fields and enum numbers, bad UTF-8, truncation). The
 reflective one (DynamicMessage) is the reference.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,8 +19,11 @@ from protos import registry
 
 pytestmark = pytest.mark.spark
 
-MESSAGES = [(traffic.BOOKING, traffic.bookings), (traffic.DRIVER_PING, traffic.driver_pings),
-            (traffic.API_LOG, traffic.api_logs)]
+MESSAGES = [
+    (traffic.BOOKING, traffic.bookings),
+    (traffic.DRIVER_PING, traffic.driver_pings),
+    (traffic.API_LOG, traffic.api_logs),
+]
 
 
 def random_message(cls, rng: random.Random, depth: int = 0):
@@ -30,8 +34,9 @@ def random_message(cls, rng: random.Random, depth: int = 0):
         if f.message_type is not None and f.message_type.GetOptions().map_entry:
             target = getattr(m, f.name)
             for _ in range(rng.randrange(3)):
-                target[_scalar(f.message_type.fields_by_name["key"], rng)] = \
-                    _scalar(f.message_type.fields_by_name["value"], rng)
+                target[_scalar(f.message_type.fields_by_name["key"], rng)] = _scalar(
+                    f.message_type.fields_by_name["value"], rng
+                )
         elif f.type == FD.TYPE_MESSAGE:
             if f.message_type.full_name == "google.protobuf.Timestamp":
                 ts = getattr(m, f.name)
@@ -39,7 +44,9 @@ def random_message(cls, rng: random.Random, depth: int = 0):
             elif depth < 3:
                 if f.label == FD.LABEL_REPEATED:
                     for _ in range(rng.randrange(3)):
-                        getattr(m, f.name).add().CopyFrom(random_message(getattr(m, f.name).add().__class__, rng, depth + 1))
+                        getattr(m, f.name).add().CopyFrom(
+                            random_message(getattr(m, f.name).add().__class__, rng, depth + 1)
+                        )
                 else:
                     getattr(m, f.name).CopyFrom(random_message(getattr(m, f.name).__class__, rng, depth + 1))
         elif f.label == FD.LABEL_REPEATED:
@@ -52,11 +59,11 @@ def random_message(cls, rng: random.Random, depth: int = 0):
 def _scalar(f, rng: random.Random):
     t = f.type
     if t in (FD.TYPE_INT32, FD.TYPE_SINT32, FD.TYPE_SFIXED32):
-        return rng.randrange(-2**31, 2**31)
+        return rng.randrange(-(2**31), 2**31)
     if t in (FD.TYPE_UINT32, FD.TYPE_FIXED32):
         return rng.randrange(0, 2**32)
     if t in (FD.TYPE_INT64, FD.TYPE_SINT64, FD.TYPE_SFIXED64):
-        return rng.randrange(-2**63, 2**63)
+        return rng.randrange(-(2**63), 2**63)
     if t in (FD.TYPE_UINT64, FD.TYPE_FIXED64):
         return rng.randrange(0, 2**64)
     if t == FD.TYPE_DOUBLE:
@@ -89,23 +96,23 @@ def odd_encodings(dset) -> list[bytes]:
     base = cls(order_number="A-1", city_id=3, status=4)
     base.event_timestamp.seconds = 1_700_000_000
     good = base.SerializeToString()
-    loc1 = ld(12, key(1, 1) + (1.5).hex().encode()[:0] + b"\x00" * 7 + b"\x40")   # pickup.latitude = 2.0
-    loc2 = ld(12, key(2, 1) + b"\x00" * 7 + b"\x40")                               # pickup.longitude = 2.0
+    loc1 = ld(12, key(1, 1) + (1.5).hex().encode()[:0] + b"\x00" * 7 + b"\x40")  # pickup.latitude = 2.0
+    loc2 = ld(12, key(2, 1) + b"\x00" * 7 + b"\x40")  # pickup.longitude = 2.0
     return [
         good,
-        good + loc1 + loc2,                          # a singular message seen twice is merged
-        good + ld(16, b"x") + ld(16, b"y"),          # repeated strings
-        ts + key(8, 0) + _VarintBytes(7) + key(8, 0) + _VarintBytes(9),   # last value wins
+        good + loc1 + loc2,  # a singular message seen twice is merged
+        good + ld(16, b"x") + ld(16, b"y"),  # repeated strings
+        ts + key(8, 0) + _VarintBytes(7) + key(8, 0) + _VarintBytes(9),  # last value wins
         ts + key(8, 2) + _VarintBytes(1) + b"\x07",  # wrong wire type for an int32: an unknown field
-        ts + key(99, 0) + _VarintBytes(5),           # unknown field number
-        ts + key(4, 0) + _VarintBytes(77),           # unknown enum number
-        ts + ld(1, b"\xff\xfe"),                     # invalid UTF-8 in a proto3 string
+        ts + key(99, 0) + _VarintBytes(5),  # unknown field number
+        ts + key(4, 0) + _VarintBytes(77),  # unknown enum number
+        ts + ld(1, b"\xff\xfe"),  # invalid UTF-8 in a proto3 string
         ts + ld(17, ld(1, b"k") + ld(2, b"v")) + ld(17, ld(2, b"only-value")),  # map entries
-        good[:-1],                                   # truncated
-        b"\xff\xff\xff\xff\xff",                     # garbage
-        key(8, 0) + _VarintBytes(3),                 # no event time
-        ts + key(3, 4),                              # an end-group tag with no group
-        b"",                                         # empty message: no event time
+        good[:-1],  # truncated
+        b"\xff\xff\xff\xff\xff",  # garbage
+        key(8, 0) + _VarintBytes(3),  # no event time
+        ts + key(3, 4),  # an end-group tag with no group
+        b"",  # empty message: no event time
     ]
 
 
@@ -144,9 +151,12 @@ def test_messages_with_random_fields_and_mutations_decode_identically(spark, dse
         mutated.append(bytes(b))
         mutated.append(v[: rng.randrange(len(v) + 1)])
     rows = decode_both(spark, dset, message, values + mutated)
-    mismatched = [(r["i"], r["w"], r["r"]) for r in rows
-                  if (r["w"]["message"], r["w"]["rowtime"]) != (r["r"]["message"], r["r"]["rowtime"])
-                  or (r["w"]["error"] is None) != (r["r"]["error"] is None)]
+    mismatched = [
+        (r["i"], r["w"], r["r"])
+        for r in rows
+        if (r["w"]["message"], r["w"]["rowtime"]) != (r["r"]["message"], r["r"]["rowtime"])
+        or (r["w"]["error"] is None) != (r["r"]["error"] is None)
+    ]
     assert not mismatched, mismatched[:3]
     assert sum(r["w"]["error"] is not None for r in rows) > 20, "the mutations should break some messages"
 

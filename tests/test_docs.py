@@ -1,6 +1,7 @@
 """The manual (docs/, mkdocs.yml) builds in strict mode: a link to a page or an anchor that is not
 there, or a page left out of the navigation, fails the build. README.md, the front page, links
 only to what exists."""
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def build(root: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
-                           "-d", str(out)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def test_the_manual_builds_in_strict_mode_with_every_page_in_its_navigation(tmp_path):

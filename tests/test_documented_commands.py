@@ -8,6 +8,7 @@ commands of a block run in order, in the repository, through bash, with `dagger`
 virtualenv on PATH. Commands that need the lab are shown in plain ``` blocks (the lab's tests run
 those paths), so they are not run here.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark]        # validate and preview start Spark (one warm process for the module)
+pytestmark = [pytest.mark.spark]  # validate and preview start Spark (one warm process for the module)
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"])
 BLOCK = re.compile(r"^```console\n(.*?)^```$", re.M | re.S)
@@ -58,7 +59,7 @@ def blocks():
     for page in PAGES:
         text = page.read_text()
         for m in BLOCK.finditer(text):
-            line = text[:m.start()].count("\n") + 2
+            line = text[: m.start()].count("\n") + 2
             yield pytest.param(parse(m.group(1), line), id=f"{page.relative_to(ROOT)}:{line}")
 
 
@@ -94,11 +95,16 @@ def env(tmp_path_factory):
     """The docs' shell: this virtualenv's dagger first on PATH, and one warm process of its own that
     validate and preview use (the docs say their output is the same either way; tests/test_warm.py
     holds them to it), so the page's commands do not each start a Spark."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "COLUMNS": "100", "NO_COLOR": "1",
-           "DAGGER_WARM_SOCKET": str(tmp_path_factory.mktemp("warm") / "warm.sock")}
-    started = subprocess.run(["dagger", "warm", "start"], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "COLUMNS": "100",
+        "NO_COLOR": "1",
+        "DAGGER_WARM_SOCKET": str(tmp_path_factory.mktemp("warm") / "warm.sock"),
+    }
+    started = subprocess.run(
+        ["dagger", "warm", "start"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert started.returncode == 0, started.stderr
     yield env
     subprocess.run(["dagger", "warm", "stop"], cwd=ROOT, env=env, capture_output=True, timeout=120)
@@ -107,10 +113,12 @@ def env(tmp_path_factory):
 @pytest.mark.parametrize("commands", list(blocks()))
 def test_a_documented_command_prints_what_the_docs_say(commands, env):
     for command in commands:
-        proc = subprocess.run(["bash", "-c", command.text], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            ["bash", "-c", command.text], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
         actual = (proc.stdout + proc.stderr).splitlines()
         where = f"line {command.line}: $ {command.text}"
         assert proc.returncode == command.exit, f"{where}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
-        assert matches(command.expected, actual), (f"{where}\n--- the docs say\n" + "\n".join(command.expected)
-                                                   + "\n--- it prints\n" + "\n".join(actual))
+        assert matches(command.expected, actual), (
+            f"{where}\n--- the docs say\n" + "\n".join(command.expected) + "\n--- it prints\n" + "\n".join(actual)
+        )

@@ -4,6 +4,7 @@ batch it had finished as the fault struck: a drill once put its "first batch" ev
 commit, 2.5 s after the fault, while its RTO (from the standby's lease) said 4.4 s. The recovery's
 commit is the first one after a launch since the fault, read from the checkpoint's launch ledger
 (written by dagger_runtime.launches.record, as every driver does) and its commit files."""
+
 from __future__ import annotations
 
 import os
@@ -32,10 +33,10 @@ def commit(root, batch: int, at: float) -> None:
 
 def test_the_old_drivers_last_commit_is_not_the_recovery(tmp_path):
     fault = 1_800_000_000.0
-    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))    # the old driver
+    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))  # the old driver
     commit(tmp_path, 0, fault - 30)
-    commit(tmp_path, 1, fault + 2.5)           # the old driver's batch, finished as the fault struck
-    launches.record(str(tmp_path), now_ms=int((fault + 3.0) * 1000))    # the standby takes the lease
+    commit(tmp_path, 1, fault + 2.5)  # the old driver's batch, finished as the fault struck
+    launches.record(str(tmp_path), now_ms=int((fault + 3.0) * 1000))  # the standby takes the lease
     commit(tmp_path, 2, fault + 4.4)
     commit(tmp_path, 3, fault + 9.0)
     taken, first = DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault)

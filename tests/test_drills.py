@@ -6,6 +6,7 @@ the test reads the run's own ledger (every message Kafka acknowledged) and the d
 in InfluxDB itself, counts the windows by hand, and compares; it checks the recovery time
 against the target, that the faults were undone, where the dagger ended up, and that the
 report opens in Chromium with its timeline and verdict and no console error."""
+
 from __future__ import annotations
 
 import base64
@@ -32,10 +33,29 @@ DELAY_MS = 5_000
 
 
 def drill(lab_env: dict, playbook: str, out: Path) -> tuple[subprocess.CompletedProcess, dict | None]:
-    proc = subprocess.run([sys.executable, "-m", "chaos", "drill", "run", str(DRILLS / f"{playbook}.yaml"),
-                           "--lab", lab_env["DAGGER_LAB_DIR"], "--port-base", lab_env["DAGGER_LAB_PORT_BASE"],
-                           "--out", str(out), "--seed", "11"],
-                          cwd=REPO, env=lab_env, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chaos",
+            "drill",
+            "run",
+            str(DRILLS / f"{playbook}.yaml"),
+            "--lab",
+            lab_env["DAGGER_LAB_DIR"],
+            "--port-base",
+            lab_env["DAGGER_LAB_PORT_BASE"],
+            "--out",
+            str(out),
+            "--seed",
+            "11",
+        ],
+        cwd=REPO,
+        env=lab_env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     lines = proc.stdout.strip().splitlines()
     report = json.loads(Path(lines[-1]).read_text()) if lines and lines[-1].endswith("report.json") else None
     return proc, report
@@ -63,10 +83,11 @@ def influx_rows(lab_env: dict, spec: Path) -> dict[tuple[int, str, str], int]:
     port = int(lab_env["DAGGER_LAB_PORT_BASE"]) + 4086
     query = f'SELECT "bookings", "tag_service_type", "tag_status" FROM "{sink["measurement_name"]}"'
     password = access.influx_password(sink["username"], Path(lab_env["DAGGER_LAB_DIR"]))
-    request = urllib.request.Request(      # basic auth: InfluxDB 1.x reads u/p from the URL only
+    request = urllib.request.Request(  # basic auth: InfluxDB 1.x reads u/p from the URL only
         f"http://127.0.0.1:{port}/query",
         data=urllib.parse.urlencode({"db": sink["db_name"], "q": query, "epoch": "ms"}).encode(),
-        headers={"Authorization": "Basic " + base64.b64encode(f"{sink['username']}:{password}".encode()).decode()})
+        headers={"Authorization": "Basic " + base64.b64encode(f"{sink['username']}:{password}".encode()).decode()},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         data = json.load(response)
     rows = {}
@@ -94,20 +115,32 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float, mi
     # own account: the fault's injection to the runner's sight of the new version's first batch
     injected = min(_at(f["injected_at"]) for f in report["faults"])
     first_batch = min(_at(e["at"]) for e in report["events"] if e["kind"] == "first-batch" and _at(e["at"]) > injected)
-    assert 0 < case["rto_seconds"] and first_batch - injected - 15 <= case["rto_seconds"] <= first_batch - injected + 1, (
-        case, first_batch - injected)
+    assert (
+        0 < case["rto_seconds"] and first_batch - injected - 15 <= case["rto_seconds"] <= first_batch - injected + 1
+    ), (case, first_batch - injected)
     steps = {s["step"]: s["seconds"] for s in case["rto_steps"]}
-    if case.get("standby") and case["failover"] == "kafka":     # handed the moved version
+    if case.get("standby") and case["failover"] == "kafka":  # handed the moved version
         assert set(steps) - {"retries and bookkeeping"} == {
-            "detect", "check", "stop the old driver", "standby takes the new checkpoint", "query start",
-            "first batch"}, steps
+            "detect",
+            "check",
+            "stop the old driver",
+            "standby takes the new checkpoint",
+            "query start",
+            "first batch",
+        }, steps
         assert steps["standby takes the new checkpoint"] < 10, steps
-    elif case.get("standby"):   # the standby's lease and first commit, read from the checkpoint
+    elif case.get("standby"):  # the standby's lease and first commit, read from the checkpoint
         assert set(steps) == {"standby takes the lease", "query start", "first batch"}, steps
         assert steps["standby takes the lease"] < 5, steps
     else:
-        assert set(steps) - {"retries and bookkeeping"} == {"detect", "check", "stop the old driver", "submit",
-                                                             "driver start", "first batch"}, steps
+        assert set(steps) - {"retries and bookkeeping"} == {
+            "detect",
+            "check",
+            "stop the old driver",
+            "submit",
+            "driver start",
+            "first batch",
+        }, steps
     assert abs(sum(steps.values()) - case["rto_seconds"]) < 0.1, (steps, case["rto_seconds"])
     # nothing lost, so the verdict is the recovery time's: a miss is a fail that says so
     if case["rto_seconds"] <= rto_target:
@@ -124,14 +157,18 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float, mi
     expected = by_hand(ledger, int(delay[:-1]) * 1000)
     # the windows from the drill's start (the first is partial on both sides alike: the dagger
     # reads from the drill's start) to the last closed one
-    got = {k: n for k, n in influx_rows(lab_env, run_dir / "specs" / f"{case['dagger']}.yaml").items()
-           if k[0] <= max(expected)[0]}
+    got = {
+        k: n
+        for k, n in influx_rows(lab_env, run_dir / "specs" / f"{case['dagger']}.yaml").items()
+        if k[0] <= max(expected)[0]
+    }
     assert len(expected) >= min_windows
     assert got == expected
     assert case["windows_expected"] == case["windows_matched"] == len(expected)
     assert report["produced"]["messages"] == int(ledger["error"].isna().sum())
 
     from chaos.browser import render
+
     rendered = render(run_dir / "report.html")
     assert rendered.console_errors == [], rendered.console_errors
     assert f'aria-label="verdict: {report["verdict"]}"' in rendered.dom
@@ -144,9 +181,9 @@ def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
     proc, report = drill(lab_env, "kafka-failover-short", tmp_path)
     # (its 2-minute watermark leaves the last two minutes unverified: 4m40s of drill, ~15 windows)
     case = check_run(lab_env, proc, report, rto_target=30, min_windows=12)
-    assert case["late_messages"] == 0, case       # the watermark held the outage's backlog
+    assert case["late_messages"] == 0, case  # the watermark held the outage's backlog
     assert case["failover"] == "kafka"
-    assert case["standby"] is True      # the standby was handed the moved version
+    assert case["standby"] is True  # the standby was handed the moved version
     # the messages sent while the primary was down were buffered and delivered when it returned
     (fault,) = report["faults"]
     assert fault["kind"] == "cluster-down"
@@ -159,10 +196,13 @@ def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
     moved = next(_at(e["at"]) for e in report["events"] if e["kind"] == "fail-back" and "back to" in e["text"])
     seen = min(_at(e["at"]) for e in report["events"] if e["kind"] == "first-batch" and _at(e["at"]) > moved)
     assert 0 < case["fail_back_seconds"] and seen - moved - 15 <= case["fail_back_seconds"] <= seen - moved + 1, (
-        case, seen - moved)
+        case,
+        seen - moved,
+    )
     # its versions: the deploy on the primary, the move to the mirror (which reads the mirror's
     # copies, named after their source), the move back (the primary's own topic again)
     from dagger_runtime.lifecycle.registry import Registry
+
     registry = Registry((Path(lab_env["DAGGER_LAB_DIR"]) / "secrets" / "registry.url").read_text().strip())
     try:
         versions = registry.versions(case["dagger"])
@@ -170,7 +210,10 @@ def test_kafka_failover_drill_loses_nothing(lab_env, tmp_path):
         registry.close()
     mirror_port = str(int(lab_env["DAGGER_LAB_PORT_BASE"]) + 1192)
     assert [("primary.GO_RIDE-booking-log" in v.spec, mirror_port in v.spec) for v in versions] == [
-        (False, False), (True, True), (False, False)]
+        (False, False),
+        (True, True),
+        (False, False),
+    ]
 
 
 @pytest.mark.browser
@@ -178,5 +221,5 @@ def test_spark_failover_drill_loses_nothing(lab_env, tmp_path):
     proc, report = drill(lab_env, "spark-failover-short", tmp_path)
     case = check_run(lab_env, proc, report, rto_target=45)
     assert case["failover"] == "spark"
-    assert case["standby"] is True      # the playbook's standby took the checkpoint over
+    assert case["standby"] is True  # the playbook's standby took the checkpoint over
     assert any(e["kind"] == "failover" and "green" in e["text"] for e in report["events"])

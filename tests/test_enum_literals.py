@@ -1,6 +1,7 @@
 """Literals compared with enum fields are checked against the enum's values before anything runs
 (dagger_runtime/enum_literals.py): a misspelt value or a number for an enum is valid SQL that
 silently matches nothing, so a new analyst got 144 cancellations where there were 284."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,10 @@ from protos import registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
 DESCRIPTORS = registry.load(None, None)
-TABLES = {"bookings": DESCRIPTORS.message_descriptor("gojek.esb.booking.BookingLogMessage"),
-          "pings": DESCRIPTORS.message_descriptor("gojek.esb.driverlocation.DriverLocationLogMessage")}
+TABLES = {
+    "bookings": DESCRIPTORS.message_descriptor("gojek.esb.booking.BookingLogMessage"),
+    "pings": DESCRIPTORS.message_descriptor("gojek.esb.driverlocation.DriverLocationLogMessage"),
+}
 
 
 def refusal(sql: str) -> QueryError | None:
@@ -35,11 +38,13 @@ def test_the_enums_values_come_from_the_descriptors_not_from_this_test():
 
 
 def test_a_misspelt_value_is_refused_at_its_place_with_the_closest_names():
-    sql = ("SELECT COUNT(1) AS cancelled FROM bookings\n"
-           "WHERE status IN ('CUSTOMER_CANCELLED', 'DRIVER_CANCELED')\n"
-           "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)")
+    sql = (
+        "SELECT COUNT(1) AS cancelled FROM bookings\n"
+        "WHERE status IN ('CUSTOMER_CANCELLED', 'DRIVER_CANCELED')\n"
+        "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)"
+    )
     e = refusal(sql)
-    assert e is not None and (e.line, e.col) == (2, 40)      # the opening quote of the value
+    assert e is not None and (e.line, e.col) == (2, 40)  # the opening quote of the value
     assert "'DRIVER_CANCELED' is not a value of gojek.esb.booking.BookingStatus (status)" in str(e)
     assert "did you mean 'DRIVER_CANCELLED'" in str(e)
 
@@ -51,16 +56,22 @@ def test_a_number_for_an_enum_is_refused_naming_the_value_it_stands_for():
     assert e is not None and "compare with one of its names: UNKNOWN, AVAILABLE" in str(e)
 
 
-@pytest.mark.parametrize("sql, value", [
-    ("SELECT driver_id FROM pings p WHERE p.driver_status <> 'available'", "'available'"),       # case
-    ("SELECT driver_id FROM pings WHERE 'BUSSY' = driver_status", "'BUSSY'"),                   # reversed
-    ("SELECT driver_id FROM pings WHERE DRIVER_STATUS = ('OFFLINE ')", "'OFFLINE '"),           # paren, space
-    ("SELECT CASE status WHEN 'COMPLETED' THEN 1 WHEN 'CANCELED' THEN 2 END AS k FROM bookings", "'CANCELED'"),
-    ("SELECT CASE WHEN status = 'COMPLETE' THEN 1 END AS k FROM bookings", "'COMPLETE'"),
-    ("SELECT b.order_number FROM bookings b JOIN pings p ON b.driver_id = p.driver_id "
-     "WHERE p.driver_status = 'ONTRIP'", "'ONTRIP'"),
-    ("SELECT order_number FROM bookings /* 'COMPLETED' */ WHERE status = -- x\n 'completed'", "'completed'"),
-])
+@pytest.mark.parametrize(
+    "sql, value",
+    [
+        ("SELECT driver_id FROM pings p WHERE p.driver_status <> 'available'", "'available'"),  # case
+        ("SELECT driver_id FROM pings WHERE 'BUSSY' = driver_status", "'BUSSY'"),  # reversed
+        ("SELECT driver_id FROM pings WHERE DRIVER_STATUS = ('OFFLINE ')", "'OFFLINE '"),  # paren, space
+        ("SELECT CASE status WHEN 'COMPLETED' THEN 1 WHEN 'CANCELED' THEN 2 END AS k FROM bookings", "'CANCELED'"),
+        ("SELECT CASE WHEN status = 'COMPLETE' THEN 1 END AS k FROM bookings", "'COMPLETE'"),
+        (
+            "SELECT b.order_number FROM bookings b JOIN pings p ON b.driver_id = p.driver_id "
+            "WHERE p.driver_status = 'ONTRIP'",
+            "'ONTRIP'",
+        ),
+        ("SELECT order_number FROM bookings /* 'COMPLETED' */ WHERE status = -- x\n 'completed'", "'completed'"),
+    ],
+)
 def test_other_spellings_are_refused_too(sql, value):
     e = refusal(sql)
     assert e is not None and f"{value} is not a value of" in str(e), sql
@@ -72,16 +83,19 @@ def test_every_wrong_value_is_named_in_one_refusal():
     assert "(line 1, column" in str(e).split("also:")[1]
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT order_number FROM bookings WHERE status IN ('COMPLETED', 'DRIVER_CANCELLED')",
-    "SELECT b.order_number FROM bookings b JOIN pings p ON b.driver_id = p.driver_id "
-    "WHERE b.status = 'COMPLETED' AND p.driver_status = 'BUSY'",
-    # the columns of a subquery, or a computed column, may be anything: not judged as the enum
-    "SELECT s FROM (SELECT CAST(status AS INT) AS status, 1 AS s FROM bookings) t WHERE status = 1",
-    "SELECT UPPER(CAST(status AS STRING)) AS status FROM bookings WHERE UPPER(CAST(status AS STRING)) = 'X'",
-    "SELECT order_number FROM bookings WHERE status LIKE 'CANCEL%'",
-    "SELECT order_number FROM bookings WHERE order_number = 'ANYTHING'",     # a string field, not an enum
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT order_number FROM bookings WHERE status IN ('COMPLETED', 'DRIVER_CANCELLED')",
+        "SELECT b.order_number FROM bookings b JOIN pings p ON b.driver_id = p.driver_id "
+        "WHERE b.status = 'COMPLETED' AND p.driver_status = 'BUSY'",
+        # the columns of a subquery, or a computed column, may be anything: not judged as the enum
+        "SELECT s FROM (SELECT CAST(status AS INT) AS status, 1 AS s FROM bookings) t WHERE status = 1",
+        "SELECT UPPER(CAST(status AS STRING)) AS status FROM bookings WHERE UPPER(CAST(status AS STRING)) = 'X'",
+        "SELECT order_number FROM bookings WHERE status LIKE 'CANCEL%'",
+        "SELECT order_number FROM bookings WHERE order_number = 'ANYTHING'",  # a string field, not an enum
+    ],
+)
 def test_what_is_right_or_not_an_enum_comparison_passes(sql):
     assert refusal(sql) is None
 

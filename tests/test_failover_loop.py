@@ -5,6 +5,7 @@ after a failover a driver once crashed at every restart ("The Spark SQL phase pl
 a null session under StateStoreSaveExec) and wrote nothing for the rest of the drill while the
 registry said RUNNING. At the end every window the fed bookings close is in the sink with its
 count, computed here from the bookings (tests/reference.py)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,8 +35,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
 TEAM = "allocations"
 # 4 in the suite (about 3 minutes); DAGGER_FAILOVER_LOOP_LOSSES=10 took 7 minutes on the 2-core lab
 LOSSES = int(os.environ.get("DAGGER_FAILOVER_LOOP_LOSSES", "4"))
-CHUNK_S = 30            # event time each loss's bookings span
-DELAY_S = 60            # the example's watermark delay
+CHUNK_S = 30  # event time each loss's bookings span
+DELAY_S = 60  # the example's watermark delay
 
 
 @pytest.fixture(scope="module")
@@ -52,25 +53,42 @@ def make_lab(lab_env, tmp_path_factory, prefix: str) -> dict:
     topic, out = f"bookings-{run_id}-{prefix}", f"{TEAM}-{prefix}-{run_id}"
     login = access.kafka_python("admin", lab=lab_dir)
     admin = KafkaAdminClient(bootstrap_servers=servers, **login)
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3),
-                         NewTopic(out, num_partitions=1, replication_factor=3)])
+    admin.create_topics(
+        [NewTopic(topic, num_partitions=2, replication_factor=3), NewTopic(out, num_partitions=1, replication_factor=3)]
+    )
     admin.close()
     name = f"{prefix}-{run_id}"
     job = yaml.safe_load((EXAMPLES / "completed_bookings_by_s2.yaml").read_text())
     job.update(name=name, team=TEAM, parallelism=1, dead_letter_topic=f"{TEAM}-{name}-dlq")
     job["streams"] = job["streams"][:1]
     job["streams"][0]["topics"] = [topic]
-    job["streams"][0]["kafka"].update(bootstrap_servers=servers, auto_offset_reset="earliest",
-                                      group_id=access.consumer_group(TEAM, name), client=access.team_client(TEAM))
-    job["sink"] = {"type": "kafka", "kafka": {"brokers": servers, "topic": out, "data_type": "JSON",
-                                              "client": access.team_client(TEAM)}}
+    job["streams"][0]["kafka"].update(
+        bootstrap_servers=servers,
+        auto_offset_reset="earliest",
+        group_id=access.consumer_group(TEAM, name),
+        client=access.team_client(TEAM),
+    )
+    job["sink"] = {
+        "type": "kafka",
+        "kafka": {"brokers": servers, "topic": out, "data_type": "JSON", "client": access.team_client(TEAM)},
+    }
     path = tmp_path_factory.mktemp(prefix) / f"{name}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
-    env = {"DAGGER_CLUSTERS": str(lab_dir / "clusters"),
-           "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
-           **access.team_env(TEAM, lab=lab_dir)}
-    return {"name": name, "spec": path, "topic": topic, "out": out, "servers": servers, "login": login,
-            "env": env, "job": job}
+    env = {
+        "DAGGER_CLUSTERS": str(lab_dir / "clusters"),
+        "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
+        **access.team_env(TEAM, lab=lab_dir),
+    }
+    return {
+        "name": name,
+        "spec": path,
+        "topic": topic,
+        "out": out,
+        "servers": servers,
+        "login": login,
+        "env": env,
+        "job": job,
+    }
 
 
 def cli(lab, *args: str) -> str:
@@ -96,8 +114,9 @@ def kill_driver(submission_id: str) -> int:
     killed = 0
     for proc in psutil.process_iter(["cmdline"]):
         try:
-            if "org.apache.spark.deploy.worker.DriverWrapper" in (proc.info["cmdline"] or []) and \
-                    proc.cwd().endswith("/" + submission_id):
+            if "org.apache.spark.deploy.worker.DriverWrapper" in (proc.info["cmdline"] or []) and proc.cwd().endswith(
+                "/" + submission_id
+            ):
                 for each in [*proc.children(recursive=True), proc]:
                     each.send_signal(signal.SIGKILL)
                     killed += 1
@@ -108,10 +127,17 @@ def kill_driver(submission_id: str) -> int:
 
 def feed(lab, chunk: int) -> list[dict]:
     """CHUNK_S seconds of bookings in event time, after the previous chunks' (seed = chunk)."""
-    events = traffic.bookings(120, minutes=1, seed=100 + chunk)      # a minute from traffic.START
+    events = traffic.bookings(120, minutes=1, seed=100 + chunk)  # a minute from traffic.START
     # squeezed into CHUNK_S seconds, starting chunk * CHUNK_S after traffic.START
-    events = [{**e, "event_timestamp": traffic.START + dt.timedelta(seconds=chunk * CHUNK_S)
-               + (e["event_timestamp"] - traffic.START) * (CHUNK_S / 60)} for e in events]
+    events = [
+        {
+            **e,
+            "event_timestamp": traffic.START
+            + dt.timedelta(seconds=chunk * CHUNK_S)
+            + (e["event_timestamp"] - traffic.START) * (CHUNK_S / 60),
+        }
+        for e in events
+    ]
     producer = KafkaProducer(bootstrap_servers=lab["servers"], acks="all", linger_ms=5, **lab["login"])
     message = protos.load().message_class(traffic.BOOKING)
     for event, value in zip(events, traffic.encode(events, message)):
@@ -151,10 +177,10 @@ def test_driver_losses_in_a_row_each_resume_and_every_window_is_written(lab):
         for loss in range(1, LOSSES + 1):
             sent += feed(lab, 2 * loss - 1)  # a batch is about to run, or runs, when the driver goes
             dagger, lost_at = current(lab), time.time()
-            if loss % 2:                     # killed: --supervise starts it again where it was
+            if loss % 2:  # killed: --supervise starts it again where it was
                 assert kill_driver(dagger.submission_id) >= 2, f"loss {loss}: no driver process of {dagger}"
                 what = f"loss {loss}: {dagger.submission_id} killed on {dagger.cluster}"
-            else:                            # moved to the other cluster, on the same checkpoint
+            else:  # moved to the other cluster, on the same checkpoint
                 to = "green" if dagger.cluster == "blue" else "blue"
                 cli(lab, "failover", lab["name"], "--cluster", to, "--as", "loop-test")
                 what = f"loss {loss}: moved from {dagger.cluster} to {to}"
@@ -167,9 +193,20 @@ def test_driver_losses_in_a_row_each_resume_and_every_window_is_written(lab):
         assert "INTERNAL_ERROR" not in logs and "SparkPlan.session" not in logs
         completed = [e for e in sent if e["status"] == "COMPLETED"]
         watermark = max(e["event_timestamp"] for e in sent) - dt.timedelta(seconds=DELAY_S)
-        want = {k: n for k, n in group(completed, key=lambda e: (window_end(e["event_timestamp"], 60), e["city_id"],
-                                                                 s2id(e["lat"], e["long"], 13), e["vehicle_type"]),
-                                       agg=len).items() if k[0] <= watermark}
+        want = {
+            k: n
+            for k, n in group(
+                completed,
+                key=lambda e: (
+                    window_end(e["event_timestamp"], 60),
+                    e["city_id"],
+                    s2id(e["lat"], e["long"], 13),
+                    e["vehicle_type"],
+                ),
+                agg=len,
+            ).items()
+            if k[0] <= watermark
+        }
         # read before the stop: a stop ends the driver within a second (its fence), so the last
         # windows must be written first
         got = read_all(lab, len(want), timeout_s=180)
@@ -181,6 +218,7 @@ def test_driver_losses_in_a_row_each_resume_and_every_window_is_written(lab):
 def read_all(lab, expected: int, timeout_s: float = 120) -> dict:
     """The sink's rows by window and key; a row written again by a batch run again after a loss
     must carry the same count (at-least-once into Kafka), never another."""
+
     def rows_of(records) -> dict:
         rows = {}
         for record in records:
@@ -191,6 +229,12 @@ def read_all(lab, expected: int, timeout_s: float = 120) -> dict:
             rows[key] = value["num_of_bookings"]
         return rows
 
-    records = read_topic(lab["servers"], lab["out"], expected, timeout_s,
-                         enough=lambda got: len(rows_of(got)) >= expected, **lab["login"])
+    records = read_topic(
+        lab["servers"],
+        lab["out"],
+        expected,
+        timeout_s,
+        enough=lambda got: len(rows_of(got)) >= expected,
+        **lab["login"],
+    )
     return rows_of(records)

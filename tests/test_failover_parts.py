@@ -2,6 +2,7 @@
 had not written (checked on Spark's own streaming engine against a count by hand), the
 watermark read from a checkpoint written the way Spark writes it, where a replay starts, and a
 spec moved onto the copy of its topics on a Kafka mirror and back."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,35 +20,45 @@ from dagger_runtime.plan import plan_job
 from dagger_runtime.sql.translate import translate
 from tests.kafka_jobs import EXAMPLES
 
-T0 = dt.datetime(2026, 11, 23, 10, 0, 0)          # the session runs in UTC
+T0 = dt.datetime(2026, 11, 23, 10, 0, 0)  # the session runs in UTC
 MS = 1000
 
 
 # --- the emit filter -------------------------------------------------------------------------------
 def test_the_window_end_is_added_as_a_column_of_the_outermost_windowed_select_and_nothing_else():
-    sql = ("SELECT k, count(1) AS n, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS w FROM s "
-           "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), k HAVING count(1) > 1")
+    sql = (
+        "SELECT k, count(1) AS n, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS w FROM s "
+        "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), k HAVING count(1) > 1"
+    )
     plain = translate(sql, ["s"])
     marked = plain.with_window_end("__end")
     assert marked.spark_sql == plain.spark_sql.replace(
-        " AS w FROM s", " AS w, WINDOW(rowtime, '1 minutes').end AS __end FROM s")
+        " AS w FROM s", " AS w, WINDOW(rowtime, '1 minutes').end AS __end FROM s"
+    )
     assert marked.output_columns == ("k", "n", "w", "__end") and "__end" not in plain.spark_sql
-    nested = translate("SELECT k, count(1) AS n FROM (SELECT a AS k, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS "
-                       "rowtime FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a) "
-                       "GROUP BY HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE), k", ["s"])
+    nested = translate(
+        "SELECT k, count(1) AS n FROM (SELECT a AS k, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS "
+        "rowtime FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a) "
+        "GROUP BY HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '5' MINUTE), k",
+        ["s"],
+    )
     text = nested.with_window_end("__end").spark_sql
     assert text.startswith("SELECT k, COUNT(1) AS n, WINDOW(rowtime, '5 minutes', '1 minutes').end AS __end FROM (")
     assert text.count("__end") == 1
 
 
 def test_a_query_without_an_outer_window_cannot_be_replayed_this_way():
-    for sql in ("SELECT a FROM s", "SELECT a, count(1) AS n FROM s GROUP BY a",
-                "SELECT * FROM (SELECT a, count(1) AS n FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a)"):
+    for sql in (
+        "SELECT a FROM s",
+        "SELECT a, count(1) AS n FROM s GROUP BY a",
+        "SELECT * FROM (SELECT a, count(1) AS n FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a)",
+    ):
         with pytest.raises(QueryError, match="outermost SELECT has no TUMBLE or HOP window"):
             translate(sql, ["s"]).with_window_end("__end")
     with pytest.raises(QueryError, match="already has a column named __end"):
-        translate("SELECT a AS __END, count(1) AS n FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a",
-                  ["s"]).with_window_end("__end")
+        translate(
+            "SELECT a AS __END, count(1) AS n FROM s GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), a", ["s"]
+        ).with_window_end("__end")
 
 
 @pytest.mark.spark
@@ -58,23 +69,33 @@ def test_on_a_stream_only_windows_ending_after_the_boundary_are_written_and_they
     from dagger_runtime.query import WINDOW_END, only_windows_after
 
     events = []
-    for i in range(300):                                   # one event a second, keys a/b/c
+    for i in range(300):  # one event a second, keys a/b/c
         events.append({"k": "abc"[i % 3], "rowtime": (T0 + dt.timedelta(seconds=i)).isoformat()})
-    replayed = [e for e in events if e["rowtime"] >= "2026-11-23T10:01:30"]   # the replay starts mid-window
+    replayed = [e for e in events if e["rowtime"] >= "2026-11-23T10:01:30"]  # the replay starts mid-window
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "part.json").write_text("\n".join(json.dumps(e) for e in replayed))
     boundary = int(dt.datetime(2026, 11, 23, 10, 2, tzinfo=dt.timezone.utc).timestamp() * MS)
-    sql = ("SELECT k, count(1) AS n, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS w FROM replay_in "
-           "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), k")
-    stream = (spark.readStream.schema("k string, rowtime timestamp").json(str(folder))
-              .withWatermark("rowtime", "5 seconds"))
+    sql = (
+        "SELECT k, count(1) AS n, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS w FROM replay_in "
+        "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), k"
+    )
+    stream = (
+        spark.readStream.schema("k string, rowtime timestamp").json(str(folder)).withWatermark("rowtime", "5 seconds")
+    )
     stream.createOrReplaceTempView("replay_in")
-    results = only_windows_after(spark.sql(translate(sql, ["replay_in"]).with_window_end(WINDOW_END).spark_sql),
-                                 boundary)
+    results = only_windows_after(
+        spark.sql(translate(sql, ["replay_in"]).with_window_end(WINDOW_END).spark_sql), boundary
+    )
     assert results.columns == ["k", "n", "w"]
-    query = (results.writeStream.format("memory").queryName("replayed_windows").outputMode("append")
-             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query = (
+        results.writeStream.format("memory")
+        .queryName("replayed_windows")
+        .outputMode("append")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(120)
     got = {(r.k, r.w.strftime("%H:%M")): r.n for r in spark.table("replayed_windows").collect()}
     # by hand: whole windows ending 10:03, 10:04 (10:05 stays open: the watermark is 10:04:54)
@@ -84,7 +105,7 @@ def test_on_a_stream_only_windows_ending_after_the_boundary_are_written_and_they
         if dt.time(10, 2) < end.time() <= dt.time(10, 4):
             expected[(e["k"], end.strftime("%H:%M"))] += 1
     assert got == dict(expected) and set(w for _, w in got) == {"10:03", "10:04"}
-    assert all(n == 20 for n in got.values())             # 60 events a window over 3 keys: whole
+    assert all(n == 20 for n in got.values())  # 60 events a window over 3 keys: whole
 
 
 # --- the watermark of the last committed batch -------------------------------------------------------
@@ -125,15 +146,16 @@ def test_a_replay_starts_early_enough_for_every_window_it_must_rebuild():
 # --- moving a spec onto a mirror and back -------------------------------------------------------------
 CLUSTERS = {
     "primary": KafkaCluster(name="primary", bootstrap_servers="127.0.0.1:23192,127.0.0.1:23292"),
-    "mirror": KafkaCluster(name="mirror", bootstrap_servers="127.0.0.1:24192",
-                           mirror_of={"cluster": "primary", "topic_prefix": "primary."}),
+    "mirror": KafkaCluster(
+        name="mirror", bootstrap_servers="127.0.0.1:24192", mirror_of={"cluster": "primary", "topic_prefix": "primary."}
+    ),
     "other": KafkaCluster(name="other", bootstrap_servers="127.0.0.1:25192"),
 }
 
 
 def _spec(**stream) -> str:
     spec = yaml.safe_load((EXAMPLES / "completed_bookings_by_s2.yaml").read_text())
-    spec["streams"][0]["kafka"]["bootstrap_servers"] = "127.0.0.1:23292"      # one broker of the primary
+    spec["streams"][0]["kafka"]["bootstrap_servers"] = "127.0.0.1:23292"  # one broker of the primary
     spec["streams"][0].update(stream)
     return yaml.safe_dump(spec, sort_keys=False)
 
@@ -143,7 +165,7 @@ def test_a_spec_moves_onto_the_copies_of_its_topics_and_back(tmp_path):
     stream = moved["streams"][0]
     assert stream["topics"] == ["primary.GO_RIDE-booking-log", "primary.GO_CAR-booking-log"]
     assert stream["kafka"]["bootstrap_servers"] == "127.0.0.1:24192" and stream["kafka"]["cluster"] == "mirror"
-    assert stream["kafka"]["group_id"] == "dagger-completed-bookings-by-s2"          # the rest as it was
+    assert stream["kafka"]["group_id"] == "dagger-completed-bookings-by-s2"  # the rest as it was
     path = tmp_path / "completed-bookings-by-s2.yaml"
     path.write_text(yaml.safe_dump(moved))
     assert load_job(str(path)).streams[0].topics == ("primary.GO_RIDE-booking-log", "primary.GO_CAR-booking-log")
@@ -174,13 +196,17 @@ def test_a_move_without_a_copy_or_to_nowhere_is_refused():
     spec["streams"][0]["kafka"]["bootstrap_servers"] = "10.1.2.3:9092"
     with pytest.raises(DaggerError, match="none of the Kafka clusters defined"):
         moved_spec(yaml.safe_dump(spec), "mirror", CLUSTERS)
-    for odd in ("streams: [1]", "streams: [{kafka: x}]", "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: a}]",
-                "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: [{x: 1}]}]",
-                "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topic_pattern: 5}]"):
+    for odd in (
+        "streams: [1]",
+        "streams: [{kafka: x}]",
+        "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: a}]",
+        "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topics: [{x: 1}]}]",
+        "streams: [{kafka: {bootstrap_servers: 127.0.0.1:23192}, topic_pattern: 5}]",
+    ):
         with pytest.raises(DaggerError, match=r"streams\[0\] is not a stream of the native format"):
             moved_spec(odd, "mirror", CLUSTERS)
     stray = yaml.safe_load(moved_spec(_spec(), "mirror", CLUSTERS))
-    stray["streams"][0]["topics"] = ["local-topic"]                 # a mirror topic that is no copy
+    stray["streams"][0]["topics"] = ["local-topic"]  # a mirror topic that is no copy
     with pytest.raises(DaggerError, match="not a copy of primary"):
         moved_spec(yaml.safe_dump(stray), "primary", CLUSTERS)
 
@@ -190,8 +216,15 @@ def test_kafka_cluster_definitions_are_checked(tmp_path):
     folder.mkdir()
     with pytest.raises(DaggerError, match="no Kafka clusters defined"):
         kafka_clusters(str(tmp_path))
-    (folder / "mirror.json").write_text(json.dumps({"name": "mirror", "bootstrap_servers": "127.0.0.1:1",
-                                                    "mirror_of": {"cluster": "primary", "topic_prefix": "primary."}}))
+    (folder / "mirror.json").write_text(
+        json.dumps(
+            {
+                "name": "mirror",
+                "bootstrap_servers": "127.0.0.1:1",
+                "mirror_of": {"cluster": "primary", "topic_prefix": "primary."},
+            }
+        )
+    )
     assert kafka_clusters(str(tmp_path))["mirror"].mirror_of.topic_prefix == "primary."
     (folder / "x.json").write_text(json.dumps({"name": "y", "bootstrap_servers": "127.0.0.1:1"}))
     with pytest.raises(DaggerError, match="file name must be the cluster's name"):
@@ -232,8 +265,9 @@ def test_a_failover_before_any_window_reads_from_where_the_old_version_began(tmp
     deployed = 1795486080000
     stream = types.SimpleNamespace(kafka=types.SimpleNamespace(auto_offset_reset="latest"))
     by_time = str(tmp_path / "a")
-    remembered_start(by_time, {"t": {"startingTimestamp": "1795486000000", "startingOffsetsByTimestampStrategy":
-                                     "latest"}}, None)
+    remembered_start(
+        by_time, {"t": {"startingTimestamp": "1795486000000", "startingOffsetsByTimestampStrategy": "latest"}}, None
+    )
     assert first_start(by_time, [stream], deployed) == Start("timestamp", 1795486000000)
     earliest = str(tmp_path / "b")
     remembered_start(earliest, {"t": {"startingOffsets": "earliest"}}, None)

@@ -1,5 +1,6 @@
 """The feeder fills a topic with exactly the pool's messages, each copy moved later in event time
 and nothing else changed; the JVM encoder writes what protobuf's own serializer writes."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -21,11 +22,17 @@ def test_the_feeder_writes_each_copy_of_the_pool_moved_in_event_time(kafka_broke
     kafka_broker.create_topic("feeder-test", partitions=2)
     fed = feed(spark, kafka_broker.bootstrap_servers, "feeder-test", 25_000, pool=10_000, minutes_per_pool=10, seed=5)
     assert fed.messages == 25_000
-    rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
-            .option("subscribe", "feeder-test").load().select("key", "value").collect())
+    rows = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+        .option("subscribe", "feeder-test")
+        .load()
+        .select("key", "value")
+        .collect()
+    )
     assert len(rows) == 25_000
     assert len({bytes(r["key"]) for r in rows}) == 25_000
-    pool = traffic.bookings(10_000, minutes=10, seed=5)     # the same pool, generated independently here
+    pool = traffic.bookings(10_000, minutes=10, seed=5)  # the same pool, generated independently here
     message = dset.message_class(traffic.BOOKING)
     copies = {0: 0, 1: 0, 2: 0}
     for r in rows[::7]:
@@ -49,13 +56,16 @@ def test_the_jvm_encoder_writes_the_bytes_protobufs_serializer_writes(spark):
     stream = StreamPlan("enc", traffic.BOOKING, "PROTO", "event_timestamp", 5, "rowtime")
     _, _, decoded = decode(spark, raw, stream, dset, keep=("i",))
     table = decoded.select("i", "__d.message.*")
-    spark._jvm.dev.daggers.runtime.Functions.registerEncoder(spark._jsparkSession, "__test_encode",
-                                                              bytearray(dset.data), traffic.BOOKING)
+    spark._jvm.dev.daggers.runtime.Functions.registerEncoder(
+        spark._jsparkSession, "__test_encode", bytearray(dset.data), traffic.BOOKING
+    )
     columns = [c for c in table.columns if c != "i"]
-    encoded = {r["i"]: bytes(r["v"]) for r in
-               table.select("i", F.call_udf("__test_encode", F.struct(*columns)).alias("v")).collect()}
+    encoded = {
+        r["i"]: bytes(r["v"])
+        for r in table.select("i", F.call_udf("__test_encode", F.struct(*columns)).alias("v")).collect()
+    }
     assert len(encoded) == len(values)
     message = dset.message_class(traffic.BOOKING)
     for i, value in enumerate(values):
         assert message.FromString(encoded[i]) == message.FromString(value)
-        assert encoded[i] == value, i            # canonical: byte for byte what Python's serializer wrote
+        assert encoded[i] == value, i  # canonical: byte for byte what Python's serializer wrote

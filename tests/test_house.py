@@ -1,6 +1,7 @@
 """House rules a reviewer would otherwise have to remember: the runtime's modules import each other
 without circles (every import counted, those inside functions too), and the analyst's runtime
 needs nothing of the platform's infrastructure code (infra/, Pulumi)."""
+
 from __future__ import annotations
 
 import ast
@@ -99,15 +100,17 @@ def test_the_runtime_imports_without_circles():
 def test_the_runtime_needs_nothing_of_the_infrastructure_code():
     """What an analyst's commands load (validate, preview, run, the lifecycle, the warm process)
     holds no module of infra/ and not Pulumi: the runtime installs without the platform's tools."""
-    probe = ("import json, sys\n"
-             "import dagger_runtime.cli, dagger_runtime.run, dagger_runtime.preview, dagger_runtime.validate\n"
-             "import dagger_runtime.lifecycle.cli, dagger_runtime.warm.server\n"
-             "from dagger_runtime.config import load_job\n"
-             "load_job('examples/daggers/completed_bookings_by_s2.yaml')\n"
-             "load_job('examples/daggers/supply_per_minute.properties')\n"
-             "print(json.dumps(sorted(sys.modules)))\n")
+    probe = (
+        "import json, sys\n"
+        "import dagger_runtime.cli, dagger_runtime.run, dagger_runtime.preview, dagger_runtime.validate\n"
+        "import dagger_runtime.lifecycle.cli, dagger_runtime.warm.server\n"
+        "from dagger_runtime.config import load_job\n"
+        "load_job('examples/daggers/completed_bookings_by_s2.yaml')\n"
+        "load_job('examples/daggers/supply_per_minute.properties')\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout.splitlines()[-1])
     assert [m for m in loaded if m.split(".")[0] in ("infra", "pulumi", "pulumi_gcp", "pulumi_kubernetes")] == []
-    assert "dagger_runtime.config.native" in loaded          # the probe did load the job files
+    assert "dagger_runtime.config.native" in loaded  # the probe did load the job files

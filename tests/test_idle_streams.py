@@ -1,5 +1,6 @@
 """When the driver writes an idle stream's heartbeat (dagger_runtime.idle.IdleStreams), from batch
 progress as Spark reports it; the heartbeats' effect on a running job is in test_source_watermark."""
+
 from __future__ import annotations
 
 from dagger_runtime.idle import IdleStreams
@@ -27,7 +28,7 @@ def test_no_heartbeat_while_every_stream_reads():
 def test_a_stream_quiet_for_the_timeout_gets_the_active_streams_latest_event_time():
     idle = IdleStreams(["a", "b"], timeout_ms=5_000, now=0.0)
     idle.observe(progress(a=(10, T.format(1)), b=(3, T.format(0))), now=1.0)
-    assert idle.observe(progress(a=(10, T.format(2)), b=None), now=5.9) == []     # b quiet 4.9 s
+    assert idle.observe(progress(a=(10, T.format(2)), b=None), now=5.9) == []  # b quiet 4.9 s
     assert idle.observe(progress(a=(10, T.format(3)), b=None), now=6.0) == [("b", MS[3])]
     # said once per new event time, not once per batch
     assert idle.observe(progress(a=(0, None), b=None), now=7.0) == []
@@ -44,6 +45,6 @@ def test_the_heartbeat_is_the_slowest_active_stream_and_never_behind_the_idle_on
 
 def test_all_quiet_moves_nothing_and_a_stream_that_never_spoke_is_let_go():
     idle = IdleStreams(["a", "b"], timeout_ms=1_000, now=0.0)
-    assert idle.observe(progress(a=None, b=None), now=5.0) == []          # nothing seen anywhere
+    assert idle.observe(progress(a=None, b=None), now=5.0) == []  # nothing seen anywhere
     assert idle.observe(progress(a=(2, T.format(1)), b=None), now=6.0) == [("b", MS[1])]
-    assert idle.observe(progress(a=None, b=None), now=9.0) == []          # both idle: stand still
+    assert idle.observe(progress(a=None, b=None), now=9.0) == []  # both idle: stand still

@@ -2,6 +2,7 @@
 compiles them, consumer groups no other team's name can extend, CODEOWNERS over everything a
 check reads, the pack's name rules in validate, VM sizing that leaves the OS its share, and limits
 on a spec file before YAML parses it. (Kafka's own reading of mm2.properties: test_infra_mm2_filter.)"""
+
 from __future__ import annotations
 
 import re
@@ -52,8 +53,10 @@ def broken_fraud_and_an_intruder(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_a_committed_spec_that_does_not_load_fails_every_validation_naming_it(tmp_path):
     teams, fraud, intruder = broken_fraud_and_an_intruder(tmp_path)
     _, problems = validate.validate([intruder], teams_dir=teams)
-    assert any(p.startswith(f"{fraud}:1: (file): this team spec does not load") and "fail for every team" in p
-               for p in problems), problems
+    assert any(
+        p.startswith(f"{fraud}:1: (file): this team spec does not load") and "fail for every team" in p
+        for p in problems
+    ), problems
     # the intruder's overlap is found as soon as fraud loads again: it was hidden, never fine
     shutil.copy(spec.TEAMS_DIR / "fraud.yaml", fraud)
     _, problems = validate.validate([intruder], teams_dir=teams)
@@ -86,9 +89,12 @@ def test_a_file_no_check_would_read_in_the_teams_directory_fails_the_checks(tmp_
     path.write_text("team: search\n")
     first = teams / stray.split("/")[0]
     _, problems = validate.validate(None, teams_dir=teams)
-    assert f"{first}:1: (file): not a team spec file (a regular file <team>.yaml): no check reads it; remove or " \
-           "rename it" in problems or stray == ".hidden.yaml", problems
-    if stray == ".hidden.yaml":         # read, and refused as a spec whose name is not its file's
+    assert (
+        f"{first}:1: (file): not a team spec file (a regular file <team>.yaml): no check reads it; remove or rename it"
+        in problems
+        or stray == ".hidden.yaml"
+    ), problems
+    if stray == ".hidden.yaml":  # read, and refused as a spec whose name is not its file's
         assert any(p.startswith(f"{path}:") for p in problems), problems
     with pytest.raises(spec.SpecError):
         spec.load_all(teams)
@@ -103,6 +109,7 @@ def test_a_link_in_the_teams_directory_is_refused(tmp_path):
 
 # -- spec files: size and depth before YAML ------------------------------------------------------------
 
+
 def test_a_50_mb_spec_is_refused_fast_without_echoing_it(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text('team: big\nowners: ["@gojek/big"]\ndescription: ' + "A" * (50 * 1024 * 1024) + "\n")
@@ -114,28 +121,34 @@ def test_a_50_mb_spec_is_refused_fast_without_echoing_it(tmp_path):
     assert problem.startswith(f"{path}:1: (file): larger than 64 KiB") and "AAAA" not in problem
 
 
-@pytest.mark.parametrize("body", [
-    "labels: " + "[" * 5000 + "]" * 5000,                                      # flow lists
-    "labels: " + "{a: " * 3000 + "b" + "}" * 3000,                              # flow mappings
-    "labels:\n" + "".join(" " * i + "k:\n" for i in range(1, 60)) + " " * 60 + "v\n",   # block mappings
-    "labels:\n  " + "- " * 2000 + "x",                                         # compact block lists
-    "labels:\n" + "".join(" " * (2 * i) + "- k:\n" for i in range(1, 40)) + " " * 82 + "v\n",  # mixed
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "labels: " + "[" * 5000 + "]" * 5000,  # flow lists
+        "labels: " + "{a: " * 3000 + "b" + "}" * 3000,  # flow mappings
+        "labels:\n" + "".join(" " * i + "k:\n" for i in range(1, 60)) + " " * 60 + "v\n",  # block mappings
+        "labels:\n  " + "- " * 2000 + "x",  # compact block lists
+        "labels:\n" + "".join(" " * (2 * i) + "- k:\n" for i in range(1, 40)) + " " * 82 + "v\n",  # mixed
+    ],
+)
 def test_deep_nesting_is_refused_before_parsing_naming_file_and_line(body):
     text = 'team: deep\nowners: ["@gojek/deep"]\ntier: standard\nnetwork: {cidr: 10.70.1.0/24}\n' + body + "\n"
-    with pytest.raises(spec.SpecError) as e:      # a RecursionError would escape and fail the test
+    with pytest.raises(spec.SpecError) as e:  # a RecursionError would escape and fail the test
         spec.parse(text, source="infra/teams/deep.yaml")
     (problem,) = e.value.problems
     assert re.match(r"infra/teams/deep\.yaml:\d+: \(file\): nested more than 8 levels deep", problem), problem
 
 
 def test_a_long_value_is_refused_by_its_length_not_echoed():
-    text = 'team: search\nowners: ["@gojek/search"]\ntier: standard\nnetwork: {cidr: 10.70.1.0/24}\n' \
-           f"description: {'B' * 5000}\n"
+    text = (
+        'team: search\nowners: ["@gojek/search"]\ntier: standard\nnetwork: {cidr: 10.70.1.0/24}\n'
+        f"description: {'B' * 5000}\n"
+    )
     with pytest.raises(spec.SpecError) as e:
         spec.parse(text, source="infra/teams/search.yaml")
-    assert e.value.problems == ["infra/teams/search.yaml:5: (file): a value of 5000 characters; no field of a team "
-                                "spec takes more than 1000"]
+    assert e.value.problems == [
+        "infra/teams/search.yaml:5: (file): a value of 5000 characters; no field of a team spec takes more than 1000"
+    ]
 
 
 def test_every_committed_spec_is_well_within_the_limits():
@@ -147,35 +160,79 @@ def test_every_committed_spec_is_well_within_the_limits():
 # -- topic patterns: the allow-list ---------------------------------------------------------------------
 
 REFUSED = [
-    ("(?i)ledger-.*", "inline flag"), ("(?-i)campaign-.*", "inline flag"), ("(?i:campaign)-.*", "inline flag"),
-    ("campaign-(?I)x", "inline flag"), ("(?x)campaign-.*#c", "inline flag"), ("(?u)campaign-.*", "inline flag"),
-    ("(?#c)campaign-.*", "comment (?#"), ("campaign-.*#c", "'#' is not a topic-name character"),
-    ("\\Qcampaign-", "'\\Q' quoting"), ("campaign-\\E", "'\\E' quoting"), ("campaign-[\\Q]", "'\\Q' quoting"),
-    ("campaign-(", "'(' is never closed"), ("campaign-)", "')' closes a group"), ("campaign-[a-", "'[' is never closed"),
-    ("campaign-]", "']' closes a character class"), ("(campaign|", "'(' is never closed"),
-    ("campaign-\\x41", "'\\x' is not allowed"), ("campaign-\\u0041", "'\\u' is not allowed"),
-    ("campaign-\\0101", "'\\0' is not allowed"), ("campaign-\\cA", "'\\c' is not allowed"),
-    ("campaign-\\p{L}", "'\\p' is not allowed"), ("campaign-\\1", "'\\1' is not allowed"),
-    ("campaign-\\", "'\\' is not allowed"), ("campaign-[[:alpha:]]", "not allowed in a character class"),
-    ("campaign-[a&&b]", "not allowed in a character class"), ("campaign-[z-a]", "the range z-a"),
-    ("campaign-[a-Z]", "the range a-Z"), ("(?<n>campaign)-x", "named groups"), ("(?=campaign)campaign-.*", "lookarounds"),
-    ("(?P<n>campaign)", "named groups"), ("campaign-.*|", "an empty alternative"), ("|campaign-.*", "an empty alternative"),
-    ("campaign-()", "an empty group"), ("campaign-(a|a)*", "can backtrack exponentially"),
-    ("(campaign-(a|a)*)*$", "can backtrack exponentially"), ("(a*)*", "repeating a group that holds a quantifier"),
-    ("campaign-(x+){2}", "repeating a group that holds a quantifier"), ("campaign-.*?", "a quantifier after a quantifier"),
-    ("campaign-.*+", "a quantifier after a quantifier"), ("*campaign", "repeats nothing"),
-    (".*a.*b.*c.*d", "too many ways to match a name"), ("campaign-(a?){30}a{30}", "holds a quantifier"),
+    ("(?i)ledger-.*", "inline flag"),
+    ("(?-i)campaign-.*", "inline flag"),
+    ("(?i:campaign)-.*", "inline flag"),
+    ("campaign-(?I)x", "inline flag"),
+    ("(?x)campaign-.*#c", "inline flag"),
+    ("(?u)campaign-.*", "inline flag"),
+    ("(?#c)campaign-.*", "comment (?#"),
+    ("campaign-.*#c", "'#' is not a topic-name character"),
+    ("\\Qcampaign-", "'\\Q' quoting"),
+    ("campaign-\\E", "'\\E' quoting"),
+    ("campaign-[\\Q]", "'\\Q' quoting"),
+    ("campaign-(", "'(' is never closed"),
+    ("campaign-)", "')' closes a group"),
+    ("campaign-[a-", "'[' is never closed"),
+    ("campaign-]", "']' closes a character class"),
+    ("(campaign|", "'(' is never closed"),
+    ("campaign-\\x41", "'\\x' is not allowed"),
+    ("campaign-\\u0041", "'\\u' is not allowed"),
+    ("campaign-\\0101", "'\\0' is not allowed"),
+    ("campaign-\\cA", "'\\c' is not allowed"),
+    ("campaign-\\p{L}", "'\\p' is not allowed"),
+    ("campaign-\\1", "'\\1' is not allowed"),
+    ("campaign-\\", "'\\' is not allowed"),
+    ("campaign-[[:alpha:]]", "not allowed in a character class"),
+    ("campaign-[a&&b]", "not allowed in a character class"),
+    ("campaign-[z-a]", "the range z-a"),
+    ("campaign-[a-Z]", "the range a-Z"),
+    ("(?<n>campaign)-x", "named groups"),
+    ("(?=campaign)campaign-.*", "lookarounds"),
+    ("(?P<n>campaign)", "named groups"),
+    ("campaign-.*|", "an empty alternative"),
+    ("|campaign-.*", "an empty alternative"),
+    ("campaign-()", "an empty group"),
+    ("campaign-(a|a)*", "can backtrack exponentially"),
+    ("(campaign-(a|a)*)*$", "can backtrack exponentially"),
+    ("(a*)*", "repeating a group that holds a quantifier"),
+    ("campaign-(x+){2}", "repeating a group that holds a quantifier"),
+    ("campaign-.*?", "a quantifier after a quantifier"),
+    ("campaign-.*+", "a quantifier after a quantifier"),
+    ("*campaign", "repeats nothing"),
+    (".*a.*b.*c.*d", "too many ways to match a name"),
+    ("campaign-(a?){30}a{30}", "holds a quantifier"),
     ("campaign-" + "a?" * 40 + "a" * 40, "too many ways to match a name"),
-    ("campaign-" + "(a|b)" * 30, "too many ways to match a name"), (".*a.*b.*c.*x?", "too many ways"), ("campaign-x{1000}", "a count is {n}"), ("campaign-x{}", "a count is {n}"),
-    ("campaign-x{٣}", "a count is {n}"), ("^^campaign", "'^' is allowed only at the start"),
-    ("campaign$$", "'$' is allowed only at the end"), ("campaign$|x", "'$' is allowed only at the end"),
-    ("campaign-ａ", "not a topic-name character"), ("campaign- x", "a space is not a topic-name character"),
-    ("campaign-é", "not a topic-name character"), ("campaign-/x", "not a topic-name character"),
-    ("((((((((((campaign))))))))))", "groups nested more than 8 deep"), ("^$", "matches the empty name"),
+    ("campaign-" + "(a|b)" * 30, "too many ways to match a name"),
+    (".*a.*b.*c.*x?", "too many ways"),
+    ("campaign-x{1000}", "a count is {n}"),
+    ("campaign-x{}", "a count is {n}"),
+    ("campaign-x{٣}", "a count is {n}"),
+    ("^^campaign", "'^' is allowed only at the start"),
+    ("campaign$$", "'$' is allowed only at the end"),
+    ("campaign$|x", "'$' is allowed only at the end"),
+    ("campaign-ａ", "not a topic-name character"),
+    ("campaign- x", "a space is not a topic-name character"),
+    ("campaign-é", "not a topic-name character"),
+    ("campaign-/x", "not a topic-name character"),
+    ("((((((((((campaign))))))))))", "groups nested more than 8 deep"),
+    ("^$", "matches the empty name"),
 ]
-ACCEPTED_PATTERNS = ["campaign-.*", "^campaign-(?:clicks|views)$", "campaign-[a-z0-9_.-]+", "campaign-v\\d+",
-                     "campaign-\\.x", "[^.]+-campaign", "(campaign|sandbox)-x", "campaign-\\w{3}", "campaign-x?y",
-                     "GO_.*-booking-log", "payment-.*", "campaign-[-a]", "campaign-[a-]"]
+ACCEPTED_PATTERNS = [
+    "campaign-.*",
+    "^campaign-(?:clicks|views)$",
+    "campaign-[a-z0-9_.-]+",
+    "campaign-v\\d+",
+    "campaign-\\.x",
+    "[^.]+-campaign",
+    "(campaign|sandbox)-x",
+    "campaign-\\w{3}",
+    "campaign-x?y",
+    "GO_.*-booking-log",
+    "payment-.*",
+    "campaign-[-a]",
+    "campaign-[a-]",
+]
 
 
 @pytest.mark.parametrize("pattern, why", REFUSED, ids=[p for p, _ in REFUSED])
@@ -189,16 +246,33 @@ def test_a_pattern_outside_the_allow_list_is_refused_saying_why(pattern, why):
 def test_a_pattern_inside_the_allow_list_reads_the_same_in_java_and_python():
     """The allow-list is a subset both dialects read alike: Java (MirrorMaker's) and Python's re
     agree on every candidate name, so what the checks compute is what MirrorMaker does."""
-    names = ["campaign-x", "campaign-clicks", "campaign-views", "campaign-v12", "campaign-.x", "campaign-ax", "a-campaign",
-             "sandbox-x", "campaign-abc", "campaign-y", "campaign-xy", "GO_RIDE-booking-log", "payment-cards", "campaign-",
-             "campaign--", "campaign-a", ".-campaign", "campaign-a.b_c-d"]
+    names = [
+        "campaign-x",
+        "campaign-clicks",
+        "campaign-views",
+        "campaign-v12",
+        "campaign-.x",
+        "campaign-ax",
+        "a-campaign",
+        "sandbox-x",
+        "campaign-abc",
+        "campaign-y",
+        "campaign-xy",
+        "GO_RIDE-booking-log",
+        "payment-cards",
+        "campaign-",
+        "campaign--",
+        "campaign-a",
+        ".-campaign",
+        "campaign-a.b_c-d",
+    ]
     for pattern in ACCEPTED_PATTERNS:
         assert topic_regex.problem(pattern) is None, pattern
     answers = topics._checker.ask([("M", p, n) for p in ACCEPTED_PATTERNS for n in names])
     java = {(p, n): a == "FULL" for (p, n), a in zip([(p, n) for p in ACCEPTED_PATTERNS for n in names], answers)}
     python = {(p, n): re.fullmatch(p, n) is not None for p in ACCEPTED_PATTERNS for n in names}
     assert java == python
-    assert sum(java.values()) > len(ACCEPTED_PATTERNS)       # not vacuous
+    assert sum(java.values()) > len(ACCEPTED_PATTERNS)  # not vacuous
 
 
 def test_random_patterns_the_allow_list_takes_compile_read_alike_and_join_as_their_union():
@@ -208,10 +282,42 @@ def test_random_patterns_the_allow_list_takes_compile_read_alike_and_join_as_the
     import random
 
     rng = random.Random(22)
-    pieces = list("ab-_.") + ["\\.", "\\d", "\\w", "\\Q", "\\E", "(", ")", "(?:", "(?i)", "(?x)", "[", "]", "[^",
-                               "a-z", "|", "*", "+", "?", "{2}", "{0}", "^", "$", "#", " ", "\\", "&&", "{1,2}"]
-    taken = sorted({p for p in ("".join(rng.choice(pieces) for _ in range(rng.randint(1, 10))) for _ in range(20000))
-                    if topic_regex.problem(p) is None})
+    pieces = list("ab-_.") + [
+        "\\.",
+        "\\d",
+        "\\w",
+        "\\Q",
+        "\\E",
+        "(",
+        ")",
+        "(?:",
+        "(?i)",
+        "(?x)",
+        "[",
+        "]",
+        "[^",
+        "a-z",
+        "|",
+        "*",
+        "+",
+        "?",
+        "{2}",
+        "{0}",
+        "^",
+        "$",
+        "#",
+        " ",
+        "\\",
+        "&&",
+        "{1,2}",
+    ]
+    taken = sorted(
+        {
+            p
+            for p in ("".join(rng.choice(pieces) for _ in range(rng.randint(1, 10))) for _ in range(20000))
+            if topic_regex.problem(p) is None
+        }
+    )
     assert len(taken) > 100
     assert not any(re.search(r"\(\?[ix]|\\[QE]|#| |&&|\{1,2\}", p) for p in taken)
     assert set(topics._checker.ask([("C", p) for p in taken])) == {"OK"}
@@ -240,15 +346,19 @@ def test_the_joined_pattern_is_checked_as_a_whole_even_without_the_allow_list(mo
         assert topics.check_patterns("ledger", [("mainstream", [p])], catalogue) == {}, p
     problems = topics.check_patterns("ledger", [("mainstream", patterns)], catalogue)
     assert list(problems) == [(0, -1)]
-    assert problems[(0, -1)].startswith("joined as MirrorMaker 2 compiles them: '(?i)campaign-.*|CUSTOMER-PROFILE-"
-                                        "UPDATES|campaign-.*' can reach customer-profile-updates on mainstream, "
-                                        "restricted topic(s) of team customer-identity not granted to ledger")
+    assert problems[(0, -1)].startswith(
+        "joined as MirrorMaker 2 compiles them: '(?i)campaign-.*|CUSTOMER-PROFILE-"
+        "UPDATES|campaign-.*' can reach customer-profile-updates on mainstream, "
+        "restricted topic(s) of team customer-identity not granted to ledger"
+    )
 
 
 def test_a_joined_problem_names_the_whole_list_in_the_spec(monkeypatch, platform):
     monkeypatch.setattr(topic_regex, "problem", lambda pattern: None)
-    text = ('team: ledger\nowners: ["@gojek/ledger"]\ntier: standard\nnetwork: {cidr: 10.70.60.0/24}\nkafka:\n'
-            '  - cluster: mainstream\n    topics: ["(?i)campaign-.*", "CUSTOMER-PROFILE-UPDATES|campaign-.*"]\n')
+    text = (
+        'team: ledger\nowners: ["@gojek/ledger"]\ntier: standard\nnetwork: {cidr: 10.70.60.0/24}\nkafka:\n'
+        '  - cluster: mainstream\n    topics: ["(?i)campaign-.*", "CUSTOMER-PROFILE-UPDATES|campaign-.*"]\n'
+    )
     with pytest.raises(spec.SpecError) as e:
         spec.parse(text, source="infra/teams/ledger.yaml", platform=platform)
     assert [p.split(": joined")[0] for p in e.value.problems] == ["infra/teams/ledger.yaml:7: kafka[0].topics"]
@@ -269,6 +379,7 @@ def test_the_stress_names_are_cheap_for_every_accepted_pattern():
 
 
 # -- consumer groups ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def every_team(platform) -> list[spec.TeamSpec]:
@@ -303,11 +414,15 @@ def test_a_team_name_with_the_delimiter_has_no_group_prefix_and_no_spec(platform
     with pytest.raises(ValueError, match="contains '--'"):
         kafka_access.consumer_group_prefix("growth--lab")
     with pytest.raises(spec.SpecError, match="without '--'"):
-        spec.parse('team: growth--lab\nowners: ["@gojek/x"]\ntier: standard\nnetwork: {cidr: 10.70.1.0/24}\n',
-                   source="infra/teams/growth--lab.yaml", platform=platform)
+        spec.parse(
+            'team: growth--lab\nowners: ["@gojek/x"]\ntier: standard\nnetwork: {cidr: 10.70.1.0/24}\n',
+            source="infra/teams/growth--lab.yaml",
+            platform=platform,
+        )
 
 
 # -- the pack's name rules, in validate --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("team", ["ads-google-ml", "google-ads", "xgoogle", "goog-x", "ads-googl-e"])
 def test_validate_refuses_a_name_the_pack_refuses_with_the_packs_own_words(team, platform):
@@ -315,7 +430,7 @@ def test_validate_refuses_a_name_the_pack_refuses_with_the_packs_own_words(team,
     bucket = f"{platform.project}-{team}-checkpoints"
     pack = rules.gcp_name_limits("gcp:storage/bucket:Bucket", {"name": bucket}, "urn:pulumi:x::d::b::b", team)
     reserved = rules.reserved_name_problem(team)
-    if not pack and not reserved:           # a name both accept: validate accepts it too
+    if not pack and not reserved:  # a name both accept: validate accepts it too
         assert spec.parse(text, source=f"infra/teams/{team}.yaml", platform=platform).name == team
         return
     with pytest.raises(spec.SpecError) as e:
@@ -325,6 +440,7 @@ def test_validate_refuses_a_name_the_pack_refuses_with_the_packs_own_words(team,
 
 # -- VM sizing -------------------------------------------------------------------------------------
 
+
 def test_a_vm_worker_never_gets_the_whole_machine():
     for name, (_, gb) in sizing.MACHINE_TYPES.items():
         room = sizing.vm_worker_room_gb(gb)
@@ -332,40 +448,69 @@ def test_a_vm_worker_never_gets_the_whole_machine():
 
 
 def test_the_vm_preset_fits_and_the_whole_memory_is_refused(platform):
-    base = ('team: search\nowners: ["@gojek/search"]\ntier: critical\nregion: asia-southeast1\n'
-            "network: {cidr: 10.70.1.0/24}\n")
+    base = (
+        'team: search\nowners: ["@gojek/search"]\ntier: critical\nregion: asia-southeast1\n'
+        "network: {cidr: 10.70.1.0/24}\n"
+    )
     s = spec.parse(base + "spark: {flavour: vm, size: medium}\n", source="infra/teams/search.yaml", platform=platform)
     assert (s.spark.machine_type, s.spark.worker_memory_gb) == ("n2-standard-8", 28)
     with pytest.raises(spec.SpecError) as e:
-        spec.parse(base + "spark: {flavour: vm, size: medium, worker_memory_gb: 29}\n",
-                   source="infra/teams/search.yaml", platform=platform)
+        spec.parse(
+            base + "spark: {flavour: vm, size: medium, worker_memory_gb: 29}\n",
+            source="infra/teams/search.yaml",
+            platform=platform,
+        )
     assert "use worker_cores <= 8 and worker_memory_gb <= 28" in e.value.problems[0]
 
 
 # -- CODEOWNERS ------------------------------------------------------------------------------------
 
+
 def files_the_checks_read() -> set[str]:
     """What CI's team-request workflow and `make test` run or read: the Python modules the checks and
     the infra tests import (found by importing them), and the files they read or run by name."""
-    code = ("import importlib, os, sys\n"
-            "for m in ['tests.conftest', 'infra.validate', 'infra.codeowners', 'infra.plan', 'infra.policy.pack',\n"
-            "          'infra.mocks', 'infra.team', 'infra.inventory_export'] + [\n"
-            "          'tests.' + f[:-3] for f in os.listdir('tests') if f.startswith('test_infra_')]:\n"
-            "    importlib.import_module(m)\n"
-            "for m in list(sys.modules.values()):\n"
-            "    f = getattr(m, '__file__', None) or ''\n"
-            "    if f.startswith(os.getcwd() + '/') and '/.venv/' not in f: print(os.path.relpath(f))\n")
+    code = (
+        "import importlib, os, sys\n"
+        "for m in ['tests.conftest', 'infra.validate', 'infra.codeowners', 'infra.plan', 'infra.policy.pack',\n"
+        "          'infra.mocks', 'infra.team', 'infra.inventory_export'] + [\n"
+        "          'tests.' + f[:-3] for f in os.listdir('tests') if f.startswith('test_infra_')]:\n"
+        "    importlib.import_module(m)\n"
+        "for m in list(sys.modules.values()):\n"
+        "    f = getattr(m, '__file__', None) or ''\n"
+        "    if f.startswith(os.getcwd() + '/') and '/.venv/' not in f: print(os.path.relpath(f))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     imported = set(out.stdout.split())
-    named = {"Makefile", "pyproject.toml", ".ci/run", ".github/workflows/team-request.yml", ".github/CODEOWNERS",
-             "jvm/topic-patterns/TopicPatterns.java", "jvm/mm2-filter/Mm2TopicFilter.java", "jvm/kafka/pom.xml",
-             "infra/platform.yaml", "infra/schema/team.schema.json", "infra/Pulumi.yaml",
-             "playbooks/roles/kafka/library/kafka_access.py", "playbooks/roles/mirrormaker/defaults/main.yml"}
-    data = {str(p.relative_to(REPO)) for d in ("infra/grants", "infra/topic-grants", "tests/fixtures/hostile_teams",
-                                               "tests/fixtures/accepted_teams", "tests/fixtures/accepted_grants",
-                                               "tests/fixtures/broken_registry", "tests/fixtures/hostile_grants")
-            for p in (REPO / d).rglob("*") if p.is_file()}
+    named = {
+        "Makefile",
+        "pyproject.toml",
+        ".ci/run",
+        ".github/workflows/team-request.yml",
+        ".github/CODEOWNERS",
+        "jvm/topic-patterns/TopicPatterns.java",
+        "jvm/mm2-filter/Mm2TopicFilter.java",
+        "jvm/kafka/pom.xml",
+        "infra/platform.yaml",
+        "infra/schema/team.schema.json",
+        "infra/Pulumi.yaml",
+        "playbooks/roles/kafka/library/kafka_access.py",
+        "playbooks/roles/mirrormaker/defaults/main.yml",
+    }
+    data = {
+        str(p.relative_to(REPO))
+        for d in (
+            "infra/grants",
+            "infra/topic-grants",
+            "tests/fixtures/hostile_teams",
+            "tests/fixtures/accepted_teams",
+            "tests/fixtures/accepted_grants",
+            "tests/fixtures/broken_registry",
+            "tests/fixtures/hostile_grants",
+        )
+        for p in (REPO / d).rglob("*")
+        if p.is_file()
+    }
     return imported | named | data
 
 
@@ -404,17 +549,26 @@ def test_a_restricted_topics_grant_is_owned_by_its_data_owner_alone(platform):
         path = topics.restricted_grant_path(t.cluster, t.value, t.is_prefix)
         assert owners_of(path) == [t.contact], path
     fraud = next(t for t in restricted if t.label == "payment-*")
-    assert fraud.readers == ("fraud",)       # read from its grant file, not platform.yaml
+    assert fraud.readers == ("fraud",)  # read from its grant file, not platform.yaml
 
 
 def test_readers_of_a_restricted_topic_in_platform_yaml_are_refused():
-    raw = [{"name": "audit-log", "owner": "security", "sensitivity": "restricted", "criticality": "critical",
-            "contact": "security@gojek.com", "readers": ["growth"]}]
+    raw = [
+        {
+            "name": "audit-log",
+            "owner": "security",
+            "sensitivity": "restricted",
+            "criticality": "critical",
+            "contact": "security@gojek.com",
+            "readers": ["growth"],
+        }
+    ]
     with pytest.raises(topics.CatalogueError, match="infra/topic-grants/logstream/name/audit-log.yaml"):
         topics.parse_catalogue("logstream", raw)
     del raw[0]["readers"]
-    assert topics.parse_catalogue("logstream", raw, {"infra/topic-grants/logstream/name/audit-log.yaml": ("growth",)}
-                                  )[0].readers == ("growth",)
+    assert topics.parse_catalogue("logstream", raw, {"infra/topic-grants/logstream/name/audit-log.yaml": ("growth",)})[
+        0
+    ].readers == ("growth",)
     with pytest.raises(topics.CatalogueError, match="not a restricted entry"):
         topics.parse_catalogue("logstream", raw, {"infra/topic-grants/logstream/prefix/audit-.yaml": ("growth",)})
 
@@ -430,26 +584,36 @@ def test_a_malformed_restricted_grant_file_is_refused(tmp_path):
 
 # -- a team's own topics: caps a topic and a team -------------------------------------------------------
 
+
 def test_a_teams_own_topic_gets_read_write_describe_and_never_create(every_team, platform):
     lab = next(s for s in every_team if s.name == "growth-lab")
     assert lab.own_topics == (topic_quota.OwnTopic("playground", "growth-lab--campaign-counts", 6, 72, 2),)
-    own = {(a.name, a.pattern_type, a.operation) for a in kafka_access.acls_for(lab, platform)
-           if a.name == "growth-lab--campaign-counts"}
+    own = {
+        (a.name, a.pattern_type, a.operation)
+        for a in kafka_access.acls_for(lab, platform)
+        if a.name == "growth-lab--campaign-counts"
+    }
     assert own == {("growth-lab--campaign-counts", "LITERAL", op) for op in ("READ", "WRITE", "DESCRIBE")}
     every_op = {a.operation for s in every_team for a in kafka_access.acls_for(s, platform)}
     assert not every_op & {"CREATE", "ALTER", "ALTER_CONFIGS", "DELETE", "ALL"}, every_op
 
 
-@pytest.mark.parametrize("topics, expected", [
-    ([("x--a", 1000)], "1000 partitions is above the standard tier's cap of 24 a topic"),
-    ([(f"x--t{i}", 24) for i in range(42)], "1008 partitions under x-- in all is above the standard tier's cap of 120"),
-    ([("x-a", 1)], "'x-a' is not a topic of team x"),
-    ([("x--", 1)], "'x--' is not a topic of team x"),
-    ([("X--a", 1)], "'X--a' is not a topic of team x"),
-    ([("x--a b", 1)], "'x--a b' is not a topic of team x"),
-    ([("x-lab--a", 1)], "'x-lab--a' is not a topic of team x"),
-    ([("x--a", 1), ("x--a", 1)], "'x--a' on 'mainstream' is listed already"),
-])
+@pytest.mark.parametrize(
+    "topics, expected",
+    [
+        ([("x--a", 1000)], "1000 partitions is above the standard tier's cap of 24 a topic"),
+        (
+            [(f"x--t{i}", 24) for i in range(42)],
+            "1008 partitions under x-- in all is above the standard tier's cap of 120",
+        ),
+        ([("x-a", 1)], "'x-a' is not a topic of team x"),
+        ([("x--", 1)], "'x--' is not a topic of team x"),
+        ([("X--a", 1)], "'X--a' is not a topic of team x"),
+        ([("x--a b", 1)], "'x--a b' is not a topic of team x"),
+        ([("x-lab--a", 1)], "'x-lab--a' is not a topic of team x"),
+        ([("x--a", 1), ("x--a", 1)], "'x--a' on 'mainstream' is listed already"),
+    ],
+)
 def test_the_topic_quota_refuses(topics, expected):
     own = [topic_quota.OwnTopic("mainstream", name, partitions) for name, partitions in topics]
     assert any(expected in message for _, _, message in topic_quota.problems("x", "standard", own))
@@ -463,29 +627,35 @@ def test_retention_above_the_cap_is_refused_and_within_it_accepted():
 
 
 def kafka_topic(team: str, name: str, partitions, **config) -> rules.Resource:
-    return rules.Resource(rules.KAFKA_TOPIC, f"urn:pulumi:{team}::daggers::{rules.KAFKA_TOPIC}::{name}",
-                          {"name": name, "partitions": partitions, "replicationFactor": 3, "config": config})
+    return rules.Resource(
+        rules.KAFKA_TOPIC,
+        f"urn:pulumi:{team}::daggers::{rules.KAFKA_TOPIC}::{name}",
+        {"name": name, "partitions": partitions, "replicationFactor": 3, "config": config},
+    )
 
 
 def test_the_pack_refuses_1000_partitions_under_a_teams_prefix():
     teams = load_teams()
     big = [kafka_topic("growth", "growth--counts", 1000)]
     assert [v.rule for v in rules.check_stack(big, "growth", teams)] == [rules.KAFKA_TOPIC_QUOTA] * 2
-    many = [kafka_topic("growth", f"growth--t{i}", 12) for i in range(84)]     # each within 12, 1008 in all
+    many = [kafka_topic("growth", f"growth--t{i}", 12) for i in range(84)]  # each within 12, 1008 in all
     (v,) = rules.check_stack(many, "growth", teams)
     assert "1008 partitions under growth-- in all is above the experimental tier's cap of 24 a team" in v.message
     fine = [kafka_topic("growth", "growth--counts", 6, **{"retention.ms": str(72 * 3600 * 1000)})]
     assert rules.check_stack(fine, "growth", teams) == []
 
 
-@pytest.mark.parametrize("topic, expected", [
-    (("growth--x", 6, {"retention.ms": "-1"}), "hours is above"),             # forever
-    (("growth--x", 6, {"retention.bytes": "-1"}), "GB a partition is above"),
-    (("growth--x", 6, {"retention.ms": "1e12"}), "hours is above"),          # not a number Kafka reads
-    (("growth--x", "6", {}), "partitions is above"),                         # not an integer
-    (("fraud--x", 6, {}), "'fraud--x' is not a topic of team growth"),       # another team's prefix
-    (("growth-lab--x", 6, {}), "'growth-lab--x' is not a topic of team growth"),
-])
+@pytest.mark.parametrize(
+    "topic, expected",
+    [
+        (("growth--x", 6, {"retention.ms": "-1"}), "hours is above"),  # forever
+        (("growth--x", 6, {"retention.bytes": "-1"}), "GB a partition is above"),
+        (("growth--x", 6, {"retention.ms": "1e12"}), "hours is above"),  # not a number Kafka reads
+        (("growth--x", "6", {}), "partitions is above"),  # not an integer
+        (("fraud--x", 6, {}), "'fraud--x' is not a topic of team growth"),  # another team's prefix
+        (("growth-lab--x", 6, {}), "'growth-lab--x' is not a topic of team growth"),
+    ],
+)
 def test_the_pack_refuses_a_topic_outside_the_teams_caps(topic, expected):
     name, partitions, config = topic
     violations = rules.check_stack([kafka_topic("growth", name, partitions, **config)], "growth", load_teams())
@@ -494,8 +664,9 @@ def test_the_pack_refuses_a_topic_outside_the_teams_caps(topic, expected):
 
 def test_a_team_the_registry_does_not_know_gets_the_smallest_caps():
     stack = [kafka_topic("ghost", "ghost--x", 13)]
-    assert any("above the experimental tier's cap of 12" in v.message
-               for v in rules.check_stack(stack, "ghost", load_teams()))
+    assert any(
+        "above the experimental tier's cap of 12" in v.message for v in rules.check_stack(stack, "ghost", load_teams())
+    )
 
 
 def test_a_deep_grant_file_is_refused_before_parsing(tmp_path):
@@ -512,8 +683,10 @@ def test_a_stray_restricted_grant_stops_validate_and_codeowners_cleanly(monkeypa
     stray = {"infra/topic-grants/esb-critical/name/driver-location-ping.yaml": ("growth",)}
     monkeypatch.setattr(topics, "load_restricted_readers", lambda *a: stray)
     assert validate.main([]) == 2
-    assert "infra/topic-grants/esb-critical/name/driver-location-ping.yaml: grants a topic that is not a restricted " \
-           "entry of esb-critical's catalogue" in capsys.readouterr().out
+    assert (
+        "infra/topic-grants/esb-critical/name/driver-location-ping.yaml: grants a topic that is not a restricted "
+        "entry of esb-critical's catalogue" in capsys.readouterr().out
+    )
     assert codeowners.main(["--check"]) == 1
     with pytest.raises(topics.CatalogueError):
         load_teams()

@@ -6,6 +6,7 @@ The expectation is computed here without any regex: a candidate topic name is gr
 catalogue entry the team may read covers it (the same name, or a name starting with the prefix).
 Candidates include restricted topics, other teams' topics and other spellings (case, affixes).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,24 +26,47 @@ ACCEPTED = REPO / "tests" / "fixtures" / "accepted_teams"
 ACCEPTED_GRANTS = REPO / "tests" / "fixtures" / "accepted_grants"
 
 # skipped on a developer's machine without the jars; never in CI (`make test` fetches them first)
-pytestmark = [pytest.mark.jvm, pytest.mark.skipif(not os.environ.get("CI") and (not any(KAFKA_JARS.glob("connect-mirror-*.jar"))
-                                                             or not shutil.which("java")),
-                                reason="needs Java and Kafka's jars in .jvm/kafka (make jars)")]
+pytestmark = [
+    pytest.mark.jvm,
+    pytest.mark.skipif(
+        not os.environ.get("CI") and (not any(KAFKA_JARS.glob("connect-mirror-*.jar")) or not shutil.which("java")),
+        reason="needs Java and Kafka's jars in .jvm/kafka (make jars)",
+    ),
+]
 
 # Teams whose patterns select part of what they are granted: the names they must replicate, by hand.
-NARROWED = {("promo-stats", "mainstream"): {"campaign-clicks", "campaign-views", "campaign-impressions-x1",
-                                            "campaign-v2"}}
+NARROWED = {
+    ("promo-stats", "mainstream"): {"campaign-clicks", "campaign-views", "campaign-impressions-x1", "campaign-v2"}
+}
 
 
 def candidates(platform: spec.Platform) -> list[str]:
-    names = {"__consumer_offsets", "heartbeats", "mm2-offset-syncs.local.internal", "ledger-x", "LEDGER-x",
-             "CUSTOMER-PROFILE-UPDATES", "growth-lab--out", "campaign-x.internal", "campaign-x-internal",
-             "campaign-x.replica"}
+    names = {
+        "__consumer_offsets",
+        "heartbeats",
+        "mm2-offset-syncs.local.internal",
+        "ledger-x",
+        "LEDGER-x",
+        "CUSTOMER-PROFILE-UPDATES",
+        "growth-lab--out",
+        "campaign-x.internal",
+        "campaign-x-internal",
+        "campaign-x.replica",
+    }
     for cluster in platform.kafka_clusters.values():
         for t in cluster.topics:
             if t.is_prefix:
-                names |= {t.value, t.value + "a", t.value + "clicks", t.value + "views", t.value + "impressions-x1",
-                          t.value + "impressions-xyz", t.value + "v2", t.value.upper() + "a", "x" + t.value + "a"}
+                names |= {
+                    t.value,
+                    t.value + "a",
+                    t.value + "clicks",
+                    t.value + "views",
+                    t.value + "impressions-x1",
+                    t.value + "impressions-xyz",
+                    t.value + "v2",
+                    t.value.upper() + "a",
+                    "x" + t.value + "a",
+                }
             else:
                 names |= {t.value, t.value.upper(), t.value.lower(), t.value + "x", "x" + t.value, t.value + "-v2"}
     return sorted(names)
@@ -51,20 +75,28 @@ def candidates(platform: spec.Platform) -> list[str]:
 def excluded_by_mirrormaker(name: str) -> bool:
     """MirrorMaker 2's default topics.exclude (Kafka 4: mm2.*\\.internal, .*\\.replica, __.*), as
     string tests (mm2.properties sets no topics.exclude)."""
-    return (name.startswith("mm2") and name.endswith(".internal")) or name.endswith(".replica") \
-        or name.startswith("__")
+    return (name.startswith("mm2") and name.endswith(".internal")) or name.endswith(".replica") or name.startswith("__")
 
 
 def granted_names(s: spec.TeamSpec, platform: spec.Platform, cluster: str, names: list[str]) -> set[str]:
     entries = [t for t in platform.kafka_clusters[cluster].topics if t.readable_by(s.name)]
-    return {n for n in names if not excluded_by_mirrormaker(n)
-            and any(n.startswith(t.value) if t.is_prefix else n == t.value for t in entries)}
+    return {
+        n
+        for n in names
+        if not excluded_by_mirrormaker(n)
+        and any(n.startswith(t.value) if t.is_prefix else n == t.value for t in entries)
+    }
 
 
 def replicated_by_kafka(files: list[Path], names: list[str]) -> dict[str, set[str]]:
     """{file: the candidate names Kafka's DefaultTopicFilter lets through}, one JVM for all files."""
-    result = subprocess.run(["java", "-cp", f"{KAFKA_JARS}/*", str(PROGRAM), *map(str, files)],
-                            input="\n".join(names) + "\n", capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["java", "-cp", f"{KAFKA_JARS}/*", str(PROGRAM), *map(str, files)],
+        input="\n".join(names) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out: dict[str, set[str]] = {}
     current = None
@@ -79,9 +111,15 @@ def replicated_by_kafka(files: list[Path], names: list[str]) -> dict[str, set[st
 
 def write_mm2(directory: Path, team: str, cluster: str, patterns) -> Path:
     path = directory / f"{team}.{cluster}.properties"
-    path.write_text(mm2_properties(source_alias=cluster, source_bootstrap_servers=f"{cluster}:9092",
-                                   local_bootstrap_servers="mirror:9092", topics=list(patterns),
-                                   replication_factor=3))
+    path.write_text(
+        mm2_properties(
+            source_alias=cluster,
+            source_bootstrap_servers=f"{cluster}:9092",
+            local_bootstrap_servers="mirror:9092",
+            topics=list(patterns),
+            replication_factor=3,
+        )
+    )
     return path
 
 
@@ -99,15 +137,19 @@ def every_team() -> list[spec.TeamSpec]:
 
 def test_every_mirror_replicates_exactly_what_its_team_is_granted(tmp_path, platform, every_team):
     names = candidates(platform)
-    mirrors = [(s, read.cluster, write_mm2(tmp_path, s.name, read.cluster, read.topics))
-               for s in every_team for read in s.kafka if read.mirrored]
+    mirrors = [
+        (s, read.cluster, write_mm2(tmp_path, s.name, read.cluster, read.topics))
+        for s in every_team
+        for read in s.kafka
+        if read.mirrored
+    ]
     assert {s.name for s, _, _ in mirrors} >= {"allocations", "fraud", "api-health", "promo-stats"}
     kafka = replicated_by_kafka([path for _, _, path in mirrors], names)
     for s, cluster, path in mirrors:
         got, granted = kafka[str(path)], granted_names(s, platform, cluster, names)
         assert got <= granted, (s.name, cluster, sorted(got - granted))
         assert got == NARROWED.get((s.name, cluster), granted), (s.name, cluster, sorted(got ^ granted))
-        assert got, (s.name, cluster)       # not vacuous: every mirror replicates something
+        assert got, (s.name, cluster)  # not vacuous: every mirror replicates something
 
 
 def test_the_check_sees_a_pattern_that_acts_beyond_its_text(tmp_path, platform):
@@ -119,7 +161,10 @@ def test_the_check_sees_a_pattern_that_acts_beyond_its_text(tmp_path, platform):
     got = replicated_by_kafka([path], candidates(platform))[str(path)]
     assert "customer-profile-updates" in got
     with pytest.raises(spec.SpecError) as e:
-        spec.parse('team: ledger\nowners: ["@gojek/ledger"]\ntier: standard\nnetwork: {cidr: 10.70.60.0/24}\n'
-                   f"kafka: [{{cluster: mainstream, mirrored: true, topics: {patterns!r}}}]\n",
-                   source="infra/teams/ledger.yaml", platform=platform)
+        spec.parse(
+            'team: ledger\nowners: ["@gojek/ledger"]\ntier: standard\nnetwork: {cidr: 10.70.60.0/24}\n'
+            f"kafka: [{{cluster: mainstream, mirrored: true, topics: {patterns!r}}}]\n",
+            source="infra/teams/ledger.yaml",
+            platform=platform,
+        )
     assert any("kafka[0].topics[0]: '(?i)ledger-.*' is refused: an inline flag" in p for p in e.value.problems)

@@ -1,5 +1,6 @@
 """`python -m infra.plan` shows a reviewer what a team's stack declares, quickly, as a table or
 JSON; a bad spec is refused with exit status 2 and the spec's problems."""
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,25 @@ TEAMS = sorted(p.stem for p in TEAMS_DIR.glob("*.yaml"))
 
 def run_plan(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True,
-                            text=True, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
     return result, time.perf_counter() - started
 
 
 def test_plan_prints_the_resources_grouped_by_component_in_a_fresh_process():
     result, seconds = run_plan("infra/teams/allocations.yaml")
-    print(f"\nplan allocations: {seconds:.2f} s wall, in a fresh interpreter")   # the measured time (-s shows it)
+    print(f"\nplan allocations: {seconds:.2f} s wall, in a fresh interpreter")  # the measured time (-s shows it)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for heading in ("TeamNetwork allocations-network", "TeamIdentity allocations-identity",
-                    "CheckpointBucket allocations-checkpoints", "SparkCluster allocations-spark",
-                    "KafkaMirror allocations-mirror-mainstream", "KafkaMirror allocations-mirror-esb-critical"):
+    for heading in (
+        "TeamNetwork allocations-network",
+        "TeamIdentity allocations-identity",
+        "CheckpointBucket allocations-checkpoints",
+        "SparkCluster allocations-spark",
+        "KafkaMirror allocations-mirror-mainstream",
+        "KafkaMirror allocations-mirror-esb-critical",
+    ):
         assert f"\n{heading}\n" in out, f"no component section {heading!r} in:\n{out}"
     bucket_line = next(line for line in out.splitlines() if "storage.Bucket " in line)
     assert "uniform access=yes" in bucket_line and "public access=prevented" in bucket_line, bucket_line
@@ -48,8 +55,9 @@ def test_plan_json_parses_and_lists_every_resource_with_its_urn_and_properties()
     kinds = [c["type"].rsplit(":", 1)[-1] for c in doc["components"]]
     assert {"TeamNetwork", "TeamIdentity", "CheckpointBucket", "SparkCluster", "KafkaMirror"} <= set(kinds)
     resources = [r for c in doc["components"] for r in c["resources"]]
-    assert len(resources) == doc["resource_count"] and all(r["urn"].startswith("urn:pulumi:fraud::daggers::")
-                                                           for r in resources)
+    assert len(resources) == doc["resource_count"] and all(
+        r["urn"].startswith("urn:pulumi:fraud::daggers::") for r in resources
+    )
     subnet = next(r for r in resources if r["type"] == "gcp:compute/subnetwork:Subnetwork")
     assert subnet["properties"]["range"] == "10.64.16.0/20" and subnet["inputs"]["ipCidrRange"] == "10.64.16.0/20"
     inventory = doc["outputs"]["inventory"]

@@ -1,5 +1,6 @@
 """The platform's rules (infra/policy): each rule on hand-built compliant and violating resources,
 every sample team's declared resources against every rule, and the CrossGuard pack serving them."""
+
 from __future__ import annotations
 
 import copy
@@ -14,11 +15,15 @@ from infra.policy import rules
 from infra.policy.rules import Resource, Teams
 
 PROJECT = "daggers-platform"
-TEAMS = Teams.of(PROJECT, {
-    "fraud": ipaddress.IPv4Network("10.64.16.0/20"),
-    "fraud-ops": ipaddress.IPv4Network("10.64.48.0/22"),
-    "growth": ipaddress.IPv4Network("10.64.40.0/22"),
-}, {"fraud": "dagger-fraud-owners@daggers.dev", "growth": "dagger-growth-owners@daggers.dev"})
+TEAMS = Teams.of(
+    PROJECT,
+    {
+        "fraud": ipaddress.IPv4Network("10.64.16.0/20"),
+        "fraud-ops": ipaddress.IPv4Network("10.64.48.0/22"),
+        "growth": ipaddress.IPv4Network("10.64.40.0/22"),
+    },
+    {"fraud": "dagger-fraud-owners@daggers.dev", "growth": "dagger-growth-owners@daggers.dev"},
+)
 SA = f"dagger-fraud@{PROJECT}.iam.gserviceaccount.com"
 LABELS = {"team": "fraud", "tier": "critical", "managed-by": "daggers-infra", "cost_center": "cc-5100"}
 K8S_LABELS = {"daggers.dev/team": "fraud"}
@@ -37,69 +42,196 @@ def fraud_stack() -> list[Resource]:
     ns = {"namespace": "dagger-fraud", "labels": K8S_LABELS}
     return [
         res("gcp:serviceaccount/account:Account", "fraud-sa", {"accountId": "dagger-fraud", "displayName": "fraud"}),
-        res("gcp:serviceaccount/iAMMember:IAMMember", "fraud-wi", {
-            "serviceAccountId": f"projects/{PROJECT}/serviceAccounts/{SA}",
-            "role": "roles/iam.workloadIdentityUser",
-            "member": f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/spark]"}),
-        res("gcp:projects/iAMMember:IAMMember", "fraud-logs", {
-            "project": PROJECT, "role": "roles/logging.logWriter", "member": f"serviceAccount:{SA}"}),
-        res("gcp:compute/subnetwork:Subnetwork", "fraud-subnet", {
-            "name": "dagger-fraud", "ipCidrRange": "10.64.16.0/20", "network": "daggers-vpc",
-            "privateIpGoogleAccess": True}),
-        res("gcp:compute/firewall:Firewall", "fraud-internal", {
-            "name": "dagger-fraud-internal", "network": "daggers-vpc", "direction": "INGRESS",
-            "allows": [{"protocol": "tcp", "ports": ["7077", "8080"]}], "sourceRanges": ["10.64.16.0/20"],
-            "targetTags": ["dagger-fraud"]}),
-        res("gcp:compute/firewall:Firewall", "fraud-deny-all", {
-            "name": "dagger-fraud-deny-all", "network": "daggers-vpc", "priority": 65000,
-            "denies": [{"protocol": "all"}], "sourceRanges": ["0.0.0.0/0"]}),
-        res("gcp:compute/instance:Instance", "fraud-worker-0", {
-            "name": "dagger-fraud-spark-worker-0", "machineType": "n2-standard-8", "zone": "asia-southeast1-a",
-            "labels": LABELS, "tags": ["dagger-fraud"],
-            "bootDisk": {"initializeParams": {"image": "debian-cloud/debian-12"}},
-            "networkInterfaces": [{"subnetwork": "dagger-fraud"}],
-            "serviceAccount": {"email": SA, "scopes": ["cloud-platform"]}}),
-        res("gcp:container/nodePool:NodePool", "fraud-pool", {
-            "name": "dagger-fraud", "cluster": "daggers-gke", "nodeCount": 6,
-            "nodeConfig": {"machineType": "n2-standard-8", "resourceLabels": LABELS,
-                           "labels": {"daggers.dev/team": "fraud"}, "serviceAccount": SA}}),
-        res("gcp:storage/bucket:Bucket", "fraud-checkpoints", {
-            "name": f"{PROJECT}-fraud-checkpoints", "location": "ASIA-SOUTHEAST1",
-            "publicAccessPrevention": "enforced", "uniformBucketLevelAccess": True,
-            "versioning": {"enabled": True}, "labels": LABELS}),
-        res("gcp:storage/bucketIAMMember:BucketIAMMember", "fraud-checkpoints-writer", {
-            "bucket": f"{PROJECT}-fraud-checkpoints", "role": "roles/storage.objectAdmin",
-            "member": f"serviceAccount:{SA}"}),
-        res("kubernetes:core/v1:Namespace", "fraud-ns", {
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS}}),
-        res("kubernetes:core/v1:ResourceQuota", "fraud-quota", {
-            "kind": "ResourceQuota", "metadata": {**ns, "name": "dagger-fraud"},
-            "spec": {"hard": {"requests.cpu": "160", "requests.memory": "640Gi", "pods": "200"}}}),
-        res("kubernetes:core/v1:LimitRange", "fraud-limits", {
-            "kind": "LimitRange", "metadata": {**ns, "name": "dagger-fraud"},
-            "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}),
-        res("kubernetes:networking.k8s.io/v1:NetworkPolicy", "fraud-default-deny", {
-            "kind": "NetworkPolicy", "metadata": {**ns, "name": "default-deny"},
-            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}),
-        res("kubernetes:networking.k8s.io/v1:NetworkPolicy", "fraud-allow-spark", {
-            "kind": "NetworkPolicy", "metadata": {**ns, "name": "allow-spark"},
-            "spec": {"podSelector": {"matchLabels": {"app": "spark"}}, "policyTypes": ["Ingress"],
-                     "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "spark"}}}]}]}}),
-        res("kubernetes:core/v1:ServiceAccount", "fraud-ksa", {
-            "kind": "ServiceAccount", "metadata": {**ns, "name": "spark",
-                                                   "annotations": {"iam.gke.io/gcp-service-account": SA}}}),
-        res("kubernetes:rbac.authorization.k8s.io/v1:Role", "fraud-role", {
-            "kind": "Role", "metadata": {**ns, "name": "spark"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "delete"]}]}),
-        res("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "fraud-binding", {
-            "kind": "RoleBinding", "metadata": {**ns, "name": "spark"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "spark"},
-            "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}]}),
-        res("kubernetes:apps/v1:Deployment", "fraud-master", {
-            "kind": "Deployment", "metadata": {**ns, "name": "spark-master"},
-            "spec": {"template": {"spec": {"containers": [{"name": "master", "image": "apache/spark:4.0.0",
-                                                           "env": [{"name": "CHECKPOINTS",
-                                                                    "value": f"gs://{PROJECT}-fraud-checkpoints"}]}]}}}}),
+        res(
+            "gcp:serviceaccount/iAMMember:IAMMember",
+            "fraud-wi",
+            {
+                "serviceAccountId": f"projects/{PROJECT}/serviceAccounts/{SA}",
+                "role": "roles/iam.workloadIdentityUser",
+                "member": f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/spark]",
+            },
+        ),
+        res(
+            "gcp:projects/iAMMember:IAMMember",
+            "fraud-logs",
+            {"project": PROJECT, "role": "roles/logging.logWriter", "member": f"serviceAccount:{SA}"},
+        ),
+        res(
+            "gcp:compute/subnetwork:Subnetwork",
+            "fraud-subnet",
+            {
+                "name": "dagger-fraud",
+                "ipCidrRange": "10.64.16.0/20",
+                "network": "daggers-vpc",
+                "privateIpGoogleAccess": True,
+            },
+        ),
+        res(
+            "gcp:compute/firewall:Firewall",
+            "fraud-internal",
+            {
+                "name": "dagger-fraud-internal",
+                "network": "daggers-vpc",
+                "direction": "INGRESS",
+                "allows": [{"protocol": "tcp", "ports": ["7077", "8080"]}],
+                "sourceRanges": ["10.64.16.0/20"],
+                "targetTags": ["dagger-fraud"],
+            },
+        ),
+        res(
+            "gcp:compute/firewall:Firewall",
+            "fraud-deny-all",
+            {
+                "name": "dagger-fraud-deny-all",
+                "network": "daggers-vpc",
+                "priority": 65000,
+                "denies": [{"protocol": "all"}],
+                "sourceRanges": ["0.0.0.0/0"],
+            },
+        ),
+        res(
+            "gcp:compute/instance:Instance",
+            "fraud-worker-0",
+            {
+                "name": "dagger-fraud-spark-worker-0",
+                "machineType": "n2-standard-8",
+                "zone": "asia-southeast1-a",
+                "labels": LABELS,
+                "tags": ["dagger-fraud"],
+                "bootDisk": {"initializeParams": {"image": "debian-cloud/debian-12"}},
+                "networkInterfaces": [{"subnetwork": "dagger-fraud"}],
+                "serviceAccount": {"email": SA, "scopes": ["cloud-platform"]},
+            },
+        ),
+        res(
+            "gcp:container/nodePool:NodePool",
+            "fraud-pool",
+            {
+                "name": "dagger-fraud",
+                "cluster": "daggers-gke",
+                "nodeCount": 6,
+                "nodeConfig": {
+                    "machineType": "n2-standard-8",
+                    "resourceLabels": LABELS,
+                    "labels": {"daggers.dev/team": "fraud"},
+                    "serviceAccount": SA,
+                },
+            },
+        ),
+        res(
+            "gcp:storage/bucket:Bucket",
+            "fraud-checkpoints",
+            {
+                "name": f"{PROJECT}-fraud-checkpoints",
+                "location": "ASIA-SOUTHEAST1",
+                "publicAccessPrevention": "enforced",
+                "uniformBucketLevelAccess": True,
+                "versioning": {"enabled": True},
+                "labels": LABELS,
+            },
+        ),
+        res(
+            "gcp:storage/bucketIAMMember:BucketIAMMember",
+            "fraud-checkpoints-writer",
+            {
+                "bucket": f"{PROJECT}-fraud-checkpoints",
+                "role": "roles/storage.objectAdmin",
+                "member": f"serviceAccount:{SA}",
+            },
+        ),
+        res(
+            "kubernetes:core/v1:Namespace",
+            "fraud-ns",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS}},
+        ),
+        res(
+            "kubernetes:core/v1:ResourceQuota",
+            "fraud-quota",
+            {
+                "kind": "ResourceQuota",
+                "metadata": {**ns, "name": "dagger-fraud"},
+                "spec": {"hard": {"requests.cpu": "160", "requests.memory": "640Gi", "pods": "200"}},
+            },
+        ),
+        res(
+            "kubernetes:core/v1:LimitRange",
+            "fraud-limits",
+            {
+                "kind": "LimitRange",
+                "metadata": {**ns, "name": "dagger-fraud"},
+                "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]},
+            },
+        ),
+        res(
+            "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            "fraud-default-deny",
+            {
+                "kind": "NetworkPolicy",
+                "metadata": {**ns, "name": "default-deny"},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+            },
+        ),
+        res(
+            "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            "fraud-allow-spark",
+            {
+                "kind": "NetworkPolicy",
+                "metadata": {**ns, "name": "allow-spark"},
+                "spec": {
+                    "podSelector": {"matchLabels": {"app": "spark"}},
+                    "policyTypes": ["Ingress"],
+                    "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "spark"}}}]}],
+                },
+            },
+        ),
+        res(
+            "kubernetes:core/v1:ServiceAccount",
+            "fraud-ksa",
+            {
+                "kind": "ServiceAccount",
+                "metadata": {**ns, "name": "spark", "annotations": {"iam.gke.io/gcp-service-account": SA}},
+            },
+        ),
+        res(
+            "kubernetes:rbac.authorization.k8s.io/v1:Role",
+            "fraud-role",
+            {
+                "kind": "Role",
+                "metadata": {**ns, "name": "spark"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "delete"]}],
+            },
+        ),
+        res(
+            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "fraud-binding",
+            {
+                "kind": "RoleBinding",
+                "metadata": {**ns, "name": "spark"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "spark"},
+                "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}],
+            },
+        ),
+        res(
+            "kubernetes:apps/v1:Deployment",
+            "fraud-master",
+            {
+                "kind": "Deployment",
+                "metadata": {**ns, "name": "spark-master"},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "master",
+                                    "image": "apache/spark:4.0.0",
+                                    "env": [{"name": "CHECKPOINTS", "value": f"gs://{PROJECT}-fraud-checkpoints"}],
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        ),
     ]
 
 
@@ -127,6 +259,7 @@ def changed(r: Resource, change) -> Resource:
 
 # -- the compliant stack ----------------------------------------------------------------------------
 
+
 def test_a_compliant_team_stack_breaks_no_rule():
     assert rules.check_stack(fraud_stack(), "fraud", TEAMS) == []
 
@@ -141,12 +274,19 @@ def test_the_team_is_read_from_the_urns_stack():
 
 # -- no public buckets ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda p: p.update(publicAccessPrevention="inherited"), "publicAccessPrevention is 'inherited'; it must be 'enforced'"),
-    (lambda p: p.pop("publicAccessPrevention"), "publicAccessPrevention is None"),
-    (lambda p: p.update(uniformBucketLevelAccess=False), "uniformBucketLevelAccess is False; it must be true"),
-    (lambda p: p.pop("uniformBucketLevelAccess"), "uniformBucketLevelAccess is None"),
-])
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            lambda p: p.update(publicAccessPrevention="inherited"),
+            "publicAccessPrevention is 'inherited'; it must be 'enforced'",
+        ),
+        (lambda p: p.pop("publicAccessPrevention"), "publicAccessPrevention is None"),
+        (lambda p: p.update(uniformBucketLevelAccess=False), "uniformBucketLevelAccess is False; it must be true"),
+        (lambda p: p.pop("uniformBucketLevelAccess"), "uniformBucketLevelAccess is None"),
+    ],
+)
 def test_a_bucket_without_public_access_prevention_or_uniform_access_is_refused(change, expected):
     bucket = changed(find(fraud_stack(), "fraud-checkpoints"), change)
     found = violations_of(bucket, rules.NO_PUBLIC_BUCKETS)
@@ -157,80 +297,114 @@ def test_a_bucket_without_public_access_prevention_or_uniform_access_is_refused(
 def test_no_iam_member_grants_everyone(member):
     grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
     assert violations_of(grant, rules.NO_PUBLIC_BUCKETS) == [
-        f"{rules.NO_PUBLIC_BUCKETS}: {grant.urn}: member grants {member}: nothing is public"]
-    binding = res("gcp:storage/bucketIAMBinding:BucketIAMBinding", "b", {
-        "bucket": f"{PROJECT}-fraud-checkpoints", "role": "roles/storage.objectViewer",
-        "members": [f"serviceAccount:{SA}", member]})
+        f"{rules.NO_PUBLIC_BUCKETS}: {grant.urn}: member grants {member}: nothing is public"
+    ]
+    binding = res(
+        "gcp:storage/bucketIAMBinding:BucketIAMBinding",
+        "b",
+        {
+            "bucket": f"{PROJECT}-fraud-checkpoints",
+            "role": "roles/storage.objectViewer",
+            "members": [f"serviceAccount:{SA}", member],
+        },
+    )
     assert "members[1] grants" in violations_of(binding, rules.NO_PUBLIC_BUCKETS)[0]
-    project = res("gcp:projects/iAMMember:IAMMember", "p", {"project": PROJECT, "role": "roles/logging.logWriter",
-                                                             "member": member})
+    project = res(
+        "gcp:projects/iAMMember:IAMMember",
+        "p",
+        {"project": PROJECT, "role": "roles/logging.logWriter", "member": member},
+    )
     assert violations_of(project, rules.NO_PUBLIC_BUCKETS)
 
 
 def test_no_bucket_acl_or_iam_policy_grants_everyone():
-    acl = res("gcp:storage/bucketAccessControl:BucketAccessControl", "acl", {
-        "bucket": f"{PROJECT}-fraud-checkpoints", "entity": "allUsers", "role": "READER"})
+    acl = res(
+        "gcp:storage/bucketAccessControl:BucketAccessControl",
+        "acl",
+        {"bucket": f"{PROJECT}-fraud-checkpoints", "entity": "allUsers", "role": "READER"},
+    )
     assert "entity grants allUsers" in violations_of(acl, rules.NO_PUBLIC_BUCKETS)[0]
-    policy = res("gcp:storage/bucketIAMPolicy:BucketIAMPolicy", "pol", {
-        "bucket": f"{PROJECT}-fraud-checkpoints",
-        "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["allAuthenticatedUsers"]}]}'})
+    policy = res(
+        "gcp:storage/bucketIAMPolicy:BucketIAMPolicy",
+        "pol",
+        {
+            "bucket": f"{PROJECT}-fraud-checkpoints",
+            "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["allAuthenticatedUsers"]}]}',
+        },
+    )
     assert "policyData grants allAuthenticatedUsers" in violations_of(policy, rules.NO_PUBLIC_BUCKETS)[0]
 
 
 # -- team isolation -------------------------------------------------------------------------------
 
+
 def test_a_grant_on_another_teams_bucket_is_refused():
-    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"),
-                    lambda p: p.update(bucket=f"{PROJECT}-growth-checkpoints"))
+    grant = changed(
+        find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(bucket=f"{PROJECT}-growth-checkpoints")
+    )
     assert violations_of(grant, rules.TEAM_ISOLATION) == [
         f"{rules.TEAM_ISOLATION}: {grant.urn}: bucket = '{PROJECT}-growth-checkpoints' names team growth's "
-        "resources; the fraud stack may only reference the fraud team's"]
+        "resources; the fraud stack may only reference the fraud team's"
+    ]
 
 
 def test_granting_another_teams_identity_is_refused():
-    grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"),
-                    lambda p: p.update(member=f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com"))
+    grant = changed(
+        find(fraud_stack(), "fraud-checkpoints-writer"),
+        lambda p: p.update(member=f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com"),
+    )
     assert "member = 'serviceAccount:dagger-growth@" in violations_of(grant, rules.TEAM_ISOLATION)[0]
-    wi = changed(find(fraud_stack(), "fraud-wi"),
-                 lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/spark]"))
+    wi = changed(
+        find(fraud_stack(), "fraud-wi"),
+        lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/spark]"),
+    )
     assert "names team growth's resources" in violations_of(wi, rules.TEAM_ISOLATION)[0]
 
 
 def test_teams_are_recognised_by_their_exact_identities_not_by_a_prefix():
     assert TEAMS.named_in("dagger-fraud-ops") == {"fraud-ops"}
     assert TEAMS.named_in(f"gs://{PROJECT}-fraud-ops-checkpoints/x") == {"fraud-ops"}
-    assert TEAMS.named_in(f"projects/{PROJECT}/serviceAccounts/dagger-growth@{PROJECT}.iam.gserviceaccount.com") \
-        == {"growth"}
+    assert TEAMS.named_in(f"projects/{PROJECT}/serviceAccounts/dagger-growth@{PROJECT}.iam.gserviceaccount.com") == {
+        "growth"
+    }
     assert TEAMS.named_in(f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/dagger]") == {"growth"}
     # a longer name that starts like a team's is nobody's: not fraud's, not fraud-ops'
     assert TEAMS.named_in("dagger-fraud-ops-spark dagger-fraud-spark-master dagger-fraudster") == set()
     assert TEAMS.named_in("daggers-vpc dagger-nobody dagger-growthy") == set()
-    grant = changed(find(fraud_stack(), "fraud-wi"),
-                    lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud-ops/spark]"))
+    grant = changed(
+        find(fraud_stack(), "fraud-wi"),
+        lambda p: p.update(member=f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud-ops/spark]"),
+    )
     assert "names team fraud-ops's" in violations_of(grant, rules.TEAM_ISOLATION)[0]
 
 
-@pytest.mark.parametrize("spelling", [
-    f"serviceaccount:DAGGER-GROWTH@{PROJECT.upper()}.IAM.GSERVICEACCOUNT.COM",      # case
-    f"serviceAccount: dagger-growth@{PROJECT}.iam.gserviceaccount.com. ",           # blanks, FQDN dot
-    f"serviceAccount:ｄａｇｇｅｒ-growth@{PROJECT}.iam.gserviceaccount.com",         # fullwidth letters
-    f"https://{PROJECT}-growth-checkpoints.storage.googleapis.com/x",                # bucket in a host name
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        f"serviceaccount:DAGGER-GROWTH@{PROJECT.upper()}.IAM.GSERVICEACCOUNT.COM",  # case
+        f"serviceAccount: dagger-growth@{PROJECT}.iam.gserviceaccount.com. ",  # blanks, FQDN dot
+        f"serviceAccount:ｄａｇｇｅｒ-growth@{PROJECT}.iam.gserviceaccount.com",  # fullwidth letters
+        f"https://{PROJECT}-growth-checkpoints.storage.googleapis.com/x",  # bucket in a host name
+    ],
+)
 def test_another_teams_identity_is_recognised_in_any_spelling(spelling):
     assert TEAMS.named_in(spelling) == {"growth"}
 
 
 def test_a_rolebinding_subject_in_another_teams_namespace_is_refused():
-    binding = changed(find(fraud_stack(), "fraud-binding"),
-                      lambda p: p["subjects"].append({"kind": "ServiceAccount", "name": "spark",
-                                                       "namespace": "dagger-growth"}))
+    binding = changed(
+        find(fraud_stack(), "fraud-binding"),
+        lambda p: p["subjects"].append({"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-growth"}),
+    )
     found = violations_of(binding, rules.TEAM_ISOLATION)
     assert len(found) == 1 and "subjects[1].namespace = 'dagger-growth' names team growth's" in found[0]
 
 
 def test_an_object_in_another_teams_namespace_is_refused():
     deployment = changed(find(fraud_stack(), "fraud-master"), lambda p: p["metadata"].update(namespace="dagger-growth"))
-    assert "metadata.namespace = 'dagger-growth' names team growth's" in violations_of(deployment, rules.TEAM_ISOLATION)[0]
+    assert (
+        "metadata.namespace = 'dagger-growth' names team growth's" in violations_of(deployment, rules.TEAM_ISOLATION)[0]
+    )
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "default", None])
@@ -248,19 +422,24 @@ def test_a_team_object_outside_the_teams_namespace_is_refused(namespace):
 
 
 def test_cluster_scoped_objects_have_no_namespace_to_check():
-    role = res("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "fraud-reader", {
-        "kind": "ClusterRole", "metadata": {"name": "dagger-fraud-reader", "labels": K8S_LABELS}, "rules": []})
+    role = res(
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+        "fraud-reader",
+        {"kind": "ClusterRole", "metadata": {"name": "dagger-fraud-reader", "labels": K8S_LABELS}, "rules": []},
+    )
     assert check(role) == []
 
 
 def test_a_firewall_admitting_another_teams_range_is_refused():
-    firewall = changed(find(fraud_stack(), "fraud-internal"),
-                       lambda p: p.update(sourceRanges=["10.64.16.0/20", "10.64.40.0/24"]))
+    firewall = changed(
+        find(fraud_stack(), "fraud-internal"), lambda p: p.update(sourceRanges=["10.64.16.0/20", "10.64.40.0/24"])
+    )
     assert violations_of(firewall, rules.TEAM_ISOLATION) == [
         f"{rules.TEAM_ISOLATION}: {firewall.urn}: sourceRanges[1] = 10.64.40.0/24 admits team growth's range "
-        "10.64.40.0/22"]
+        "10.64.40.0/22"
+    ]
     everything = changed(find(fraud_stack(), "fraud-internal"), lambda p: p.update(sourceRanges=["10.0.0.0/8"]))
-    assert len(violations_of(everything, rules.TEAM_ISOLATION)) == 2       # fraud-ops and growth
+    assert len(violations_of(everything, rules.TEAM_ISOLATION)) == 2  # fraud-ops and growth
 
 
 def test_a_network_policy_admitting_another_teams_range_is_refused():
@@ -272,12 +451,15 @@ def test_a_network_policy_admitting_another_teams_range_is_refused():
     growth = changed(allow, egress_to("10.64.40.0/22"))
     assert violations_of(growth, rules.TEAM_ISOLATION) == [
         f"{rules.TEAM_ISOLATION}: {growth.urn}: spec.egress[0].to[0].ipBlock.cidr = 10.64.40.0/22 admits team "
-        "growth's range 10.64.40.0/22"]
+        "growth's range 10.64.40.0/22"
+    ]
     carved = changed(allow, egress_to("10.64.0.0/16", ["10.64.40.0/22", "10.64.48.0/22"]))
     assert violations_of(carved, rules.TEAM_ISOLATION) == []
     ingress = changed(allow, lambda p: p["spec"].update(ingress=[{"from": [{"ipBlock": {"cidr": "10.64.48.0/24"}}]}]))
-    assert "spec.ingress[0].from[0].ipBlock.cidr = 10.64.48.0/24 admits team fraud-ops's" in \
-        violations_of(ingress, rules.TEAM_ISOLATION)[0]
+    assert (
+        "spec.ingress[0].from[0].ipBlock.cidr = 10.64.48.0/24 admits team fraud-ops's"
+        in violations_of(ingress, rules.TEAM_ISOLATION)[0]
+    )
     own = changed(allow, egress_to("10.64.16.0/20"))
     assert violations_of(own, rules.TEAM_ISOLATION) == []
 
@@ -294,12 +476,17 @@ def test_a_project_wide_role_is_refused_because_it_reaches_every_team():
 
 
 def test_the_platform_stack_is_not_a_team():
-    grant = res("gcp:projects/iAMMember:IAMMember", "ci", {"project": PROJECT, "role": "roles/container.admin",
-                                                            "member": "serviceAccount:ci@x"}, stack="platform")
+    grant = res(
+        "gcp:projects/iAMMember:IAMMember",
+        "ci",
+        {"project": PROJECT, "role": "roles/container.admin", "member": "serviceAccount:ci@x"},
+        stack="platform",
+    )
     assert violations_of(grant, rules.TEAM_ISOLATION, team="platform") == []
 
 
 # -- labels ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["fraud-checkpoints", "fraud-worker-0"])
 @pytest.mark.parametrize("missing", ["team", "tier", "managed-by"])
@@ -327,7 +514,9 @@ def test_a_kubernetes_object_needs_a_team_label_under_either_key(key):
     labelled = changed(deployment, lambda p: p["metadata"].update(labels={key: "fraud"}))
     assert violations_of(labelled, rules.LABELS_PRESENT) == []
     bare = changed(deployment, lambda p: p["metadata"].pop("labels"))
-    assert "metadata.labels lacks a team label (daggers.dev/team or team)" in violations_of(bare, rules.LABELS_PRESENT)[0]
+    assert (
+        "metadata.labels lacks a team label (daggers.dev/team or team)" in violations_of(bare, rules.LABELS_PRESENT)[0]
+    )
     other = changed(deployment, lambda p: p["metadata"].update(labels={key: "growth"}))
     assert f"metadata.labels.{key} is 'growth' in the fraud stack" in violations_of(other, rules.LABELS_PRESENT)[0]
 
@@ -339,8 +528,20 @@ def test_resources_without_labels_in_gcp_are_not_asked_for_them():
 
 # -- names within limits --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["ab", "a" * 64, "Daggers-Checkpoints", "-daggers", "daggers-", "goog-daggers",
-                                  "my-google-bucket", "daggers checkpoints"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ab",
+        "a" * 64,
+        "Daggers-Checkpoints",
+        "-daggers",
+        "daggers-",
+        "goog-daggers",
+        "my-google-bucket",
+        "daggers checkpoints",
+    ],
+)
 def test_a_bucket_name_gcp_refuses_is_refused(name):
     bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(name=name))
     found = violations_of(bucket, rules.NAME_LIMITS)
@@ -355,14 +556,25 @@ def test_bucket_names_at_the_limits_pass(name):
 
 def test_an_auto_named_bucket_is_judged_by_the_name_pulumi_will_give_it():
     bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.pop("name"))
-    assert violations_of(bucket, rules.NAME_LIMITS) == []         # fraud-checkpoints-xxxxxxx
+    assert violations_of(bucket, rules.NAME_LIMITS) == []  # fraud-checkpoints-xxxxxxx
     long = Resource(bucket.type, urn(bucket.type, "c" * 56), bucket.props)
     assert "auto-name from" in violations_of(long, rules.NAME_LIMITS)[0]
 
 
-@pytest.mark.parametrize("account_id, ok", [("dagger-fraud", True), ("abcdef", True), ("a" * 30, True),
-                                            ("abcde", False), ("a" * 31, False), ("1dagger", False),
-                                            ("dagger_fraud", False), ("Dagger-fraud", False), ("dagger-", False)])
+@pytest.mark.parametrize(
+    "account_id, ok",
+    [
+        ("dagger-fraud", True),
+        ("abcdef", True),
+        ("a" * 30, True),
+        ("abcde", False),
+        ("a" * 31, False),
+        ("1dagger", False),
+        ("dagger_fraud", False),
+        ("Dagger-fraud", False),
+        ("dagger-", False),
+    ],
+)
 def test_service_account_ids_are_6_to_30_characters(account_id, ok):
     sa = changed(find(fraud_stack(), "fraud-sa"), lambda p: p.update(accountId=account_id))
     found = violations_of(sa, rules.NAME_LIMITS)
@@ -390,32 +602,50 @@ def test_node_pool_and_namespace_names_are_within_their_limits():
 
 # -- no external IPs, no ClusterRoleBinding -------------------------------------------------------
 
+
 def test_an_instance_with_an_external_address_is_refused():
-    worker = changed(find(fraud_stack(), "fraud-worker-0"),
-                     lambda p: p["networkInterfaces"][0].update(accessConfigs=[{}]))
+    worker = changed(
+        find(fraud_stack(), "fraud-worker-0"), lambda p: p["networkInterfaces"][0].update(accessConfigs=[{}])
+    )
     assert violations_of(worker, rules.NO_EXTERNAL_IPS) == [
         f"{rules.NO_EXTERNAL_IPS}: {worker.urn}: networkInterfaces[0].accessConfigs gives the instance an "
-        "external address; remove it"]
-    v6 = changed(find(fraud_stack(), "fraud-worker-0"),
-                 lambda p: p["networkInterfaces"][0].update(ipv6AccessConfigs=[{"networkTier": "PREMIUM"}]))
+        "external address; remove it"
+    ]
+    v6 = changed(
+        find(fraud_stack(), "fraud-worker-0"),
+        lambda p: p["networkInterfaces"][0].update(ipv6AccessConfigs=[{"networkTier": "PREMIUM"}]),
+    )
     assert "ipv6AccessConfigs" in violations_of(v6, rules.NO_EXTERNAL_IPS)[0]
-    template = res("gcp:compute/instanceTemplate:InstanceTemplate", "tpl", {
-        "name": "dagger-fraud-worker", "labels": LABELS,
-        "networkInterfaces": [{"subnetwork": "dagger-fraud", "accessConfigs": [{"natIp": "1.2.3.4"}]}]})
+    template = res(
+        "gcp:compute/instanceTemplate:InstanceTemplate",
+        "tpl",
+        {
+            "name": "dagger-fraud-worker",
+            "labels": LABELS,
+            "networkInterfaces": [{"subnetwork": "dagger-fraud", "accessConfigs": [{"natIp": "1.2.3.4"}]}],
+        },
+    )
     assert violations_of(template, rules.NO_EXTERNAL_IPS)
 
 
 def test_a_cluster_role_binding_is_refused():
-    crb = res("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "fraud-crb", {
-        "kind": "ClusterRoleBinding", "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
-        "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}]})
+    crb = res(
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        "fraud-crb",
+        {
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "dagger-fraud", "labels": K8S_LABELS},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}],
+        },
+    )
     found = violations_of(crb, rules.NO_CLUSTER_ROLE_BINDINGS)
     assert len(found) == 1 and "grants in every namespace" in found[0]
     assert violations_of(find(fraud_stack(), "fraud-binding"), rules.NO_CLUSTER_ROLE_BINDINGS) == []
 
 
 # -- the stack rule: quota and default-deny per namespace -----------------------------------------
+
 
 def stack_violations(stack: list[Resource]) -> list[str]:
     found = [v for v in rules.namespace_guards(stack, "fraud", TEAMS)]
@@ -431,7 +661,8 @@ def without(stack: list[Resource], *names: str) -> list[Resource]:
 def test_a_namespace_without_a_quota_is_refused():
     ns_urn = find(fraud_stack(), "fraud-ns").urn
     assert stack_violations(without(fraud_stack(), "fraud-quota")) == [
-        f"{rules.NAMESPACE_GUARDS}: {ns_urn}: namespace dagger-fraud has no ResourceQuota with hard limits"]
+        f"{rules.NAMESPACE_GUARDS}: {ns_urn}: namespace dagger-fraud has no ResourceQuota with hard limits"
+    ]
 
 
 def test_a_namespace_without_a_default_deny_policy_is_refused():
@@ -439,13 +670,16 @@ def test_a_namespace_without_a_default_deny_policy_is_refused():
     assert len(found) == 1 and "namespace dagger-fraud has no default-deny NetworkPolicy" in found[0]
 
 
-@pytest.mark.parametrize("change", [
-    lambda s: s.update(podSelector={"matchLabels": {"app": "spark"}}),
-    lambda s: s.update(policyTypes=["Egress"]),
-    lambda s: s.update(ingress=[{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]),
-    lambda s: s.update(egress=[{}]),
-    lambda s: s.pop("podSelector"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s.update(podSelector={"matchLabels": {"app": "spark"}}),
+        lambda s: s.update(policyTypes=["Egress"]),
+        lambda s: s.update(ingress=[{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]),
+        lambda s: s.update(egress=[{}]),
+        lambda s: s.pop("podSelector"),
+    ],
+)
 def test_a_policy_that_lets_traffic_in_is_not_a_default_deny(change):
     stack = fraud_stack()
     deny = find(stack, "fraud-default-deny")
@@ -463,18 +697,24 @@ def test_a_quota_or_policy_in_another_namespace_does_not_count():
 
 
 def test_every_namespace_is_checked():
-    second = res("kubernetes:core/v1:Namespace", "fraud-ns-2", {
-        "kind": "Namespace", "metadata": {"name": "dagger-fraud-jobs", "labels": K8S_LABELS}})
+    second = res(
+        "kubernetes:core/v1:Namespace",
+        "fraud-ns-2",
+        {"kind": "Namespace", "metadata": {"name": "dagger-fraud-jobs", "labels": K8S_LABELS}},
+    )
     assert len(stack_violations([*fraud_stack(), second])) == 2
 
 
 def test_unknown_values_are_not_judged_during_a_preview():
-    bucket = changed(find(fraud_stack(), "fraud-checkpoints"),
-                     lambda p: p.update(publicAccessPrevention=rules.UNKNOWN, labels=rules.UNKNOWN))
+    bucket = changed(
+        find(fraud_stack(), "fraud-checkpoints"),
+        lambda p: p.update(publicAccessPrevention=rules.UNKNOWN, labels=rules.UNKNOWN),
+    )
     assert check(bucket) == []
 
 
 # -- every sample team's declared resources pass every rule ---------------------------------------
+
 
 @pytest.fixture(scope="module")
 def declared():
@@ -522,6 +762,7 @@ def test_a_gke_team_declares_a_guarded_namespace(declared):
 
 # -- the CrossGuard pack --------------------------------------------------------------------------
 
+
 class _Served(Exception):
     """Raised where the pack would start serving: the test stops there, no port is opened."""
 
@@ -540,8 +781,11 @@ def servicer(monkeypatch):
             raise _Served()
 
     monkeypatch.setattr(policy_module.grpc, "server", lambda *a, **k: FakeServer())
-    monkeypatch.setattr(policy_module.analyzer_pb2_grpc, "add_AnalyzerServicer_to_server",
-                        lambda s, server: captured.setdefault("servicer", s))
+    monkeypatch.setattr(
+        policy_module.analyzer_pb2_grpc,
+        "add_AnalyzerServicer_to_server",
+        lambda s, server: captured.setdefault("servicer", s),
+    )
     monkeypatch.setattr(sys, "path", list(sys.path))
     with pytest.raises(_Served):
         runpy.run_path(str(spec.INFRA / "policy" / "__main__.py"), run_name="__main__")
@@ -554,8 +798,10 @@ def test_the_pack_registers_every_rule_as_a_mandatory_policy(servicer):
     info = servicer.GetAnalyzerInfo(None, None)
     assert info.name == "daggers-platform"
     kinds = {p.name: (p.policy_type, p.enforcementLevel) for p in info.policies}
-    assert kinds == {**{r.name: (proto.PolicyType.POLICY_TYPE_RESOURCE, proto.MANDATORY) for r in rules.RESOURCE_RULES},
-                     **{r.name: (proto.PolicyType.POLICY_TYPE_STACK, proto.MANDATORY) for r in rules.STACK_RULES}}
+    assert kinds == {
+        **{r.name: (proto.PolicyType.POLICY_TYPE_RESOURCE, proto.MANDATORY) for r in rules.RESOURCE_RULES},
+        **{r.name: (proto.PolicyType.POLICY_TYPE_STACK, proto.MANDATORY) for r in rules.STACK_RULES},
+    }
 
 
 def _struct(props: dict):
@@ -570,10 +816,15 @@ def test_the_pack_reports_a_violation_through_the_engines_protocol(servicer):
     from pulumi.runtime import proto
 
     bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(publicAccessPrevention="inherited"))
-    response = servicer.Analyze(proto.AnalyzeRequest(type=bucket.type, urn=bucket.urn, name=bucket.name,
-                                                     properties=_struct(dict(bucket.props))), None)
+    response = servicer.Analyze(
+        proto.AnalyzeRequest(
+            type=bucket.type, urn=bucket.urn, name=bucket.name, properties=_struct(dict(bucket.props))
+        ),
+        None,
+    )
     assert [(d.policyName, d.urn, d.enforcementLevel) for d in response.diagnostics] == [
-        (rules.NO_PUBLIC_BUCKETS, bucket.urn, proto.MANDATORY)]
+        (rules.NO_PUBLIC_BUCKETS, bucket.urn, proto.MANDATORY)
+    ]
     assert f"{bucket.urn}: publicAccessPrevention is 'inherited'" in response.diagnostics[0].message
 
 
@@ -581,10 +832,15 @@ def test_the_pack_leaves_values_unknown_during_a_preview_alone(servicer):
     from pulumi.runtime import proto
     from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
-    bucket = changed(find(fraud_stack(), "fraud-checkpoints"),
-                     lambda p: p.update(publicAccessPrevention=UNKNOWN_STRING_VALUE))
-    response = servicer.Analyze(proto.AnalyzeRequest(type=bucket.type, urn=bucket.urn, name=bucket.name,
-                                                     properties=_struct(dict(bucket.props))), None)
+    bucket = changed(
+        find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(publicAccessPrevention=UNKNOWN_STRING_VALUE)
+    )
+    response = servicer.Analyze(
+        proto.AnalyzeRequest(
+            type=bucket.type, urn=bucket.urn, name=bucket.name, properties=_struct(dict(bucket.props))
+        ),
+        None,
+    )
     assert list(response.diagnostics) == []
 
 
@@ -592,16 +848,23 @@ def test_the_pack_checks_a_whole_stack_through_the_engines_protocol(servicer):
     from pulumi.runtime import proto
 
     stack = without(fraud_stack(), "fraud-quota")
-    request = proto.AnalyzeStackRequest(resources=[
-        proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
-        for r in stack])
+    request = proto.AnalyzeStackRequest(
+        resources=[
+            proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
+            for r in stack
+        ]
+    )
     response = servicer.AnalyzeStack(request, None)
     assert [(d.policyName, d.urn) for d in response.diagnostics] == [
-        (rules.NAMESPACE_GUARDS, find(stack, "fraud-ns").urn)]
+        (rules.NAMESPACE_GUARDS, find(stack, "fraud-ns").urn)
+    ]
     assert "namespace dagger-fraud has no ResourceQuota" in response.diagnostics[0].message
-    clean = proto.AnalyzeStackRequest(resources=[
-        proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
-        for r in fraud_stack()])
+    clean = proto.AnalyzeStackRequest(
+        resources=[
+            proto.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=_struct(dict(r.props)))
+            for r in fraud_stack()
+        ]
+    )
     assert list(servicer.AnalyzeStack(clean, None).diagnostics) == []
 
 
@@ -611,12 +874,16 @@ def test_the_pack_knows_every_committed_team_by_its_exact_identities():
     teams = load_teams()
     assert teams.names == {p.stem for p in spec.TEAMS_DIR.glob("*.yaml")}
     assert teams.get("fraud") == rules.TeamIdentities(
-        name="fraud", cidr=ipaddress.IPv4Network("10.64.16.0/20"), namespace="dagger-fraud",
+        name="fraud",
+        cidr=ipaddress.IPv4Network("10.64.16.0/20"),
+        namespace="dagger-fraud",
         service_account="dagger-fraud@daggers-platform.iam.gserviceaccount.com",
         service_account_resource="projects/daggers-platform/serviceAccounts/"
-                                 "dagger-fraud@daggers-platform.iam.gserviceaccount.com",
-        bucket="daggers-platform-fraud-checkpoints", workload_pool="daggers-platform.svc.id.goog",
-        owners_group="dagger-fraud-owners@daggers.dev")
+        "dagger-fraud@daggers-platform.iam.gserviceaccount.com",
+        bucket="daggers-platform-fraud-checkpoints",
+        workload_pool="daggers-platform.svc.id.goog",
+        owners_group="dagger-fraud-owners@daggers.dev",
+    )
 
 
 # -- the registry: teams told apart by identities, not by name ------------------------------------
@@ -639,8 +906,7 @@ def fraud_and_fraud_spark():
     fraud = spec.load(spec.TEAMS_DIR / "fraud.yaml", platform)
     fraud_spark = spec.parse(FRAUD_SPARK, source="infra/teams/fraud-spark.yaml", platform=platform)
     committed = load_teams()
-    teams = Teams({**committed.identities, **Teams.of(PROJECT, {"fraud-spark": fraud_spark.cidr}).identities},
-                  PROJECT)
+    teams = Teams({**committed.identities, **Teams.of(PROJECT, {"fraud-spark": fraud_spark.cidr}).identities}, PROJECT)
     stacks = {s.name: [Resource(d.type, d.urn, d.inputs) for d in declare(s, platform)] for s in (fraud, fraud_spark)}
     return teams, stacks
 
@@ -663,18 +929,32 @@ def _regrant(stack: list[Resource], resource_type: str, member: str) -> Resource
 def test_fraud_and_fraud_spark_each_fail_when_they_grant_to_the_other(fraud_and_fraud_spark):
     teams, stacks = fraud_and_fraud_spark
     cases = [
-        ("fraud", "gcp:storage/bucketIAMMember:BucketIAMMember",
-         f"serviceAccount:dagger-fraud-spark@{PROJECT}.iam.gserviceaccount.com", "fraud-spark"),
-        ("fraud-spark", "gcp:storage/bucketIAMMember:BucketIAMMember",
-         f"serviceAccount:dagger-fraud@{PROJECT}.iam.gserviceaccount.com", "fraud"),
-        ("fraud-spark", "gcp:serviceaccount/iAMMember:IAMMember",
-         f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/dagger]", "fraud"),
+        (
+            "fraud",
+            "gcp:storage/bucketIAMMember:BucketIAMMember",
+            f"serviceAccount:dagger-fraud-spark@{PROJECT}.iam.gserviceaccount.com",
+            "fraud-spark",
+        ),
+        (
+            "fraud-spark",
+            "gcp:storage/bucketIAMMember:BucketIAMMember",
+            f"serviceAccount:dagger-fraud@{PROJECT}.iam.gserviceaccount.com",
+            "fraud",
+        ),
+        (
+            "fraud-spark",
+            "gcp:serviceaccount/iAMMember:IAMMember",
+            f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/dagger]",
+            "fraud",
+        ),
     ]
     for team, resource_type, member, other in cases:
         grant = _regrant(stacks[team], resource_type, member)
         found = [str(v) for v in rules.check_resource(grant.type, grant.props, grant.urn, team, teams)]
         assert any(f"{rules.TEAM_ISOLATION}: " in v and f"names team {other}'s resources" in v for v in found), found
-        assert any(f"{rules.OWN_MEMBERS}: " in v and f"is not one of team {team}'s identities" in v for v in found), found
+        assert any(f"{rules.OWN_MEMBERS}: " in v and f"is not one of team {team}'s identities" in v for v in found), (
+            found
+        )
 
 
 # -- grants go to the team's own identities only --------------------------------------------------
@@ -682,99 +962,138 @@ def test_fraud_and_fraud_spark_each_fail_when_they_grant_to_the_other(fraud_and_
 OWN_WI = f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/dagger]"
 
 
-@pytest.mark.parametrize("member", [
-    f"serviceAccount:{SA}",
-    OWN_WI,
-    f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/mirror]",     # any account in the team's namespace
-])
+@pytest.mark.parametrize(
+    "member",
+    [
+        f"serviceAccount:{SA}",
+        OWN_WI,
+        f"serviceAccount:{PROJECT}.svc.id.goog[dagger-fraud/mirror]",  # any account in the team's namespace
+    ],
+)
 def test_a_grant_to_the_teams_own_identities_passes(member):
     grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
     assert violations_of(grant, rules.OWN_MEMBERS) == []
 
 
-@pytest.mark.parametrize("member", [
-    "user:alice@gojek.com",
-    "group:fraud-engineering@gojek.com",
-    "domain:gojek.com",
-    "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/subject/repo:gojek/x",
-    "principalSet://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/*",
-    "allUsers",
-    "allAuthenticatedUsers",
-    f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com",          # another team's account
-    f"serviceAccount:dagger-growth-2@{PROJECT}.iam.gserviceaccount.com",        # a second account of another team
-    f"serviceAccount:dagger-fraud-2@{PROJECT}.iam.gserviceaccount.com",         # an account the stack did not create
-    f"serviceAccount:ci@{PROJECT}.iam.gserviceaccount.com",
-    "serviceAccount:dagger-fraud@other-project.iam.gserviceaccount.com",
-    f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/dagger]",              # another team's namespace
-    f"serviceAccount:{PROJECT}.svc.id.goog[kube-system/default]",
-    "serviceAccount:other-project.svc.id.goog[dagger-fraud/dagger]",          # another project's pool
-    f"serviceaccount:{SA}",                                                     # other spellings of its own
-    f"serviceAccount:{SA.upper()}",
-    f" serviceAccount:{SA}",
-    f"serviceAccount:{SA}.",
-    f"serviceAccount:{SA}\n",
-    f"{OWN_WI}\n",
-    OWN_WI.replace("/dagger]", "/dagger\n]"),
-    f"serviceAccount:{SA.replace('a', 'а', 1)}",                                # Cyrillic a
-    f"deleted:serviceAccount:{SA}?uid=123",
-    f"projectOwner:{PROJECT}",
-])
+@pytest.mark.parametrize(
+    "member",
+    [
+        "user:alice@gojek.com",
+        "group:fraud-engineering@gojek.com",
+        "domain:gojek.com",
+        "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/subject/repo:gojek/x",
+        "principalSet://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/*",
+        "allUsers",
+        "allAuthenticatedUsers",
+        f"serviceAccount:dagger-growth@{PROJECT}.iam.gserviceaccount.com",  # another team's account
+        f"serviceAccount:dagger-growth-2@{PROJECT}.iam.gserviceaccount.com",  # a second account of another team
+        f"serviceAccount:dagger-fraud-2@{PROJECT}.iam.gserviceaccount.com",  # an account the stack did not create
+        f"serviceAccount:ci@{PROJECT}.iam.gserviceaccount.com",
+        "serviceAccount:dagger-fraud@other-project.iam.gserviceaccount.com",
+        f"serviceAccount:{PROJECT}.svc.id.goog[dagger-growth/dagger]",  # another team's namespace
+        f"serviceAccount:{PROJECT}.svc.id.goog[kube-system/default]",
+        "serviceAccount:other-project.svc.id.goog[dagger-fraud/dagger]",  # another project's pool
+        f"serviceaccount:{SA}",  # other spellings of its own
+        f"serviceAccount:{SA.upper()}",
+        f" serviceAccount:{SA}",
+        f"serviceAccount:{SA}.",
+        f"serviceAccount:{SA}\n",
+        f"{OWN_WI}\n",
+        OWN_WI.replace("/dagger]", "/dagger\n]"),
+        f"serviceAccount:{SA.replace('a', 'а', 1)}",  # Cyrillic a
+        f"deleted:serviceAccount:{SA}?uid=123",
+        f"projectOwner:{PROJECT}",
+    ],
+)
 def test_a_grant_to_anyone_outside_the_team_is_refused(member):
     grant = changed(find(fraud_stack(), "fraud-checkpoints-writer"), lambda p: p.update(member=member))
     found = violations_of(grant, rules.OWN_MEMBERS)
     assert len(found) == 1 and f"member = {member!r} is not one of team fraud's identities" in found[0], found
     # the same member in a list of members, or behind a condition, is refused all the same
-    conditional = changed(find(fraud_stack(), "fraud-logs"), lambda p: p.update(
-        member=member, condition={"title": "never", "expression": "request.time < timestamp('2000-01-01T00:00:00Z')"}))
+    conditional = changed(
+        find(fraud_stack(), "fraud-logs"),
+        lambda p: p.update(
+            member=member,
+            condition={"title": "never", "expression": "request.time < timestamp('2000-01-01T00:00:00Z')"},
+        ),
+    )
     assert violations_of(conditional, rules.OWN_MEMBERS)
-    members = res("gcp:secretmanager/secretIamMember:SecretIamMember", "s", {"secretId": "x", "role": "r",
-                                                                             "members": [f"serviceAccount:{SA}", member]})
+    members = res(
+        "gcp:secretmanager/secretIamMember:SecretIamMember",
+        "s",
+        {"secretId": "x", "role": "r", "members": [f"serviceAccount:{SA}", member]},
+    )
     assert any("members[1] = " in v for v in violations_of(members, rules.OWN_MEMBERS))
 
 
 def test_members_are_found_wherever_a_resource_keeps_them():
-    policy = res("gcp:storage/bucketIAMPolicy:BucketIAMPolicy", "pol", {
-        "bucket": f"{PROJECT}-fraud-checkpoints",
-        "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["user:eve@x.com"]}]}'})
+    policy = res(
+        "gcp:storage/bucketIAMPolicy:BucketIAMPolicy",
+        "pol",
+        {
+            "bucket": f"{PROJECT}-fraud-checkpoints",
+            "policyData": '{"bindings":[{"role":"roles/storage.objectViewer","members":["user:eve@x.com"]}]}',
+        },
+    )
     found = violations_of(policy, rules.OWN_MEMBERS)
     assert any("policyData.bindings[0].members[0] = 'user:eve@x.com'" in v for v in found), found
     assert any("BucketIAMPolicy is not a grant a team stack makes" in v for v in found), found
-    dataset = res("gcp:bigquery/datasetAccess:DatasetAccess", "d", {
-        "datasetId": "x", "role": "READER", "userByEmail": "eve@gojek.com"})
+    dataset = res(
+        "gcp:bigquery/datasetAccess:DatasetAccess",
+        "d",
+        {"datasetId": "x", "role": "READER", "userByEmail": "eve@gojek.com"},
+    )
     assert any("userByEmail = 'eve@gojek.com'" in v for v in violations_of(dataset, rules.OWN_MEMBERS))
-    acl = res("gcp:storage/bucketAccessControl:BucketAccessControl", "acl", {
-        "bucket": f"{PROJECT}-fraud-checkpoints", "entity": "user-eve@gojek.com", "role": "READER"})
+    acl = res(
+        "gcp:storage/bucketAccessControl:BucketAccessControl",
+        "acl",
+        {"bucket": f"{PROJECT}-fraud-checkpoints", "entity": "user-eve@gojek.com", "role": "READER"},
+    )
     assert any("ACLs grant outside IAM" in v for v in violations_of(acl, rules.OWN_MEMBERS))
-    anywhere = res("gcp:pubsub/topicIAMMember:TopicIAMMember", "t", {"topic": "x", "role": "roles/pubsub.publisher",
-                                                                     "member": "user:eve@gojek.com"})
-    assert len(violations_of(anywhere, rules.OWN_MEMBERS)) == 2      # the member, and a grant on no resource of its own
+    anywhere = res(
+        "gcp:pubsub/topicIAMMember:TopicIAMMember",
+        "t",
+        {"topic": "x", "role": "roles/pubsub.publisher", "member": "user:eve@gojek.com"},
+    )
+    assert len(violations_of(anywhere, rules.OWN_MEMBERS)) == 2  # the member, and a grant on no resource of its own
     assert rules.is_iam("gcp:secretmanager/secretIamMember:SecretIamMember")
 
 
-@pytest.mark.parametrize("target, value", [
-    ("fraud-checkpoints-writer", {"bucket": "some-shared-bucket"}),
-    ("fraud-wi", {"serviceAccountId": f"projects/{PROJECT}/serviceAccounts/daggers-gke-system@{PROJECT}.iam.gserviceaccount.com"}),
-    ("fraud-logs", {"project": "another-project"}),
-])
+@pytest.mark.parametrize(
+    "target, value",
+    [
+        ("fraud-checkpoints-writer", {"bucket": "some-shared-bucket"}),
+        (
+            "fraud-wi",
+            {
+                "serviceAccountId": f"projects/{PROJECT}/serviceAccounts/daggers-gke-system@{PROJECT}.iam.gserviceaccount.com"
+            },
+        ),
+        ("fraud-logs", {"project": "another-project"}),
+    ],
+)
 def test_a_grant_on_anything_but_the_teams_own_resources_is_refused(target, value):
     grant = changed(find(fraud_stack(), target), lambda p: p.update(value))
-    (key, got), = value.items()
+    ((key, got),) = value.items()
     found = violations_of(grant, rules.OWN_MEMBERS)
     assert len(found) == 1 and f"{key} = {got!r} is not the fraud team's own" in found[0], found
 
 
-@pytest.mark.parametrize("subject, ok", [
-    ({"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}, True),
-    ({"kind": "Group", "name": "dagger-fraud-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, True),
-    ({"kind": "Group", "name": "dagger-growth-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
-    ({"kind": "Group", "name": "DAGGER-FRAUD-OWNERS@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
-    ({"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}, False),
-    ({"kind": "Group", "name": "system:serviceaccounts", "apiGroup": "rbac.authorization.k8s.io"}, False),
-    ({"kind": "User", "name": "alice@gojek.com", "apiGroup": "rbac.authorization.k8s.io"}, False),
-    ({"kind": "ServiceAccount", "name": "default", "namespace": "kube-system"}, False),
-    ({"kind": "ServiceAccount", "name": "spark"}, False),
-    ({"kind": "ServiceAccount", "name": "spark\n", "namespace": "dagger-fraud"}, False),
-])
+@pytest.mark.parametrize(
+    "subject, ok",
+    [
+        ({"kind": "ServiceAccount", "name": "spark", "namespace": "dagger-fraud"}, True),
+        ({"kind": "Group", "name": "dagger-fraud-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, True),
+        ({"kind": "Group", "name": "dagger-growth-owners@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
+        ({"kind": "Group", "name": "DAGGER-FRAUD-OWNERS@daggers.dev", "apiGroup": "rbac.authorization.k8s.io"}, False),
+        ({"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}, False),
+        ({"kind": "Group", "name": "system:serviceaccounts", "apiGroup": "rbac.authorization.k8s.io"}, False),
+        ({"kind": "User", "name": "alice@gojek.com", "apiGroup": "rbac.authorization.k8s.io"}, False),
+        ({"kind": "ServiceAccount", "name": "default", "namespace": "kube-system"}, False),
+        ({"kind": "ServiceAccount", "name": "spark"}, False),
+        ({"kind": "ServiceAccount", "name": "spark\n", "namespace": "dagger-fraud"}, False),
+    ],
+)
 def test_a_rolebinding_names_only_the_teams_accounts_and_owners_group(subject, ok):
     binding = changed(find(fraud_stack(), "fraud-binding"), lambda p: p.update(subjects=[subject]))
     found = violations_of(binding, rules.OWN_MEMBERS)
@@ -784,22 +1103,30 @@ def test_a_rolebinding_names_only_the_teams_accounts_and_owners_group(subject, o
 
 
 def test_a_team_without_a_granted_owners_group_may_bind_no_group():
-    binding = res("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "b", {
-        "metadata": {"name": "owners", "namespace": "dagger-fraud-ops", "labels": {"team": "fraud-ops"}},
-        "roleRef": {"kind": "Role", "name": "x"},
-        "subjects": [{"kind": "Group", "name": "dagger-fraud-ops-owners@daggers.dev"}]}, stack="fraud-ops")
+    binding = res(
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        "b",
+        {
+            "metadata": {"name": "owners", "namespace": "dagger-fraud-ops", "labels": {"team": "fraud-ops"}},
+            "roleRef": {"kind": "Role", "name": "x"},
+            "subjects": [{"kind": "Group", "name": "dagger-fraud-ops-owners@daggers.dev"}],
+        },
+        stack="fraud-ops",
+    )
     found = violations_of(binding, rules.OWN_MEMBERS, team="fraud-ops")
     assert len(found) == 1 and "owners' group (none granted)" in found[0]
 
 
 # -- reserved names and the registry --------------------------------------------------------------
 
+
 def stack_named(name: str) -> list[Resource]:
     return [Resource(r.type, urn(r.type, r.name, stack=name), r.props) for r in fraud_stack()]
 
 
-@pytest.mark.parametrize("name", ["default", "kube-system", "kube-fraud", "gke-ops", "istio-system", "google-ads",
-                                  "system"])
+@pytest.mark.parametrize(
+    "name", ["default", "kube-system", "kube-fraud", "gke-ops", "istio-system", "google-ads", "system"]
+)
 def test_a_team_stack_with_a_reserved_name_fails_the_pack(name):
     teams = Teams.of(PROJECT, {name: "10.64.60.0/22"})
     found = [str(v) for v in rules.registered_team(stack_named(name), name, teams)]
@@ -814,8 +1141,11 @@ def test_a_team_named_platform_is_a_team_and_fails_while_the_platform_stack_pass
     assert rules.registered_team(stack_named("platform"), "platform", TEAMS) == []
     # a registered `platform` team is held to the team rules: its grants to others are refused
     grant = changed(find(stack_named("platform"), "fraud-checkpoints-writer"), lambda p: p.update(member="user:x@y.z"))
-    assert [v for v in rules.check_resource(grant.type, grant.props, grant.urn, "platform", registered)
-            if v.rule == rules.OWN_MEMBERS]
+    assert [
+        v
+        for v in rules.check_resource(grant.type, grant.props, grant.urn, "platform", registered)
+        if v.rule == rules.OWN_MEMBERS
+    ]
 
 
 def test_a_stack_the_registry_does_not_know_fails_the_pack():
@@ -825,6 +1155,7 @@ def test_a_stack_the_registry_does_not_know_fails_the_pack():
 
 
 # -- owners' access: Google Groups for RBAC -------------------------------------------------------
+
 
 def test_the_platform_cluster_resolves_google_groups_and_each_binding_names_the_granted_group():
     import yaml
@@ -842,7 +1173,8 @@ def test_the_platform_cluster_resolves_google_groups_and_each_binding_names_the_
         granted = yaml.safe_load((spec.INFRA / "grants" / f"{s.name}.yaml").read_text())["rbac_group"]
         bindings = [d for d in declare(s, platform) if d.type == "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"]
         assert [b.inputs["subjects"] for b in bindings] == [
-            [{"kind": "Group", "name": granted, "apiGroup": "rbac.authorization.k8s.io"}]], s.name
+            [{"kind": "Group", "name": granted, "apiGroup": "rbac.authorization.k8s.io"}]
+        ], s.name
         assert granted.split("@")[1] == domain, f"{granted}: not a group the cluster's RBAC resolves"
 
 
@@ -859,12 +1191,15 @@ import base64  # noqa: E402
 
 import javaproperties  # noqa: E402
 
-SPARK_SECRET_VALUE = "S" * 48          # stand-ins, recognisable in a message if one leaked
+SPARK_SECRET_VALUE = "S" * 48  # stand-ins, recognisable in a message if one leaked
 SPARK_UI_KEY_VALUE = "K" * 64
 SPARK_SETTINGS = {
-    "spark.authenticate": "true", "spark.authenticate.secret": SPARK_SECRET_VALUE,
-    "spark.network.crypto.enabled": "true", "spark.network.crypto.saslFallback": "false",
-    "spark.master.rest.enabled": "false", "spark.ui.killEnabled": "false",
+    "spark.authenticate": "true",
+    "spark.authenticate.secret": SPARK_SECRET_VALUE,
+    "spark.network.crypto.enabled": "true",
+    "spark.network.crypto.saslFallback": "false",
+    "spark.master.rest.enabled": "false",
+    "spark.ui.killEnabled": "false",
     "spark.ui.filters": "org.apache.spark.ui.JWSFilter",
     "spark.org.apache.spark.ui.JWSFilter.param.secretKey": SPARK_UI_KEY_VALUE,
 }
@@ -872,25 +1207,55 @@ SPARK_SETTINGS = {
 
 def spark_conf_secret(settings: dict, name: str = "spark-defaults", encoded: bool = False) -> Resource:
     text = javaproperties.dumps(settings, timestamp=False)
-    data = {"data": {"spark-defaults.conf": base64.b64encode(text.encode()).decode()}} if encoded \
+    data = (
+        {"data": {"spark-defaults.conf": base64.b64encode(text.encode()).decode()}}
+        if encoded
         else {"stringData": {"spark-defaults.conf": text}}
-    return res("kubernetes:core/v1:Secret", f"fraud-{name}", {
-        "kind": "Secret", "metadata": {"namespace": "dagger-fraud", "name": name, "labels": K8S_LABELS}, **data})
+    )
+    return res(
+        "kubernetes:core/v1:Secret",
+        f"fraud-{name}",
+        {"kind": "Secret", "metadata": {"namespace": "dagger-fraud", "name": name, "labels": K8S_LABELS}, **data},
+    )
 
 
-def spark_daemon(role: str = "worker", *, secret: str = "spark-defaults", read_only: bool = True,
-                 volume: dict | None = None, args_extra: tuple = ("--properties-file", "/etc/spark-auth/spark-defaults.conf"),
-                 run_as: dict | None = None) -> Resource:
+def spark_daemon(
+    role: str = "worker",
+    *,
+    secret: str = "spark-defaults",
+    read_only: bool = True,
+    volume: dict | None = None,
+    args_extra: tuple = ("--properties-file", "/etc/spark-auth/spark-defaults.conf"),
+    run_as: dict | None = None,
+) -> Resource:
     cls = {"master": "org.apache.spark.deploy.master.Master", "worker": "org.apache.spark.deploy.worker.Worker"}[role]
-    return res("kubernetes:apps/v1:Deployment", f"fraud-spark-{role}", {
-        "kind": "Deployment", "metadata": {"namespace": "dagger-fraud", "name": f"spark-{role}", "labels": K8S_LABELS},
-        "spec": {"template": {"spec": {
-            "securityContext": run_as if run_as is not None else {"runAsNonRoot": True, "runAsUser": 185},
-            "volumes": [volume or {"name": "conf", "secret": {"secretName": secret, "defaultMode": 0o400}}],
-            "containers": [{"name": role, "image": "apache/spark:4.0.0",
-                            "command": ["/opt/spark/bin/spark-class", cls], "args": ["--port", "7077", *args_extra],
-                            "volumeMounts": [{"name": "conf", "mountPath": "/etc/spark-auth",
-                                              "readOnly": read_only}]}]}}}})
+    return res(
+        "kubernetes:apps/v1:Deployment",
+        f"fraud-spark-{role}",
+        {
+            "kind": "Deployment",
+            "metadata": {"namespace": "dagger-fraud", "name": f"spark-{role}", "labels": K8S_LABELS},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "securityContext": run_as if run_as is not None else {"runAsNonRoot": True, "runAsUser": 185},
+                        "volumes": [volume or {"name": "conf", "secret": {"secretName": secret, "defaultMode": 0o400}}],
+                        "containers": [
+                            {
+                                "name": role,
+                                "image": "apache/spark:4.0.0",
+                                "command": ["/opt/spark/bin/spark-class", cls],
+                                "args": ["--port", "7077", *args_extra],
+                                "volumeMounts": [
+                                    {"name": "conf", "mountPath": "/etc/spark-auth", "readOnly": read_only}
+                                ],
+                            }
+                        ],
+                    }
+                }
+            },
+        },
+    )
 
 
 def spark_stack(*extra: Resource) -> list[Resource]:
@@ -899,15 +1264,17 @@ def spark_stack(*extra: Resource) -> list[Resource]:
 
 def spark_violations(stack: list[Resource]) -> list[str]:
     found = [str(v) for v in rules.check_stack(stack, "fraud", TEAMS)]
-    for text in found:      # the conf holds secrets: no message quotes one
+    for text in found:  # the conf holds secrets: no message quotes one
         assert SPARK_SECRET_VALUE not in text and SPARK_UI_KEY_VALUE not in text, text
     return found
 
 
 def test_an_authenticated_spark_cluster_passes_as_a_secret_in_either_encoding():
     assert spark_violations(spark_stack()) == []
-    encoded = [r if r.type != "kubernetes:core/v1:Secret" else spark_conf_secret(SPARK_SETTINGS, encoded=True)
-               for r in spark_stack()]
+    encoded = [
+        r if r.type != "kubernetes:core/v1:Secret" else spark_conf_secret(SPARK_SETTINGS, encoded=True)
+        for r in spark_stack()
+    ]
     assert spark_violations(encoded) == []
 
 
@@ -937,25 +1304,47 @@ def test_a_spark_conf_line_cannot_hide_a_setting_from_the_rule():
     """A value with a newline written by hand: Spark (java.util.Properties) reads one setting,
     spark.authenticate=true\\nx, so authentication is not 'true'."""
     text = javaproperties.dumps(SPARK_SETTINGS, timestamp=False).replace(
-        "spark.authenticate=true", "spark.authenticate=true\\\n  x")
-    secret = res("kubernetes:core/v1:Secret", "fraud-spark-defaults", {
-        "kind": "Secret", "metadata": {"namespace": "dagger-fraud", "name": "spark-defaults", "labels": K8S_LABELS},
-        "stringData": {"spark-defaults.conf": text}})
+        "spark.authenticate=true", "spark.authenticate=true\\\n  x"
+    )
+    secret = res(
+        "kubernetes:core/v1:Secret",
+        "fraud-spark-defaults",
+        {
+            "kind": "Secret",
+            "metadata": {"namespace": "dagger-fraud", "name": "spark-defaults", "labels": K8S_LABELS},
+            "stringData": {"spark-defaults.conf": text},
+        },
+    )
     assert any("spark.authenticate must be true" in v for v in spark_violations([*fraud_stack(), secret]))
 
 
-@pytest.mark.parametrize("worker, why", [
-    (spark_daemon(args_extra=()), "has no --properties-file"),
-    (spark_daemon(read_only=False), "is not on a read-only mount of a Secret volume"),
-    (spark_daemon(volume={"name": "conf", "configMap": {"name": "spark-defaults"}}),
-     "is not on a read-only mount of a Secret volume"),
-    (spark_daemon(args_extra=("--properties-file", "/tmp/spark-defaults.conf")),
-     "is not on a read-only mount of a Secret volume"),
-    (spark_daemon(run_as={"runAsNonRoot": False}), "may run as root"),
-    (spark_daemon(run_as={"runAsNonRoot": True, "runAsUser": 0}), "may run as root"),
-    (spark_daemon(secret="someone-elses"), "which this stack does not declare"),
-], ids=["no-properties-file", "writable-mount", "config-map-volume", "not-mounted", "root-allowed", "uid-0",
-        "undeclared-secret"])
+@pytest.mark.parametrize(
+    "worker, why",
+    [
+        (spark_daemon(args_extra=()), "has no --properties-file"),
+        (spark_daemon(read_only=False), "is not on a read-only mount of a Secret volume"),
+        (
+            spark_daemon(volume={"name": "conf", "configMap": {"name": "spark-defaults"}}),
+            "is not on a read-only mount of a Secret volume",
+        ),
+        (
+            spark_daemon(args_extra=("--properties-file", "/tmp/spark-defaults.conf")),
+            "is not on a read-only mount of a Secret volume",
+        ),
+        (spark_daemon(run_as={"runAsNonRoot": False}), "may run as root"),
+        (spark_daemon(run_as={"runAsNonRoot": True, "runAsUser": 0}), "may run as root"),
+        (spark_daemon(secret="someone-elses"), "which this stack does not declare"),
+    ],
+    ids=[
+        "no-properties-file",
+        "writable-mount",
+        "config-map-volume",
+        "not-mounted",
+        "root-allowed",
+        "uid-0",
+        "undeclared-secret",
+    ],
+)
 def test_a_spark_daemon_without_its_authenticated_conf_is_refused(worker, why):
     stack = [r for r in spark_stack() if r.name != "fraud-spark-worker"] + [worker]
     found = spark_violations(stack)
@@ -963,9 +1352,15 @@ def test_a_spark_daemon_without_its_authenticated_conf_is_refused(worker, why):
 
 
 def test_a_spark_conf_in_a_config_map_is_refused():
-    config_map = res("kubernetes:core/v1:ConfigMap", "fraud-spark-conf", {
-        "kind": "ConfigMap", "metadata": {"namespace": "dagger-fraud", "name": "spark-conf", "labels": K8S_LABELS},
-        "data": {"spark-defaults.conf": javaproperties.dumps(SPARK_SETTINGS, timestamp=False)}})
+    config_map = res(
+        "kubernetes:core/v1:ConfigMap",
+        "fraud-spark-conf",
+        {
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "dagger-fraud", "name": "spark-conf", "labels": K8S_LABELS},
+            "data": {"spark-defaults.conf": javaproperties.dumps(SPARK_SETTINGS, timestamp=False)},
+        },
+    )
     assert any("belongs in a Secret" in v for v in spark_violations([*fraud_stack(), config_map]))
 
 
@@ -990,9 +1385,16 @@ def test_the_declared_gke_spark_clusters_lose_their_conf_and_the_pack_says_so(de
         def without_properties_file(r: Resource) -> Resource:
             if r.type != "kubernetes:apps/v1:Deployment" or not rules.spark_containers(r.type, r.props):
                 return r
-            return changed(r, lambda p: p["spec"]["template"]["spec"]["containers"][0].update(args=[
-                a for a in p["spec"]["template"]["spec"]["containers"][0]["args"]
-                if a != "--properties-file" and not a.endswith("spark-defaults.conf")]))
+            return changed(
+                r,
+                lambda p: p["spec"]["template"]["spec"]["containers"][0].update(
+                    args=[
+                        a
+                        for a in p["spec"]["template"]["spec"]["containers"][0]["args"]
+                        if a != "--properties-file" and not a.endswith("spark-defaults.conf")
+                    ]
+                ),
+            )
 
         def without_filter(r: Resource) -> Resource:
             if r.type != "kubernetes:core/v1:Secret":
@@ -1001,7 +1403,9 @@ def test_the_declared_gke_spark_clusters_lose_their_conf_and_the_pack_says_so(de
             del props["spark.ui.filters"]
             return changed(r, lambda p: p["stringData"].update({"spark-defaults.conf": javaproperties.dumps(props)}))
 
-        for tamper, expect in ((without_properties_file, "has no --properties-file"),
-                               (without_filter, "spark.ui.filters must include")):
+        for tamper, expect in (
+            (without_properties_file, "has no --properties-file"),
+            (without_filter, "spark.ui.filters must include"),
+        ):
             found = [str(v) for v in rules.check_stack([tamper(r) for r in stack], team, teams)]
             assert sum(expect in v for v in found) >= (2 if tamper is without_properties_file else 3), (team, found)

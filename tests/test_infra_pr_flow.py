@@ -1,6 +1,7 @@
 """The pull-request flow: a team's file routed to its owners and the platform team (CODEOWNERS, in
 sync with the specs), what only the platform team grants (infra/grants), and a workflow that
 validates, tests, plans and posts the plan with a verdict that fails when any step failed."""
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,11 @@ def owners_lines() -> dict[str, list[str]]:
 
 # -- CODEOWNERS -----------------------------------------------------------------------------------
 
+
 def test_codeowners_is_in_sync_with_the_specs(specs):
-    assert codeowners.CODEOWNERS_PATH.read_text() == codeowners.render(specs), \
+    assert codeowners.CODEOWNERS_PATH.read_text() == codeowners.render(specs), (
         "stale: run `python -m infra.codeowners` and commit .github/CODEOWNERS"
+    )
 
 
 def test_codeowners_check_passes_on_the_committed_file(capsys):
@@ -106,8 +109,13 @@ def test_a_teams_owners_do_not_own_its_grant_or_its_stack_config(specs):
         assert owners_of(f"infra/grants/{s.name}.yaml") == platform, s.name
         assert owners_of(f"infra/Pulumi.{s.name}.yaml") == platform, s.name
         assert not set(s.owners) & set(owners_of(f"infra/grants/{s.name}.yaml"))
-    for path in ("infra/grants.py", "infra/tiers.py", "infra/platform.yaml", ".github/CODEOWNERS",
-                 ".github/workflows/team-request.yml"):
+    for path in (
+        "infra/grants.py",
+        "infra/tiers.py",
+        "infra/platform.yaml",
+        ".github/CODEOWNERS",
+        ".github/workflows/team-request.yml",
+    ):
         assert owners_of(path) == platform, path
 
 
@@ -137,6 +145,7 @@ def test_a_team_that_names_the_platform_team_is_not_listed_twice(specs):
 
 # -- validate: what the pull request runs -------------------------------------------------------------
 
+
 def test_validate_prints_one_ok_line_per_team(capsys, specs):
     assert validate.main([]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -145,13 +154,15 @@ def test_validate_prints_one_ok_line_per_team(capsys, specs):
 
 def test_validate_prints_every_problem_and_fails(tmp_path, capsys):
     bad = tmp_path / "search.yaml"
-    bad.write_text(textwrap.dedent("""\
+    bad.write_text(
+        textwrap.dedent("""\
         team: search
         owners: ["@gojek/search"]
         tier: standard
         network: {cidr: 10.64.0.0/24}
         kafka: [{cluster: nowhere}]
-        """))
+        """)
+    )
     missing = tmp_path / "gone.yaml"
     assert validate.main([str(bad), str(missing)]) == 2
     out, err = capsys.readouterr()
@@ -179,9 +190,16 @@ def test_validate_on_a_committed_file_does_not_clash_with_itself(capsys):
 
 # -- grants: what a spec may ask for ---------------------------------------------------------------
 
+
 def _grant(name: str, **changes) -> str:
-    raw = {"team": name, "tier": "experimental", "quota": {"cpu": 16, "memory_gb": 64, "pods": 40},
-           "kafka_clusters": ["playground"], "rbac_group": f"dagger-{name}-owners@daggers.dev", **changes}
+    raw = {
+        "team": name,
+        "tier": "experimental",
+        "quota": {"cpu": 16, "memory_gb": 64, "pods": 40},
+        "kafka_clusters": ["playground"],
+        "rbac_group": f"dagger-{name}-owners@daggers.dev",
+        **changes,
+    }
     return yaml.safe_dump(raw, sort_keys=False)
 
 
@@ -208,15 +226,19 @@ def test_a_spec_above_its_granted_tier_is_refused(tmp_path):
 def test_a_spec_above_its_quota_ceiling_is_refused(tmp_path):
     path, problems = _growth_asking(tmp_path, "quota:\n  cpu: 17\n  pods: 40\n")
     lines = path.read_text().splitlines()
-    assert problems == [f"{path}:{lines.index('  cpu: 17') + 1}: quota.cpu: 17 CPUs is above the ceiling granted to "
-                        f"growth (16 CPUs); {ASK}"]
+    assert problems == [
+        f"{path}:{lines.index('  cpu: 17') + 1}: quota.cpu: 17 CPUs is above the ceiling granted to "
+        f"growth (16 CPUs); {ASK}"
+    ]
 
 
 def test_a_spec_reading_a_kafka_cluster_not_granted_is_refused(tmp_path):
     path, problems = _growth_asking(tmp_path, "kafka:\n  - cluster: playground\n  - cluster: mainstream\n")
     lines = path.read_text().splitlines()
-    assert problems == [f"{path}:{lines.index('  - cluster: mainstream') + 1}: kafka[1].cluster: mainstream is not "
-                        f"among the Kafka clusters granted to growth (playground); {ASK}"]
+    assert problems == [
+        f"{path}:{lines.index('  - cluster: mainstream') + 1}: kafka[1].cluster: mainstream is not "
+        f"among the Kafka clusters granted to growth (playground); {ASK}"
+    ]
 
 
 def test_a_spec_without_a_grant_is_refused_and_one_within_its_grant_passes(tmp_path):
@@ -226,9 +248,11 @@ def test_a_spec_without_a_grant_is_refused_and_one_within_its_grant_passes(tmp_p
     empty = tmp_path / "grants"
     empty.mkdir()
     _, problems = validate.validate([team], grants_dir=empty)
-    assert problems == [f"{team}:1: team: search has no grant: the platform team grants each team its tier, quota "
-                        "ceilings, Kafka clusters and owners' group in infra/grants/search.yaml; "
-                        "ask @gojek/data-platform to add it"]
+    assert problems == [
+        f"{team}:1: team: search has no grant: the platform team grants each team its tier, quota "
+        "ceilings, Kafka clusters and owners' group in infra/grants/search.yaml; "
+        "ask @gojek/data-platform to add it"
+    ]
     (empty / "search.yaml").write_text(_grant("search"))
     assert validate.validate([team], grants_dir=empty) == ([spec.load(team)], [])
 
@@ -236,34 +260,57 @@ def test_a_spec_without_a_grant_is_refused_and_one_within_its_grant_passes(tmp_p
 def test_a_broken_grant_refuses_its_teams_spec_naming_the_grant_file(tmp_path):
     (tmp_path / "growth.yaml").write_text(_grant("growth", tier="platinum"))
     _, problems = validate.validate([spec.TEAMS_DIR / "growth.yaml"], grants_dir=tmp_path)
-    assert any(p.startswith(f"{tmp_path / 'growth.yaml'}:2: tier: 'platinum' is not a tier") for p in problems), problems
+    assert any(p.startswith(f"{tmp_path / 'growth.yaml'}:2: tier: 'platinum' is not a tier") for p in problems), (
+        problems
+    )
     assert any("the grant of team growth is invalid" in p for p in problems), problems
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({"tier": "gold"}, ":2: tier: 'gold' is not a tier (experimental, standard, critical)"),
-    ({"team": "fraud"}, ":1: team: 'fraud' is not the team the file is named after (growth)"),
-    ({"quota": {"cpu": -1, "memory_gb": 64, "pods": 40}}, ":4: quota.cpu: -1 is not a whole number >= 0"),
-    ({"quota": {"cpu": True, "memory_gb": 64, "pods": 40}}, ":4: quota.cpu: True is not a whole number >= 0"),
-    ({"quota": {"cpu": 16, "memory_gb": 64}}, ":3: quota.pods: missing"),
-    ({"quota": {"cpu": 16, "memory_gb": 64, "pods": 40, "gpus": 8}}, ":7: quota.gpus: unknown field"),
-    ({"kafka_clusters": ["nowhere"]}, ":7: kafka_clusters: unknown Kafka cluster 'nowhere'"),
-    ({"kafka_clusters": ["esb-critical"]}, ":7: kafka_clusters: esb-critical is for tiers critical, not experimental"),
-    ({"kafka_clusters": ["playground", "playground"]}, ":7: kafka_clusters: 'playground' is listed twice"),
-    ({"rbac_group": "fraud-engineering@gojek.com"}, ":9: rbac_group: 'fraud-engineering@gojek.com' is not a group of "
-                                                     "daggers.dev"),
-    ({"rbac_group": "Dagger-Growth@daggers.dev"}, ":9: rbac_group: 'Dagger-Growth@daggers.dev' is not a group of"),
-    ({"rbac_group": "dagger-growth\n@daggers.dev"}, ":9: rbac_group: 'dagger-growth\\n@daggers.dev' is not a group of"),
-    ({"rbac_group": "dagger-growth@daggers.dev."}, ":9: rbac_group: 'dagger-growth@daggers.dev.' is not a group of"),
-    # the look-alike shown escaped (\u0430), as every text of a grant or spec is in a message
-    ({"rbac_group": "dаgger-growth@daggers.dev"}, ":9: rbac_group: 'd\\u0430gger-growth@daggers.dev' is not plain ASCII"),
-    ({"rbac_group": "gke-security-groups@daggers.dev"}, ":9: rbac_group: 'gke-security-groups@daggers.dev' is the "
-                                                         "cluster's security group itself"),
-    # the operators' group would give the team every other team's daggers in the portal
-    ({"rbac_group": "dagger-platform-operators@daggers.dev"}, ":9: rbac_group: 'dagger-platform-operators@daggers.dev' "
-                                                               "is the platform operators' group"),
-    ({"owners": ["@x"]}, ":10: owners: unknown field"),
-])
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({"tier": "gold"}, ":2: tier: 'gold' is not a tier (experimental, standard, critical)"),
+        ({"team": "fraud"}, ":1: team: 'fraud' is not the team the file is named after (growth)"),
+        ({"quota": {"cpu": -1, "memory_gb": 64, "pods": 40}}, ":4: quota.cpu: -1 is not a whole number >= 0"),
+        ({"quota": {"cpu": True, "memory_gb": 64, "pods": 40}}, ":4: quota.cpu: True is not a whole number >= 0"),
+        ({"quota": {"cpu": 16, "memory_gb": 64}}, ":3: quota.pods: missing"),
+        ({"quota": {"cpu": 16, "memory_gb": 64, "pods": 40, "gpus": 8}}, ":7: quota.gpus: unknown field"),
+        ({"kafka_clusters": ["nowhere"]}, ":7: kafka_clusters: unknown Kafka cluster 'nowhere'"),
+        (
+            {"kafka_clusters": ["esb-critical"]},
+            ":7: kafka_clusters: esb-critical is for tiers critical, not experimental",
+        ),
+        ({"kafka_clusters": ["playground", "playground"]}, ":7: kafka_clusters: 'playground' is listed twice"),
+        (
+            {"rbac_group": "fraud-engineering@gojek.com"},
+            ":9: rbac_group: 'fraud-engineering@gojek.com' is not a group of daggers.dev",
+        ),
+        ({"rbac_group": "Dagger-Growth@daggers.dev"}, ":9: rbac_group: 'Dagger-Growth@daggers.dev' is not a group of"),
+        (
+            {"rbac_group": "dagger-growth\n@daggers.dev"},
+            ":9: rbac_group: 'dagger-growth\\n@daggers.dev' is not a group of",
+        ),
+        (
+            {"rbac_group": "dagger-growth@daggers.dev."},
+            ":9: rbac_group: 'dagger-growth@daggers.dev.' is not a group of",
+        ),
+        # the look-alike shown escaped (\u0430), as every text of a grant or spec is in a message
+        (
+            {"rbac_group": "dаgger-growth@daggers.dev"},
+            ":9: rbac_group: 'd\\u0430gger-growth@daggers.dev' is not plain ASCII",
+        ),
+        (
+            {"rbac_group": "gke-security-groups@daggers.dev"},
+            ":9: rbac_group: 'gke-security-groups@daggers.dev' is the cluster's security group itself",
+        ),
+        # the operators' group would give the team every other team's daggers in the portal
+        (
+            {"rbac_group": "dagger-platform-operators@daggers.dev"},
+            ":9: rbac_group: 'dagger-platform-operators@daggers.dev' is the platform operators' group",
+        ),
+        ({"owners": ["@x"]}, ":10: owners: unknown field"),
+    ],
+)
 def test_a_grant_file_is_checked_naming_the_file_line_and_field(tmp_path, changes, expected):
     path = tmp_path / "growth.yaml"
     text = _grant("growth", **changes)
@@ -286,6 +333,7 @@ def test_every_committed_grant_loads_and_ranks_every_tier():
 
 # -- the workflow ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def workflow() -> dict:
     return yaml.safe_load(WORKFLOW.read_text())
@@ -296,7 +344,7 @@ def run_lines(workflow: dict) -> str:
 
 
 def test_the_workflow_runs_on_pull_requests_that_touch_team_specs(workflow):
-    on = workflow.get("on", workflow.get(True))        # YAML 1.1 reads a bare `on` as true
+    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
     paths = on["pull_request"]["paths"]
     assert "infra/teams/**" in paths and "infra/**" in paths
 
@@ -316,8 +364,8 @@ def test_the_workflow_sets_up_like_a_developer(workflow):
 
 def test_the_workflow_validates_tests_plans_and_posts(workflow):
     runs = run_lines(workflow)
-    assert "python -m infra.validate $FILES" in runs          # the changed files
-    assert "python -m infra.validate\n" in runs + "\n"        # and every team, for overlaps
+    assert "python -m infra.validate $FILES" in runs  # the changed files
+    assert "python -m infra.validate\n" in runs + "\n"  # and every team, for overlaps
     assert "python -m infra.codeowners --check" in runs
     for test_file in ("tests/test_infra_spec.py", "tests/test_infra_stacks.py", "tests/test_infra_policy.py"):
         assert test_file in runs
@@ -376,7 +424,8 @@ def _run_verdict(workflow: dict, tmp_path, outcomes: dict) -> dict:
     _, verdict = _verdict(workflow)
     harness = tmp_path / "harness.js"
     (tmp_path / "script.js").write_text(verdict["with"]["script"])
-    harness.write_text(textwrap.dedent("""\
+    harness.write_text(
+        textwrap.dedent("""\
         const fs = require('fs');
         const script = fs.readFileSync(process.argv[2], 'utf8');
         const out = { posted: null, failed: null };
@@ -388,10 +437,17 @@ def _run_verdict(workflow: dict, tmp_path, outcomes: dict) -> dict:
         const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
         new AsyncFunction('require', 'github', 'context', 'core', script)(require, github, context, core)
           .then(() => console.log(JSON.stringify(out)));
-        """))
+        """)
+    )
     steps = {step_id: {"outcome": o, "conclusion": o, "outputs": {}} for step_id, o in outcomes.items()}
-    result = subprocess.run(["node", str(harness), str(tmp_path / "script.js")], cwd=tmp_path, capture_output=True,
-                            text=True, env={"STEPS": json.dumps(steps), "PATH": "/usr/bin:/bin"}, timeout=60)
+    result = subprocess.run(
+        ["node", str(harness), str(tmp_path / "script.js")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"STEPS": json.dumps(steps), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

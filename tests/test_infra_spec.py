@@ -1,5 +1,6 @@
 """A team's spec (infra/teams/<team>.yaml) is refused with a message naming the file, the field and
 the problem; a valid one is filled in from its tier's defaults."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,10 +47,15 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 # -- the schema: shape and types ------------------------------------------------------------------
 
+
 def test_the_minimal_spec_is_valid(platform):
     s = spec.parse(MINIMAL, source=SOURCE, platform=platform)
-    assert (s.name, s.tier, s.owners, s.cidr) == ("search", "standard", ("@gojek/search",),
-                                                 ipaddress.IPv4Network("10.65.0.0/24"))
+    assert (s.name, s.tier, s.owners, s.cidr) == (
+        "search",
+        "standard",
+        ("@gojek/search",),
+        ipaddress.IPv4Network("10.65.0.0/24"),
+    )
 
 
 def test_a_missing_owners_field_is_named():
@@ -84,8 +90,12 @@ def test_several_schema_problems_are_reported_at_once():
         """)
     assert len(problems) == 4, problems
     text = "\n".join(problems)
-    for expected in ("'owners' is a required property", ":5: sprak: unknown field", ":4: spark.flavour: 'k8s'",
-                     "spark.workers: 'four'"):
+    for expected in (
+        "'owners' is a required property",
+        ":5: sprak: unknown field",
+        ":4: spark.flavour: 'k8s'",
+        "spark.workers: 'four'",
+    ):
         assert expected in text
 
 
@@ -96,15 +106,19 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused():
 
 # -- the team's name: GCP's rules for the names derived from it -------------------------------------
 
-@pytest.mark.parametrize("name, why", [
-    ("Search", "uppercase"),
-    ("9search", "leading digit"),
-    ("search_team", "underscore"),
-    ("search-", "trailing hyphen"),
-    ("api--health", "double hyphen: DAGGER_SECRET_API__HEALTH__ would fall under team api's secrets"),
-    ("a" * 21, "longer than 20"),
-    ("a" * 24, "service account id dagger-<team> longer than 30"),
-])
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("Search", "uppercase"),
+        ("9search", "leading digit"),
+        ("search_team", "underscore"),
+        ("search-", "trailing hyphen"),
+        ("api--health", "double hyphen: DAGGER_SECRET_API__HEALTH__ would fall under team api's secrets"),
+        ("a" * 21, "longer than 20"),
+        ("a" * 24, "service account id dagger-<team> longer than 30"),
+    ],
+)
 def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
     # the words of the one rule (dagger_runtime/names.py), which the runtime's job configs use too
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
@@ -117,8 +131,9 @@ def test_a_team_name_that_breaks_gcps_rules_is_refused(name, why):
 def test_a_name_the_platform_or_kubernetes_uses_is_refused(name):
     """Valid DNS labels all, so the schema takes them: the spec's reserved-name check refuses them."""
     problem = one(refused(MINIMAL.replace("team: search", f"team: {name}")))
-    assert problem.startswith((f"{SOURCE}:1: team: {name!r} is reserved",
-                               f"{SOURCE}:1: team: {name!r} starts with the reserved prefix")), problem
+    assert problem.startswith(
+        (f"{SOURCE}:1: team: {name!r} is reserved", f"{SOURCE}:1: team: {name!r} starts with the reserved prefix")
+    ), problem
     assert "choose another name" in problem
 
 
@@ -153,10 +168,12 @@ def test_a_missing_file_is_named(tmp_path):
 
 # -- the platform: network range, Kafka catalog -----------------------------------------------------
 
+
 def test_a_range_outside_the_platforms_range_is_refused(platform):
     problem = one(refused(MINIMAL.replace("10.65.0.0/24", "192.168.10.0/24")))
-    assert problem == (f"{SOURCE}:4: network.cidr: 192.168.10.0/24 is outside the platform's range "
-                       f"{platform.network_range}")
+    assert problem == (
+        f"{SOURCE}:4: network.cidr: 192.168.10.0/24 is outside the platform's range {platform.network_range}"
+    )
 
 
 def test_a_range_with_host_bits_set_is_refused():
@@ -167,18 +184,25 @@ def test_a_range_with_host_bits_set_is_refused():
 def test_an_unknown_kafka_cluster_is_named_with_the_known_ones(platform):
     problem = one(refused(MINIMAL + "kafka: [{cluster: esb-critcal, mirrored: true}]\n"))
     known = ", ".join(sorted(platform.kafka_clusters))
-    assert problem == (f"{SOURCE}:5: kafka[0].cluster: unknown Kafka cluster 'esb-critcal' (did you mean "
-                       f"esb-critical?) (the platform has: {known})")
+    assert problem == (
+        f"{SOURCE}:5: kafka[0].cluster: unknown Kafka cluster 'esb-critcal' (did you mean "
+        f"esb-critical?) (the platform has: {known})"
+    )
 
 
 def test_a_kafka_cluster_not_allowed_for_the_tier_is_refused(platform):
-    problem = one(refused(MINIMAL.replace("tier: standard", "tier: experimental")
-                          + "kafka: [{cluster: playground}, {cluster: esb-critical}]\n"))
+    problem = one(
+        refused(
+            MINIMAL.replace("tier: standard", "tier: experimental")
+            + "kafka: [{cluster: playground}, {cluster: esb-critical}]\n"
+        )
+    )
     tiers = ", ".join(platform.kafka_clusters["esb-critical"].tiers)
     assert problem == f"{SOURCE}:5: kafka[1].cluster: esb-critical is for tiers {tiers}, not experimental"
 
 
 # -- labels and quotas ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("label", ["team", "tier", "managed-by"])
 def test_a_label_the_platform_sets_is_refused(label):
@@ -205,12 +229,17 @@ def test_a_quota_too_small_for_the_spark_cluster_and_its_mirrors_is_refused():
     mirrors = sum(1 for k in TIERS["standard"]["kafka"] if k["mirrored"])
     brokers = MIRROR_BROKERS["standard"]
     cpu = size["workers"] * size["worker_cores"] + 2 + mirrors * (brokers * MIRROR_BROKER_CPU + MIRROR_MM2_CPU)
-    memory = (size["workers"] * size["worker_memory_gb"] + 4
-              + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB))
+    memory = (
+        size["workers"] * size["worker_memory_gb"]
+        + 4
+        + mirrors * (brokers * MIRROR_BROKER_MEMORY_GB + MIRROR_MM2_MEMORY_GB)
+    )
     too_small = int(cpu) - 1
     problem = one(refused(MINIMAL + f"quota: {{cpu: {too_small}}}\n"))
-    assert problem.startswith(f"{SOURCE}:5: quota: {too_small} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
-                              "cannot hold the Spark cluster")
+    assert problem.startswith(
+        f"{SOURCE}:5: quota: {too_small} CPUs / {TIERS['standard']['quota']['memory_gb']} GB "
+        "cannot hold the Spark cluster"
+    )
     assert f"{mirrors} Kafka mirror(s): they need {cpu:g} / {memory:g}" in problem
 
 
@@ -221,8 +250,7 @@ def test_a_gke_team_outside_the_platform_clusters_region_is_refused():
 
 
 def test_the_namespace_quota_does_not_bind_a_vm_cluster(platform):
-    s = spec.parse(MINIMAL + "spark: {flavour: vm}\nquota: {cpu: 1, memory_gb: 1}\n", source=SOURCE,
-                   platform=platform)
+    s = spec.parse(MINIMAL + "spark: {flavour: vm}\nquota: {cpu: 1, memory_gb: 1}\n", source=SOURCE, platform=platform)
     assert s.spark.flavour == "vm"
 
 
@@ -245,13 +273,16 @@ def test_several_semantic_problems_are_reported_at_once():
 
 # -- across teams -----------------------------------------------------------------------------------
 
+
 def test_overlapping_ranges_between_two_teams_are_refused_by_load_all(tmp_path):
     write(tmp_path, "search.yaml", MINIMAL.replace("10.65.0.0/24", "10.65.0.0/16"))
     write(tmp_path, "maps.yaml", MINIMAL.replace("search", "maps").replace("10.65.0.0/24", "10.65.4.0/24"))
     with pytest.raises(spec.SpecError) as e:
         spec.load_all(tmp_path)
-    assert one(e.value.problems) == (f"{tmp_path / 'search.yaml'}:4: network.cidr: 10.65.0.0/16 overlaps maps's "
-                                     f"10.65.4.0/24 ({tmp_path / 'maps.yaml'}:4)")
+    assert one(e.value.problems) == (
+        f"{tmp_path / 'search.yaml'}:4: network.cidr: 10.65.0.0/16 overlaps maps's "
+        f"10.65.4.0/24 ({tmp_path / 'maps.yaml'}:4)"
+    )
 
 
 def test_load_all_reports_every_file_and_every_overlap_at_once(tmp_path):
@@ -273,8 +304,19 @@ def test_check_all_refuses_overlaps_and_duplicate_names(platform):
     problems = spec.check_all([a, b, c])
     assert "b.yaml:1: team: search is already used by a.yaml" in problems
     assert "c.yaml:4: network.cidr: 10.65.0.0/24 overlaps search's 10.65.0.0/24 (a.yaml:4)" in problems
-    assert spec.check_all([a, spec.parse(MINIMAL.replace("search", "maps").replace("10.65.0.0", "10.65.1.0"),
-                                         source="d.yaml", platform=platform)]) == []
+    assert (
+        spec.check_all(
+            [
+                a,
+                spec.parse(
+                    MINIMAL.replace("search", "maps").replace("10.65.0.0", "10.65.1.0"),
+                    source="d.yaml",
+                    platform=platform,
+                ),
+            ]
+        )
+        == []
+    )
 
 
 def test_a_committed_teams_range_is_not_free_for_a_new_team(tmp_path):
@@ -287,11 +329,13 @@ def test_a_committed_teams_range_is_not_free_for_a_new_team(tmp_path):
     assert [s.name for s in specs] == ["search"]
     line = next(i for i, text in enumerate(Path(taken.source).read_text().splitlines(), 1) if "cidr:" in text)
     # (a new team also needs its grant, infra/validate.py: not this test's subject)
-    assert [p for p in problems if "network.cidr" in p] == [f"{new}:4: network.cidr: {taken.cidr} overlaps {taken.name}'s {taken.cidr} "
-                        f"({taken.source}:{line})"]
+    assert [p for p in problems if "network.cidr" in p] == [
+        f"{new}:4: network.cidr: {taken.cidr} overlaps {taken.name}'s {taken.cidr} ({taken.source}:{line})"
+    ]
 
 
 # -- defaults by tier -------------------------------------------------------------------------------
+
 
 def test_tier_defaults_fill_the_smallest_request(platform):
     path = spec.TEAMS_DIR / "growth.yaml"
@@ -328,6 +372,7 @@ def test_every_tiers_defaults_make_a_valid_spec(platform):
 
 # -- the committed specs ------------------------------------------------------------------------------
 
+
 def test_every_committed_spec_validates():
     files = sorted(spec.TEAMS_DIR.glob("*.yaml"))
     specs = spec.load_all()
@@ -343,14 +388,18 @@ def test_the_sample_teams_exercise_both_flavours_and_every_tier():
 
 # -- lines, topic patterns, sizing (issue 9) ----------------------------------------------------------
 
+
 def test_where_names_the_line_of_a_field_or_of_its_nearest_parent(platform):
-    s = spec.parse(MINIMAL + "kafka:\n  - cluster: mainstream\n    topics:\n      - campaign-.*\n"
-                   "labels: {cost_center: cc-1}\n", source=SOURCE, platform=platform)
+    s = spec.parse(
+        MINIMAL + "kafka:\n  - cluster: mainstream\n    topics:\n      - campaign-.*\nlabels: {cost_center: cc-1}\n",
+        source=SOURCE,
+        platform=platform,
+    )
     assert s.where("network.cidr") == f"{SOURCE}:4: network.cidr"
     assert s.where("kafka[0].topics[0]") == f"{SOURCE}:8: kafka[0].topics[0]"
-    assert s.where("kafka[0].mirrored") == f"{SOURCE}:6: kafka[0].mirrored"     # absent: its parent's line
+    assert s.where("kafka[0].mirrored") == f"{SOURCE}:6: kafka[0].mirrored"  # absent: its parent's line
     assert s.where("labels.cost_center") == f"{SOURCE}:9: labels.cost_center"
-    assert s.where("quota.cpu") == f"{SOURCE}:1: quota.cpu"                     # nothing present: line 1
+    assert s.where("quota.cpu") == f"{SOURCE}:1: quota.cpu"  # nothing present: line 1
 
 
 def test_a_java_only_regex_is_refused_by_the_allow_list(platform):
@@ -384,10 +433,16 @@ def test_a_real_region_is_accepted_and_a_made_up_one_refused(platform):
 
 def test_a_tier_ceiling_is_enforced_and_a_quota_within_it_accepted(platform):
     problem = one(refused(MINIMAL.replace("standard", "experimental") + "quota: {cpu: 33}\n"))
-    assert problem == (f"{SOURCE}:5: quota.cpu: 33 CPUs is above the experimental tier's ceiling of 32 CPUs: "
-                       "ask for at most 32, or for a tier change")
-    assert spec.parse(MINIMAL.replace("standard", "experimental") + "quota: {cpu: 32}\n", source=SOURCE,
-                      platform=platform).quota.cpu == 32
+    assert problem == (
+        f"{SOURCE}:5: quota.cpu: 33 CPUs is above the experimental tier's ceiling of 32 CPUs: "
+        "ask for at most 32, or for a tier change"
+    )
+    assert (
+        spec.parse(
+            MINIMAL.replace("standard", "experimental") + "quota: {cpu: 32}\n", source=SOURCE, platform=platform
+        ).quota.cpu
+        == 32
+    )
 
 
 def test_the_default_topics_are_the_grants_not_everything(platform):

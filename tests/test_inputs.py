@@ -1,4 +1,5 @@
 """Preview input files: length-delimited framing, broken frames kept whole, JSON lines."""
+
 from google.protobuf.internal.encoder import _VarintBytes
 
 from dagger_runtime.inputs import read_delimited, read_jsonl

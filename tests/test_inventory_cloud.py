@@ -3,6 +3,7 @@ read by the real `ansible-inventory` through playbooks/inventory_plugins/dagger_
 against an independent reading of infra/teams/*.yaml (clusters, worker counts, ranges from the YAML
 itself). Then the stack outputs are attacked the way a team's pull request could: each attack must
 stop the inventory with an error naming the stack, the field and the value."""
+
 from __future__ import annotations
 
 import copy
@@ -35,30 +36,50 @@ def expected(spec: dict) -> dict:
     spark = {**tier["spark"], **spec.get("spark", {})}
     workers = spark.get("workers", SIZES[spark["size"]]["workers"])
     kafka = spec.get("kafka", tier["kafka"])
-    return {"vm": spark["flavour"] == "vm", "workers": workers, "cidr": ipaddress.ip_network(spec["network"]["cidr"]),
-            "mirrors": {k["cluster"]: k.get("topics") for k in kafka if k.get("mirrored")},
-            "brokers": MIRROR_BROKERS[spec["tier"]]}
+    return {
+        "vm": spark["flavour"] == "vm",
+        "workers": workers,
+        "cidr": ipaddress.ip_network(spec["network"]["cidr"]),
+        "mirrors": {k["cluster"]: k.get("topics") for k in kafka if k.get("mirrored")},
+        "brokers": MIRROR_BROKERS[spec["tier"]],
+    }
 
 
 def ansible_env(export_dir: Path | None, **extra: str) -> dict[str, str]:
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(Path.home()), "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"),
-           # a refused source must fail the command, not leave an empty inventory behind a warning
-           "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true", "ANSIBLE_NOCOLOR": "1"}
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "HOME": str(Path.home()),
+        "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"),
+        # a refused source must fail the command, not leave an empty inventory behind a warning
+        "ANSIBLE_INVENTORY_UNPARSED_FAILED": "true",
+        "ANSIBLE_NOCOLOR": "1",
+    }
     if export_dir is not None:
         env["DAGGER_STACKS_EXPORT_DIR"] = str(export_dir)
     return {**env, **extra}
 
 
 def ansible_inventory(export_dir: Path | None, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "ansible-inventory"), "-i", str(CONFIG), "--list"], cwd=REPO,
-                          env=ansible_env(export_dir, **extra), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(BIN / "ansible-inventory"), "-i", str(CONFIG), "--list"],
+        cwd=REPO,
+        env=ansible_env(export_dir, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("stacks")
-    result = subprocess.run([sys.executable, "-m", "infra.inventory_export", "--out", str(out)], cwd=REPO,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.inventory_export", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     return out
 
@@ -101,6 +122,7 @@ def hosts_of(inventory: dict, name: str) -> set[str]:
 
 # -- the exporter ---------------------------------------------------------------------------------
 
+
 def test_the_exporter_writes_each_stack_outputs(exported):
     assert sorted(p.stem for p in exported.glob("*.json")) == sorted(SPECS)
     for team in SPECS:
@@ -110,13 +132,19 @@ def test_the_exporter_writes_each_stack_outputs(exported):
 
 
 def test_the_exporter_refuses_an_unknown_team(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "infra.inventory_export", "--out", str(tmp_path), "nosuch"],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.inventory_export", "--out", str(tmp_path), "nosuch"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "nosuch" in result.stderr
     assert not list(tmp_path.iterdir())
 
 
 # -- the inventory, against the team specs ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("team", sorted(SPECS))
 def test_each_team_has_a_group_of_exactly_its_vms(listed, team):
@@ -124,7 +152,7 @@ def test_each_team_has_a_group_of_exactly_its_vms(listed, team):
     members = hosts_of(listed, f"team_{group(team)}")
     assert f"team_{group(team)}" in listed["all"]["children"]
     if not want["vm"]:
-        assert members == set()          # Spark on GKE: nothing for Ansible
+        assert members == set()  # Spark on GKE: nothing for Ansible
         return
     assert len(members) == 1 + want["workers"] + want["brokers"] * len(want["mirrors"])
     for host in members:
@@ -163,7 +191,7 @@ def test_each_mirrored_cluster_is_a_kafka_mirror_cluster_and_a_mirrormaker_flow(
             hv = hostvars[host]
             assert (hv["mirrormaker_source"], hv["mirrormaker_target"]) == (source, cluster)
             assert hv["mirrormaker_target_group"] == f"kafka_{cluster}"
-            assert hosts_of(listed, hv["mirrormaker_source_group"]) == set()   # the platform's, not ours
+            assert hosts_of(listed, hv["mirrormaker_source_group"]) == set()  # the platform's, not ours
             assert f"{source}.bootstrap.servers" in hv["mirrormaker_extra_settings"]
             if topics:
                 assert hv["mirrormaker_topics"] == ", ".join(topics)
@@ -173,9 +201,22 @@ def test_the_plays_of_site_yml_find_one_team_with_limit(exported):
     """`--limit team_<team>`: each play of site.yml gets that team's hosts of its group, nothing else."""
     team = next(t for t in sorted(SPECS) if expected(SPECS[t])["vm"])
     want = expected(SPECS[team])
-    result = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(CONFIG), str(PLAYBOOKS / "site.yml"),
-                             "--list-hosts", "--limit", f"team_{group(team)}"], cwd=REPO,
-                            env=ansible_env(exported), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(CONFIG),
+            str(PLAYBOOKS / "site.yml"),
+            "--list-hosts",
+            "--limit",
+            f"team_{group(team)}",
+        ],
+        cwd=REPO,
+        env=ansible_env(exported),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     counts, play = {}, None
     for line in result.stdout.splitlines():
@@ -183,7 +224,7 @@ def test_the_plays_of_site_yml_find_one_team_with_limit(exported):
         if line.startswith("pattern:"):
             play = line.split("'")[1]
         elif line.startswith("hosts (") and play:
-            counts[play] = int(line[len("hosts ("):line.index(")")])
+            counts[play] = int(line[len("hosts (") : line.index(")")])
     site = yaml.safe_load((PLAYBOOKS / "site.yml").read_text())
     assert set(counts) == {p["hosts"] for p in site}
     brokers = want["brokers"] * len(want["mirrors"])
@@ -194,8 +235,14 @@ def test_the_plays_of_site_yml_find_one_team_with_limit(exported):
 
 
 def test_ansible_doc_shows_the_plugin_options():
-    result = subprocess.run([str(BIN / "ansible-doc"), "-t", "inventory", "dagger_stacks"], cwd=REPO,
-                            env=ansible_env(None), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "inventory", "dagger_stacks"],
+        cwd=REPO,
+        env=ansible_env(None),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     for option in ("stacks", "export_dir", "project_dir", "pulumi_command", "DAGGER_STACKS_EXPORT_DIR"):
         assert option in result.stdout
@@ -216,9 +263,17 @@ sys.stdout.write(open(os.path.join({str(exported)!r}, sys.argv[-1].rsplit("/", 1
     assert result.returncode == 0, result.stderr
     calls = [json.loads(line) for line in record.read_text().splitlines()]
     assert [c["argv"] for c in calls] == [
-        ["stack", "output", "--json", "--show-secrets=false", "--non-interactive", "--stack",
-         f"organization/daggers/{s}"]
-        for s in ("fraud", "growth")]
+        [
+            "stack",
+            "output",
+            "--json",
+            "--show-secrets=false",
+            "--non-interactive",
+            "--stack",
+            f"organization/daggers/{s}",
+        ]
+        for s in ("fraud", "growth")
+    ]
     assert {c["cwd"] for c in calls} == {str(REPO / "infra")}
     listed = json.loads(result.stdout)
     assert "team_growth" in listed["all"]["children"] and "team_api_health" not in listed["all"]["children"]
@@ -232,7 +287,7 @@ def test_every_string_reaches_ansible_marked_unsafe(exported):
 
     def strings(value):
         if isinstance(value, dict) and set(value) == {"__ansible_unsafe"}:
-            return []                     # marked: fine
+            return []  # marked: fine
         if isinstance(value, dict):
             return [s for v in value.values() for s in strings(v)]
         return [value] if isinstance(value, str) else []
@@ -241,6 +296,7 @@ def test_every_string_reaches_ansible_marked_unsafe(exported):
 
 
 # -- attacks through the stack outputs -------------------------------------------------------------
+
 
 def _add_host(inv, name):
     inv["spark_workers"]["hosts"].append(name)
@@ -254,6 +310,7 @@ def _set(path, value):
         for key in parents:
             node = node[key]
         node[last] = value
+
     return attack
 
 
@@ -262,50 +319,103 @@ def _mm2(find, replace):
         props = inv["mirror_esb_critical"]["vars"]["mirror_maker_properties"]
         assert find in props
         inv["mirror_esb_critical"]["vars"]["mirror_maker_properties"] = props.replace(find, replace)
+
     return attack
 
 
 MASTER = "dagger-fraud-spark-master"
 ATTACKS = {
-    "host name with inventory syntax": (lambda inv: _add_host(inv, "x ansible_connection=local"),
-                                        "inventory.spark_workers.hosts[6]", "x ansible_connection=local"),
-    "another team's host": (lambda inv: _add_host(inv, "dagger-growth-spark-master"),
-                            "inventory.spark_workers.hosts[6]", "dagger-growth-spark-master"),
-    "ssh arguments on a host": (_set(["_meta", "hostvars", MASTER, "ansible_ssh_common_args"], "-o ProxyCommand=sh"),
-                                f"inventory._meta.hostvars.{MASTER}", "ansible_ssh_common_args"),
-    "interpreter on a group": (_set(["spark_workers", "vars", "ansible_python_interpreter"], "/tmp/evil"),
-                               "inventory.spark_workers.vars", "ansible_python_interpreter"),
-    "connection for everyone": (_set(["all", "vars", "ansible_connection"], "local"),
-                                "inventory.all.vars", "ansible_connection"),
-    "become for everyone": (_set(["all", "vars", "ansible_become_exe"], "sh -c id"),
-                            "inventory.all.vars", "ansible_become_exe"),
-    "jinja in a value": (_set(["all", "vars", "daggers_checkpoint_url"], "gs://b/{{ lookup('pipe', 'id') }}"),
-                         "inventory.all.vars.daggers_checkpoint_url", "lookup('pipe', 'id')"),
-    "jinja in the mirrored topics": (_mm2("payment-.*", "{{ lookup('pipe', 'id') }}"),
-                                     "inventory.mirror_esb_critical.vars.mirror_maker_properties",
-                                     "{{ lookup('pipe', 'id') }}"),
-    "a quote in the mirrored topics": (_mm2("payment-.*", "payment-.*' x"),
-                                       "mirror_maker_properties: esb-critical->local.topics", "payment-.*' x"),
-    "jinja statement in a comment of mm2.properties": (_mm2("# the mirror writes", "# {% raw %} the mirror writes"),
-                                                       "inventory.mirror_esb_critical.vars.mirror_maker_properties",
-                                                       "{% raw %}"),
-    "a group the lab plays target": (_set(["lab_supervisor"], {"hosts": [MASTER]}),
-                                     "inventory.lab_supervisor", "lab_supervisor"),
+    "host name with inventory syntax": (
+        lambda inv: _add_host(inv, "x ansible_connection=local"),
+        "inventory.spark_workers.hosts[6]",
+        "x ansible_connection=local",
+    ),
+    "another team's host": (
+        lambda inv: _add_host(inv, "dagger-growth-spark-master"),
+        "inventory.spark_workers.hosts[6]",
+        "dagger-growth-spark-master",
+    ),
+    "ssh arguments on a host": (
+        _set(["_meta", "hostvars", MASTER, "ansible_ssh_common_args"], "-o ProxyCommand=sh"),
+        f"inventory._meta.hostvars.{MASTER}",
+        "ansible_ssh_common_args",
+    ),
+    "interpreter on a group": (
+        _set(["spark_workers", "vars", "ansible_python_interpreter"], "/tmp/evil"),
+        "inventory.spark_workers.vars",
+        "ansible_python_interpreter",
+    ),
+    "connection for everyone": (
+        _set(["all", "vars", "ansible_connection"], "local"),
+        "inventory.all.vars",
+        "ansible_connection",
+    ),
+    "become for everyone": (
+        _set(["all", "vars", "ansible_become_exe"], "sh -c id"),
+        "inventory.all.vars",
+        "ansible_become_exe",
+    ),
+    "jinja in a value": (
+        _set(["all", "vars", "daggers_checkpoint_url"], "gs://b/{{ lookup('pipe', 'id') }}"),
+        "inventory.all.vars.daggers_checkpoint_url",
+        "lookup('pipe', 'id')",
+    ),
+    "jinja in the mirrored topics": (
+        _mm2("payment-.*", "{{ lookup('pipe', 'id') }}"),
+        "inventory.mirror_esb_critical.vars.mirror_maker_properties",
+        "{{ lookup('pipe', 'id') }}",
+    ),
+    "a quote in the mirrored topics": (
+        _mm2("payment-.*", "payment-.*' x"),
+        "mirror_maker_properties: esb-critical->local.topics",
+        "payment-.*' x",
+    ),
+    "jinja statement in a comment of mm2.properties": (
+        _mm2("# the mirror writes", "# {% raw %} the mirror writes"),
+        "inventory.mirror_esb_critical.vars.mirror_maker_properties",
+        "{% raw %}",
+    ),
+    "a group the lab plays target": (
+        _set(["lab_supervisor"], {"hosts": [MASTER]}),
+        "inventory.lab_supervisor",
+        "lab_supervisor",
+    ),
     "a group named with spaces": (_set(["spark x=1"], {"hosts": []}), "inventory.spark x=1", "spark x=1"),
-    "a newline after a host name": (lambda inv: _add_host(inv, "dagger-fraud-spark-worker-9\n"),
-                                    "inventory.spark_workers.hosts[6]", "dagger-fraud-spark-worker-9\\n"),
-    "a newline after a value": (_set(["all", "vars", "daggers_tier"], "critical\n"),
-                                "inventory.all.vars.daggers_tier", "critical\\n"),
-    "a public ansible_host": (_set(["_meta", "hostvars", MASTER, "ansible_host"], "8.8.8.8"),
-                              f"inventory._meta.hostvars.{MASTER}.ansible_host", "8.8.8.8"),
-    "a loopback ansible_host": (_set(["_meta", "hostvars", MASTER, "ansible_host"], "127.0.0.1"),
-                                f"inventory._meta.hostvars.{MASTER}.ansible_host", "127.0.0.1"),
-    "a boolean port": (_set(["spark_master", "vars", "spark_master_port"], True),
-                       "inventory.spark_master.vars.spark_master_port", "True"),
-    "a list where a count goes": (_set(["spark_workers", "vars", "spark_worker_cores"], [8]),
-                                  "inventory.spark_workers.vars.spark_worker_cores", "[8]"),
-    "another team's name": (_set(["all", "vars", "daggers_team"], "growth"),
-                            "inventory.all.vars.daggers_team", "growth"),
+    "a newline after a host name": (
+        lambda inv: _add_host(inv, "dagger-fraud-spark-worker-9\n"),
+        "inventory.spark_workers.hosts[6]",
+        "dagger-fraud-spark-worker-9\\n",
+    ),
+    "a newline after a value": (
+        _set(["all", "vars", "daggers_tier"], "critical\n"),
+        "inventory.all.vars.daggers_tier",
+        "critical\\n",
+    ),
+    "a public ansible_host": (
+        _set(["_meta", "hostvars", MASTER, "ansible_host"], "8.8.8.8"),
+        f"inventory._meta.hostvars.{MASTER}.ansible_host",
+        "8.8.8.8",
+    ),
+    "a loopback ansible_host": (
+        _set(["_meta", "hostvars", MASTER, "ansible_host"], "127.0.0.1"),
+        f"inventory._meta.hostvars.{MASTER}.ansible_host",
+        "127.0.0.1",
+    ),
+    "a boolean port": (
+        _set(["spark_master", "vars", "spark_master_port"], True),
+        "inventory.spark_master.vars.spark_master_port",
+        "True",
+    ),
+    "a list where a count goes": (
+        _set(["spark_workers", "vars", "spark_worker_cores"], [8]),
+        "inventory.spark_workers.vars.spark_worker_cores",
+        "[8]",
+    ),
+    "another team's name": (
+        _set(["all", "vars", "daggers_team"], "growth"),
+        "inventory.all.vars.daggers_team",
+        "growth",
+    ),
     "a secret instead of the inventory": (lambda inv: "[secret]", "inventory", "[secret]"),
 }
 
@@ -345,8 +455,13 @@ def test_a_stack_name_that_is_not_a_team_name_is_refused(exported, stack):
 
 
 def test_the_lab_inventory_still_parses_with_the_plugin_enabled():
-    result = subprocess.run([str(BIN / "ansible-inventory"), "--list"], cwd=PLAYBOOKS,
-                            env={k: v for k, v in ansible_env(None).items() if k != "ANSIBLE_CONFIG"},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(BIN / "ansible-inventory"), "--list"],
+        cwd=PLAYBOOKS,
+        env={k: v for k, v in ansible_env(None).items() if k != "ANSIBLE_CONFIG"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "spark-blue-allocations-master" in json.loads(result.stdout)["_meta"]["hostvars"]

@@ -2,6 +2,7 @@
 generated from the loader's list of keys and the model, are current, and agree with the loader:
 every example job passes both, and each spelling the loader accepts or refuses the schema accepts
 or refuses too. jsonschema (an independent validator) does the checking."""
+
 from __future__ import annotations
 
 import copy
@@ -49,10 +50,13 @@ def _variant(change) -> dict:
 
 
 ACCEPTED = {
-    "lower-case enums": lambda j: (j["streams"][0].update(data_type="proto"),
-                                   j["streams"][0]["kafka"].update(auto_offset_reset="EARLIEST")),
-    "brokers as a list": lambda j: j["streams"][0]["kafka"].update(bootstrap_servers=["127.0.0.1:9092",
-                                                                                        "127.0.0.1:9093"]),
+    "lower-case enums": lambda j: (
+        j["streams"][0].update(data_type="proto"),
+        j["streams"][0]["kafka"].update(auto_offset_reset="EARLIEST"),
+    ),
+    "brokers as a list": lambda j: j["streams"][0]["kafka"].update(
+        bootstrap_servers=["127.0.0.1:9092", "127.0.0.1:9093"]
+    ),
     "event time by number": lambda j: j["streams"][0].update(event_time=5),
     "event time as a mapping": lambda j: j["streams"][0].update(event_time={"field_name": "event_timestamp"}),
     "a number written as text": lambda j: j.update(parallelism="2"),

@@ -42,8 +42,7 @@ def produce_keyed(bootstrap, topic, n, first_seq=0):
 
 def consume_all(bootstrap, topic, expected, timeout_s=30):
     """Read every partition of topic from the beginning until `expected` records arrived."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
     try:
         partitions = consumer.partitions_for_topic(topic)
         assert partitions, f"no partitions for {topic}"

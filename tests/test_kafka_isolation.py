@@ -5,6 +5,7 @@ and MirrorMaker's principal may read the shared cluster but never write to it.
 Refusals are checked with Kafka's own clients where kafka-python would only time out: its
 consumer hides a topic it may not describe, so the refusal of a read is shown by the Java console
 consumer's "not authorized" and by the describe error code (29, TOPIC_AUTHORIZATION_FAILED)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -27,11 +28,15 @@ from lab import access
 from tests.labrun import PORT_BASE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka]
+
+
 def servers(env) -> str:
     """The lab's primary cluster on the lab's own ports (DAGGER_LAB_PORT_BASE, which a lab that is
     already up names through DAGGER_TEST_LAB_PORT_BASE)."""
     base = int(env.get("DAGGER_LAB_PORT_BASE", PORT_BASE))
     return ",".join(f"127.0.0.1:{base + 100 * n + 92}" for n in (1, 2, 3))
+
+
 TOPIC_AUTHORIZATION_FAILED = 29
 MESSAGES = 40
 
@@ -63,8 +68,12 @@ def describe_error(env, principal: str, topic: str) -> int:
 
 def kafka_tool(env, main: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     classpath = str(Path(__file__).resolve().parent.parent / ".jvm" / "kafka" / "*")
-    return subprocess.run(["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath, main, *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath, main, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +103,25 @@ def test_a_team_reads_its_granted_topics_and_is_refused_on_the_other_teams(lab_e
     # Kafka's own consumer, logged in as this team, fetching the other team's topic (by partition, as
     # Spark does: a subscription would only see no such topic)
     props = access.client_properties(me, "primary", Path(lab_env["DAGGER_LAB_DIR"]))
-    refused = kafka_tool(lab_env, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-                         "--bootstrap-server", servers(lab_env), "--topic", topics[other], "--partition", "0",
-                         "--offset", "earliest", "--max-messages", "1",
-                         "--timeout-ms", "20000", "--command-config", str(props))
-    said = refused.stdout + refused.stderr     # the tool logs to stdout and exits 0 after the error
+    refused = kafka_tool(
+        lab_env,
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server",
+        servers(lab_env),
+        "--topic",
+        topics[other],
+        "--partition",
+        "0",
+        "--offset",
+        "earliest",
+        "--max-messages",
+        "1",
+        "--timeout-ms",
+        "20000",
+        "--command-config",
+        str(props),
+    )
+    said = refused.stdout + refused.stderr  # the tool logs to stdout and exits 0 after the error
     assert f"TopicAuthorizationException: Not authorized to access topics: [{topics[other]}]" in said, said[-2000:]
     assert "Processed a total of 0 messages" in said and f"{other} " not in said
 
@@ -107,10 +130,10 @@ def test_a_team_writes_only_under_its_own_prefix_and_uses_only_its_own_groups(la
     me = login(lab_env, "dagger-allocations")
     producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", max_block_ms=10000, **me)
     try:
-        with pytest.raises(TopicAuthorizationFailedError):     # granted for reading only
+        with pytest.raises(TopicAuthorizationFailedError):  # granted for reading only
             producer.send(topics["allocations"], b"forged").get(timeout=20)
     finally:
-        producer.close()        # a refused idempotent producer is done for: a new one below
+        producer.close()  # a refused idempotent producer is done for: a new one below
     own = f"allocations-iso-{uuid.uuid4().hex[:6]}"
     admin = KafkaAdminClient(bootstrap_servers=servers(lab_env), **me)
     try:
@@ -124,9 +147,10 @@ def test_a_team_writes_only_under_its_own_prefix_and_uses_only_its_own_groups(la
         assert producer.send(own, b"result").get(timeout=30).topic == own
     finally:
         producer.close()
-    with pytest.raises(GroupAuthorizationFailedError):        # api-health's consumer groups
-        consumer = KafkaConsumer(topics["allocations"], bootstrap_servers=servers(lab_env),
-                                 group_id="dagger-api-health--x", **me)
+    with pytest.raises(GroupAuthorizationFailedError):  # api-health's consumer groups
+        consumer = KafkaConsumer(
+            topics["allocations"], bootstrap_servers=servers(lab_env), group_id="dagger-api-health--x", **me
+        )
         try:
             for _ in range(10):
                 consumer.poll(1000)
@@ -139,22 +163,50 @@ def test_a_client_without_a_valid_login_is_refused(lab_env, topics, tmp_path):
     good_file = access.client_properties("dagger-allocations", "primary", Path(lab_env["DAGGER_LAB_DIR"]))
     good = javaproperties.loads(good_file.read_text())
     # the control: the same tool with the right login lists the team's topic
-    listed = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
-                        "--command-config", str(good_file), "--list")
+    listed = kafka_tool(
+        lab_env,
+        "org.apache.kafka.tools.TopicCommand",
+        "--bootstrap-server",
+        servers(lab_env),
+        "--command-config",
+        str(good_file),
+        "--list",
+    )
     assert listed.returncode == 0 and topics["allocations"] in listed.stdout.split(), listed.stdout[-2000:]
     password = access.password("dagger-allocations", "primary", Path(lab_env["DAGGER_LAB_DIR"]))
-    bad.write_text(javaproperties.dumps(
-        {**good, "sasl.jaas.config": good["sasl.jaas.config"].replace(password, password[::-1])}, timestamp=False))
-    wrong = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
-                       "--command-config", str(bad), "--list")
+    bad.write_text(
+        javaproperties.dumps(
+            {**good, "sasl.jaas.config": good["sasl.jaas.config"].replace(password, password[::-1])}, timestamp=False
+        )
+    )
+    wrong = kafka_tool(
+        lab_env,
+        "org.apache.kafka.tools.TopicCommand",
+        "--bootstrap-server",
+        servers(lab_env),
+        "--command-config",
+        str(bad),
+        "--list",
+    )
     said = wrong.stdout + wrong.stderr
     assert wrong.returncode != 0 and "invalid credentials with SASL mechanism SCRAM-SHA-512" in said, said[-2000:]
     assert topics["allocations"] not in said
     plain = tmp_path / "plaintext.properties"
-    plain.write_text(javaproperties.dumps({"security.protocol": "PLAINTEXT", "request.timeout.ms": "5000",
-                                           "default.api.timeout.ms": "10000"}, timestamp=False))
-    anonymous = kafka_tool(lab_env, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers(lab_env),
-                           "--command-config", str(plain), "--list")
+    plain.write_text(
+        javaproperties.dumps(
+            {"security.protocol": "PLAINTEXT", "request.timeout.ms": "5000", "default.api.timeout.ms": "10000"},
+            timestamp=False,
+        )
+    )
+    anonymous = kafka_tool(
+        lab_env,
+        "org.apache.kafka.tools.TopicCommand",
+        "--bootstrap-server",
+        servers(lab_env),
+        "--command-config",
+        str(plain),
+        "--list",
+    )
     said = anonymous.stdout + anonymous.stderr
     # a PLAINTEXT client gets no answer from a SASL listener: the broker drops it, the tool times out
     assert anonymous.returncode != 0 and "Timed out waiting for a node assignment" in said, said[-2000:]
@@ -163,8 +215,9 @@ def test_a_client_without_a_valid_login_is_refused(lab_env, topics, tmp_path):
 
 def test_mirrormaker_reads_the_shared_cluster_but_cannot_write_or_create_there(lab_env, topics):
     mm2 = login(lab_env, "mirrormaker")
-    assert sorted(read_all(lab_env, "mirrormaker", topics["allocations"])) == \
-        sorted(f"allocations {i}".encode() for i in range(MESSAGES))
+    assert sorted(read_all(lab_env, "mirrormaker", topics["allocations"])) == sorted(
+        f"allocations {i}".encode() for i in range(MESSAGES)
+    )
     producer = KafkaProducer(bootstrap_servers=servers(lab_env), acks="all", max_block_ms=10000, **mm2)
     try:
         with pytest.raises((TopicAuthorizationFailedError, ClusterAuthorizationFailedError, KafkaError)) as refused:
@@ -184,8 +237,11 @@ def test_mirrormaker_reads_the_shared_cluster_but_cannot_write_or_create_there(l
         on_primary = set(admin.list_topics())
     finally:
         admin.close()
-    assert not {t for t in on_primary if t.startswith(("mm2-", "heartbeats", "mirror.")) or t.endswith(".internal")
-                or "checkpoints" in t}, on_primary
+    assert not {
+        t
+        for t in on_primary
+        if t.startswith(("mm2-", "heartbeats", "mirror.")) or t.endswith(".internal") or "checkpoints" in t
+    }, on_primary
 
 
 def test_on_the_mirror_each_team_reads_only_the_copies_of_its_granted_topics(lab_env, topics):
@@ -195,13 +251,14 @@ def test_on_the_mirror_each_team_reads_only_the_copies_of_its_granted_topics(lab
     copy = f"primary.{topics['api-health']}"
     admin = KafkaAdminClient(bootstrap_servers=mirror, **access.kafka_python("admin", "mirror", lab))
     try:
-        deadline = time.monotonic() + 120           # MirrorMaker looks for new topics every 10 s
+        deadline = time.monotonic() + 120  # MirrorMaker looks for new topics every 10 s
         while copy not in admin.list_topics() and time.monotonic() < deadline:
             time.sleep(2)
     finally:
         admin.close()
-    consumer = KafkaConsumer(bootstrap_servers=mirror, enable_auto_commit=False,
-                             **access.kafka_python("dagger-api-health", "mirror", lab))
+    consumer = KafkaConsumer(
+        bootstrap_servers=mirror, enable_auto_commit=False, **access.kafka_python("dagger-api-health", "mirror", lab)
+    )
     try:
         consumer.assign([TopicPartition(copy, p) for p in range(2)])
         consumer.seek_to_beginning()

@@ -1,6 +1,7 @@
 """The lab, converged for real by the project's playbooks: Kafka primary (three KRaft nodes,
 replication 3, min.insync.replicas 2) and mirror, MirrorMaker, Spark, InfluxDB, PostgreSQL (the job
 registry) and Prometheus under supervisord, idempotent, and down again."""
+
 from __future__ import annotations
 
 import base64
@@ -54,9 +55,9 @@ def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost
     try:
         assert sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"]) == [1, 2, 3]
         topic = f"lab-{uuid.uuid4().hex[:8]}"
-        admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=-1)])   # the broker's default
+        admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=-1)])  # the broker's default
         partitions = []
-        for _ in range(50):                     # the new topic's metadata reaches every broker
+        for _ in range(50):  # the new topic's metadata reaches every broker
             partitions = admin.describe_topics([topic])[0]["partitions"]
             if len(partitions) == 3:
                 break
@@ -64,29 +65,34 @@ def test_the_primary_cluster_has_three_brokers_and_keeps_writes_when_one_is_lost
         assert sorted(len(p["replica_nodes"]) for p in partitions) == [3, 3, 3]
     finally:
         admin.close()
-    ctl = [str(Path(sys.executable).with_name("supervisorctl")), "-c",
-           str(Path(lab_env["DAGGER_LAB_DIR"]) / "supervisor" / "supervisord.conf")]
+    ctl = [
+        str(Path(sys.executable).with_name("supervisorctl")),
+        "-c",
+        str(Path(lab_env["DAGGER_LAB_DIR"]) / "supervisor" / "supervisord.conf"),
+    ]
     subprocess.run([*ctl, "stop", "kafka-primary-2"], check=True, capture_output=True, timeout=120)
     try:
         producer = KafkaProducer(bootstrap_servers=servers, acks="all", retries=10, **login(lab_env))
         for i in range(30):
             producer.send(topic, key=str(i).encode(), value=f"m{i}".encode())
-        producer.flush(timeout=60)      # acks=all: two of three replicas in sync are enough
+        producer.flush(timeout=60)  # acks=all: two of three replicas in sync are enough
         producer.close()
         read = read_topic(servers, topic, 30, 120, **login(lab_env))
         assert sorted(r.value for r in read) == sorted(f"m{i}".encode() for i in range(30))
         # with a second broker gone, one replica is in sync: min.insync.replicas=2 refuses the write
         subprocess.run([*ctl, "stop", "kafka-primary-3"], check=True, capture_output=True, timeout=120)
-        producer = KafkaProducer(bootstrap_servers=bootstrap(0, 1), acks="all", retries=0, request_timeout_ms=5000,
-                                 **login(lab_env))
+        producer = KafkaProducer(
+            bootstrap_servers=bootstrap(0, 1), acks="all", retries=0, request_timeout_ms=5000, **login(lab_env)
+        )
         refused = [producer.send(topic, partition=p, value=b"x") for p in range(3)]
         producer.flush(timeout=30)
         errors = [type(f.exception).__name__ for f in refused if f.failed()]
         producer.close()
         assert "NotEnoughReplicasError" in errors, errors
     finally:
-        subprocess.run([*ctl, "start", "kafka-primary-2", "kafka-primary-3"], check=True, capture_output=True,
-                       timeout=120)
+        subprocess.run(
+            [*ctl, "start", "kafka-primary-2", "kafka-primary-3"], check=True, capture_output=True, timeout=120
+        )
         assert wait_up(lab_env)["up"]
 
 
@@ -113,10 +119,14 @@ def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_th
     producer.flush(timeout=60)
     producer.close()
     # DefaultReplicationPolicy: the mirror's copy is named after its source cluster
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap(1000, 1), auto_offset_reset="earliest",
-                             consumer_timeout_ms=5000, **login(lab_env, "mirror"))
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap(1000, 1),
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+        **login(lab_env, "mirror"),
+    )
     got: dict = {}
-    deadline = time.monotonic() + 120          # MirrorMaker looks for new topics every 10 s
+    deadline = time.monotonic() + 120  # MirrorMaker looks for new topics every 10 s
     while len(got) < len(sent) and time.monotonic() < deadline:
         if f"primary.{topic}" in consumer.topics():
             consumer.subscribe([f"primary.{topic}"])
@@ -131,8 +141,9 @@ def test_mirrormaker_replicates_primary_into_the_mirror_and_writes_nothing_to_th
     finally:
         admin.close()
     # the one-way flow keeps its heartbeats, offset syncs and Connect topics on the mirror
-    assert not {t for t in on_primary if t.startswith(("mm2-", "heartbeats", "mirror.")) or "checkpoints" in t}, \
+    assert not {t for t in on_primary if t.startswith(("mm2-", "heartbeats", "mirror.")) or "checkpoints" in t}, (
         on_primary
+    )
 
 
 APP = """
@@ -153,8 +164,15 @@ spark.stop()
 
 
 # each team's own cluster in blue and green, on base + 2000 or 3000 + 10 x the team's place
-@pytest.mark.parametrize("cluster, team, offset", [("blue", "allocations", 2000), ("green", "allocations", 3000),
-                                                   ("blue", "api-health", 2010), ("green", "api-health", 3010)])
+@pytest.mark.parametrize(
+    "cluster, team, offset",
+    [
+        ("blue", "allocations", 2000),
+        ("green", "allocations", 3000),
+        ("blue", "api-health", 2010),
+        ("green", "api-health", 3010),
+    ],
+)
 def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, team, offset):
     from dagger_runtime.lifecycle import spark as spark_api
     from dagger_runtime.lifecycle.clusters import load_clusters
@@ -163,10 +181,20 @@ def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, t
     spec = load_clusters(str(Path(lab_env["DAGGER_LAB_DIR"]) / "clusters"), team=team)[cluster]
     assert spec.team == team
     name = f"lab-check-{cluster}-{team}-{uuid.uuid4().hex[:6]}"
-    app = subprocess.run([sys.executable, "-c", APP, f"spark://127.0.0.1:{base + offset + 77}", name,
-                          json.dumps(spark_api.auth_conf(spec))],
-                         env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1", **spark_api.client_env(spec)},
-                         capture_output=True, text=True, timeout=300)
+    app = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            APP,
+            f"spark://127.0.0.1:{base + offset + 77}",
+            name,
+            json.dumps(spark_api.auth_conf(spec)),
+        ],
+        env={**lab_env, "SPARK_LOCAL_IP": "127.0.0.1", **spark_api.client_env(spec)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert app.returncode == 0, app.stderr[-3000:]
     assert app.stdout.strip().splitlines()[-1] == str(sum(range(1000)))
     assert spec.web_ui == f"http://127.0.0.1:{base + offset + 80}"
@@ -182,12 +210,15 @@ def test_influxdb_answers_refuses_anonymous_queries_and_has_each_teams_database(
     with urllib.request.urlopen(f"{influx}/ping", timeout=10) as r:
         assert r.status == 204
     query = urllib.parse.urlencode({"q": "SHOW DATABASES"}).encode()
-    with pytest.raises(urllib.error.HTTPError) as anonymous:          # authentication is on
+    with pytest.raises(urllib.error.HTTPError) as anonymous:  # authentication is on
         urllib.request.urlopen(f"{influx}/query", data=query, timeout=10)
     assert anonymous.value.code == 401
     admin = access.influx_password("admin", Path(lab_env["DAGGER_LAB_DIR"]))
-    request = urllib.request.Request(f"{influx}/query", data=query, headers={
-        "Authorization": "Basic " + base64.b64encode(f"admin:{admin}".encode()).decode()})
+    request = urllib.request.Request(
+        f"{influx}/query",
+        data=query,
+        headers={"Authorization": "Basic " + base64.b64encode(f"admin:{admin}".encode()).decode()},
+    )
     with urllib.request.urlopen(request, timeout=10) as r:
         series = json.load(r)["results"][0]["series"]
     assert {("allocations",), ("api-health",)} <= {tuple(v) for v in series[0]["values"]}
@@ -204,13 +235,14 @@ def test_postgresql_logs_in_with_the_registry_url_and_refuses_a_wrong_password(l
     url = url_file.read_text().strip()
     prefix = "postgresql+psycopg://daggers:"
     assert url.startswith(prefix) and url.endswith(f"@127.0.0.1:{port}/daggers")
-    password = urllib.parse.unquote(url[len(prefix):].rpartition("@")[0])
+    password = urllib.parse.unquote(url[len(prefix) :].rpartition("@")[0])
     assert password == (secrets / "postgresql" / "daggers.password").read_text().strip()
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1), connect_timeout=10) as conn:
         assert conn.execute("SELECT current_user, current_database()").fetchone() == ("daggers", "daggers")
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
-        psycopg.connect(host="127.0.0.1", port=port, user="daggers", dbname="daggers",
-                        password=password + "x", connect_timeout=10)
+        psycopg.connect(
+            host="127.0.0.1", port=port, user="daggers", dbname="daggers", password=password + "x", connect_timeout=10
+        )
 
 
 def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_directory(lab_env):
@@ -232,8 +264,10 @@ def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_director
         config = json.load(r)["data"]["yaml"]
     assert "job_name: dagger" in config and f"- {targets_dir}/*.json" in config
     # what the daggers' deploy command writes: one file per dagger (nothing listens on the port)
-    target = {"targets": [f"127.0.0.1:{base + 5999}"], "labels": {"dagger": "lab-check", "team": "lab",
-                                                                  "cluster": "blue"}}
+    target = {
+        "targets": [f"127.0.0.1:{base + 5999}"],
+        "labels": {"dagger": "lab-check", "team": "lab", "cluster": "blue"},
+    }
     (targets_dir / "lab-check.json").write_text(json.dumps([target]))
     try:
         deadline = time.monotonic() + 60
@@ -241,10 +275,20 @@ def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_director
         while not found and time.monotonic() < deadline:
             time.sleep(1)
             with get("/api/v1/targets") as r:
-                found = [t["labels"] for t in json.load(r)["data"]["activeTargets"] if t["labels"].get("dagger")
-                         == "lab-check"]
-        assert found == [{"job": "dagger", "instance": f"127.0.0.1:{base + 5999}", "dagger": "lab-check",
-                          "team": "lab", "cluster": "blue"}]
+                found = [
+                    t["labels"]
+                    for t in json.load(r)["data"]["activeTargets"]
+                    if t["labels"].get("dagger") == "lab-check"
+                ]
+        assert found == [
+            {
+                "job": "dagger",
+                "instance": f"127.0.0.1:{base + 5999}",
+                "dagger": "lab-check",
+                "team": "lab",
+                "cluster": "blue",
+            }
+        ]
     finally:
         (targets_dir / "lab-check.json").unlink()
 
@@ -262,8 +306,9 @@ def test_each_teams_checkpoints_and_specs_are_its_own(lab_env):
             user = pwd.getpwnam(f"dagger-spark-{team}")
             assert stat.S_IMODE(own.st_mode) == mode, (folder, team, oct(own.st_mode))
             # checkpoints: the team's user owns them; specs: root writes, the team's group reads
-            assert (own.st_uid if folder == "checkpoints" else own.st_gid) == \
-                (user.pw_uid if folder == "checkpoints" else user.pw_gid)
+            assert (own.st_uid if folder == "checkpoints" else own.st_gid) == (
+                user.pw_uid if folder == "checkpoints" else user.pw_gid
+            )
 
 
 def test_status_lists_every_component_up(lab_env):
@@ -271,27 +316,30 @@ def test_status_lists_every_component_up(lab_env):
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
     got = {(c["name"], c["address"], c["version"], c["up"]) for c in report["components"]}
-    versions = {c["name"]: c["version"] for c in report["components"] if c["kind"] in
-                ("influxdb", "postgresql", "prometheus")}
+    versions = {
+        c["name"]: c["version"] for c in report["components"] if c["kind"] in ("influxdb", "postgresql", "prometheus")
+    }
     assert set(versions) == {"influxdb", "postgresql", "prometheus"}
-    assert got == {("kafka primary 1", f"127.0.0.1:{PORT_BASE + 192}", "4.3.1", True),
-                   ("kafka primary 2", f"127.0.0.1:{PORT_BASE + 292}", "4.3.1", True),
-                   ("kafka primary 3", f"127.0.0.1:{PORT_BASE + 392}", "4.3.1", True),
-                   ("kafka mirror 1", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
-                   ("mirrormaker primary -> mirror", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
-                   ("spark blue allocations master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
-                   ("spark blue allocations worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
-                   ("spark blue api-health master", f"127.0.0.1:{PORT_BASE + 2087}", "4.0.0", True),
-                   ("spark blue api-health worker", f"127.0.0.1:{PORT_BASE + 2091}", "4.0.0", True),
-                   ("spark green allocations master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
-                   ("spark green allocations worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True),
-                   ("spark green api-health master", f"127.0.0.1:{PORT_BASE + 3087}", "4.0.0", True),
-                   ("spark green api-health worker", f"127.0.0.1:{PORT_BASE + 3091}", "4.0.0", True),
-                   ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
-                   ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
-                   ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True),
-                   ("keycloak", f"127.0.0.1:{PORT_BASE + 4180}", "26.7.3", True),
-                   ("portal", f"127.0.0.1:{PORT_BASE + 4080}", importlib.metadata.version("daggers"), True)}
+    assert got == {
+        ("kafka primary 1", f"127.0.0.1:{PORT_BASE + 192}", "4.3.1", True),
+        ("kafka primary 2", f"127.0.0.1:{PORT_BASE + 292}", "4.3.1", True),
+        ("kafka primary 3", f"127.0.0.1:{PORT_BASE + 392}", "4.3.1", True),
+        ("kafka mirror 1", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
+        ("mirrormaker primary -> mirror", f"127.0.0.1:{PORT_BASE + 1192}", "4.3.1", True),
+        ("spark blue allocations master", f"127.0.0.1:{PORT_BASE + 2077}", "4.0.0", True),
+        ("spark blue allocations worker", f"127.0.0.1:{PORT_BASE + 2081}", "4.0.0", True),
+        ("spark blue api-health master", f"127.0.0.1:{PORT_BASE + 2087}", "4.0.0", True),
+        ("spark blue api-health worker", f"127.0.0.1:{PORT_BASE + 2091}", "4.0.0", True),
+        ("spark green allocations master", f"127.0.0.1:{PORT_BASE + 3077}", "4.0.0", True),
+        ("spark green allocations worker", f"127.0.0.1:{PORT_BASE + 3081}", "4.0.0", True),
+        ("spark green api-health master", f"127.0.0.1:{PORT_BASE + 3087}", "4.0.0", True),
+        ("spark green api-health worker", f"127.0.0.1:{PORT_BASE + 3091}", "4.0.0", True),
+        ("influxdb", f"127.0.0.1:{PORT_BASE + 4086}", versions["influxdb"], True),
+        ("postgresql", f"127.0.0.1:{PORT_BASE + 4432}", versions["postgresql"], True),
+        ("prometheus", f"127.0.0.1:{PORT_BASE + 4090}", versions["prometheus"], True),
+        ("keycloak", f"127.0.0.1:{PORT_BASE + 4180}", "26.7.3", True),
+        ("portal", f"127.0.0.1:{PORT_BASE + 4080}", importlib.metadata.version("daggers"), True),
+    }
     # the Debian packages' own versions, as the servers report them (1.6.7~rc0, 15.18, 2.42.0+ds)
     assert all(re.fullmatch(r"\d+\.\d+\S*", v) for v in versions.values()), versions
     assert all(isinstance(c["pid"], int) and Path(f"/proc/{c['pid']}").exists() for c in report["components"])
@@ -312,6 +360,7 @@ def test_lab_down_stops_everything_and_status_says_down(lab_env):
     assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
     changed = [line.split(": ", 2)[2] for line in up.stdout.splitlines() if line.startswith("  changed: ")]
     assert changed, up.stdout[-3000:]
-    assert [task for task in changed if task != "Start supervisord"
-            and not task.startswith("Make sure it runs for ")] == [], up.stdout[-3000:]
+    assert [
+        task for task in changed if task != "Start supervisord" and not task.startswith("Make sure it runs for ")
+    ] == [], up.stdout[-3000:]
     assert json.loads(lab(["status", "--json"], lab_env).stdout)["up"] is True

@@ -4,6 +4,7 @@ trace; one on the other side of the boundary is counted in its window. Expected 
 computed here from the produced events (plain Python and s2sphere); Spark's own count of rows it
 dropped by the watermark must stay 0 (so LateRows follows Spark's rule: nothing it drops is missed,
 and nothing it would keep is taken away, or the windows would differ)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,8 +39,16 @@ def at(events, minute: float, count: int, seed: int, *, last_ms: int | None = No
 
 
 def expected(events, closed_by: dt.datetime) -> dict:
-    counts = group(events, key=lambda e: (window_end(e["event_timestamp"], 60), e["city_id"],
-                                          s2id(e["lat"], e["long"], 13), e["vehicle_type"]), agg=len)
+    counts = group(
+        events,
+        key=lambda e: (
+            window_end(e["event_timestamp"], 60),
+            e["city_id"],
+            s2id(e["lat"], e["long"], 13),
+            e["vehicle_type"],
+        ),
+        agg=len,
+    )
     return {k: n for k, n in counts.items() if k[0] <= closed_by}
 
 
@@ -52,9 +61,16 @@ def test_a_message_behind_the_watermark_goes_to_the_dead_letters_as_late(kafka_b
     message = dset.message_class(traffic.BOOKING)
     kafka_broker.create_topic(TOPIC, partitions=2)
     out_topic = "late-rows-out"
-    job = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, name="late-rows",
-                   sink={"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
-                                                    "data_type": "JSON"}})
+    job = job_file(
+        tmp_path,
+        "completed_bookings_by_s2.yaml",
+        kafka=kafka_broker,
+        name="late-rows",
+        sink={
+            "type": "kafka",
+            "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic, "data_type": "JSON"},
+        },
+    )
     spec = yaml.safe_load(job.read_text())
     spec["streams"][0]["topics"] = [TOPIC]
     job.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -96,8 +112,10 @@ def test_a_message_behind_the_watermark_goes_to_the_dead_letters_as_late(kafka_b
         headers = {k: v.decode() for k, v in record.headers}
         assert headers["dagger.errors.kind"] == "late"
         assert headers["dagger.errors.reason"].startswith("late: event time 2026-11-22T00:03:")
-        assert "window ending 2026-11-22T00:04:00Z, closed by the watermark 2026-11-22T00:04:00Z" in \
-            headers["dagger.errors.reason"]
+        assert (
+            "window ending 2026-11-22T00:04:00Z, closed by the watermark 2026-11-22T00:04:00Z"
+            in headers["dagger.errors.reason"]
+        )
     # the windows: every closed one, from what was kept and what came on time
     want = expected(kept + on_time, closed_by=T0 + dt.timedelta(minutes=7))
     records = consume_all(kafka_broker, out_topic, expected=len(want))

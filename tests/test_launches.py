@@ -1,6 +1,7 @@
 """The launch ledger a driver keeps in its checkpoint, and the crash loop it shows to the driver's
 metrics, `dagger status`, the registry and the watchdog. Checkpoints are folders laid out as
 Spark writes them (commits/N); the counts are worked out by hand from each test's launches."""
+
 from __future__ import annotations
 
 import json
@@ -18,13 +19,14 @@ def commit(root, batch: int) -> None:
 
 def test_launches_without_a_commit_add_up_and_a_commit_or_a_settled_launch_ends_the_count(tmp_path):
     checkpoint = str(tmp_path / "ck")
-    assert launches.record(checkpoint, now_ms=1_000) == (1_000, 1)     # a first launch, starting
-    assert launches.record(checkpoint, now_ms=2_000) == (2_000, 2)     # the first failed before a batch
+    assert launches.record(checkpoint, now_ms=1_000) == (1_000, 1)  # a first launch, starting
+    assert launches.record(checkpoint, now_ms=2_000) == (2_000, 2)  # the first failed before a batch
     assert crash_loop(checkpoint) is None
     assert launches.record(checkpoint, now_ms=3_000) == (3_000, 3)
     looping = crash_loop(checkpoint)
-    assert looping == ("3 driver launches in a row without a committed batch since 1970-01-01T00:00:01Z "
-                       "(no batch committed yet)")
+    assert looping == (
+        "3 driver launches in a row without a committed batch since 1970-01-01T00:00:01Z (no batch committed yet)"
+    )
     # the third launch gets through: it commits batch 0; the next launch starts from there
     commit(tmp_path / "ck", 0)
     assert crash_loop(checkpoint) is None
@@ -36,7 +38,7 @@ def test_launches_without_a_commit_add_up_and_a_commit_or_a_settled_launch_ends_
     assert launches.record(checkpoint, now_ms=7_000) == (7_000, 2)
     assert launches.record(checkpoint, now_ms=8_000) == (8_000, 3)
     assert crash_loop(checkpoint).endswith("since 1970-01-01T00:00:06Z (the last committed batch is 0)")
-    launches.settle(checkpoint, 123)                   # a launch the ledger does not hold: nothing settles
+    launches.settle(checkpoint, 123)  # a launch the ledger does not hold: nothing settles
     assert launches.record(checkpoint, now_ms=9_000) == (9_000, 4)
 
 
@@ -51,9 +53,11 @@ def test_the_ledger_keeps_its_last_launches_and_skips_what_is_not_one(tmp_path):
     assert len(lines) < 200 and kept == list(range(kept[0], 200)) and 50 <= len(kept) < 100
     assert json.loads(lines[0]) == {"at_ms": kept[0], "committed": -1}
     with open(root / launches.LAUNCHES_FILE, "a") as f:
-        f.write('{"at_ms": 1e17, "committed": -1}\n{"at_ms": true, "committed": -1}\n'
-                '{"settled": 7}\n[1, 2]\n{"at_ms": 99, "comm')      # not launches; a driver killed mid-write
-    assert launches.record(str(root), now_ms=300) == (300, 1)           # the last launch before settled
+        f.write(
+            '{"at_ms": 1e17, "committed": -1}\n{"at_ms": true, "committed": -1}\n'
+            '{"settled": 7}\n[1, 2]\n{"at_ms": 99, "comm'
+        )  # not launches; a driver killed mid-write
+    assert launches.record(str(root), now_ms=300) == (300, 1)  # the last launch before settled
     assert [e["at_ms"] for e in launches.parse((root / launches.LAUNCHES_FILE).read_text())][-2:] == [199, 300]
 
 
@@ -62,7 +66,7 @@ def test_a_ledger_that_cannot_be_written_is_said_and_never_stops_the_driver(tmp_
 
     blocked = tmp_path / "ck"
     blocked.mkdir()
-    (blocked / launches.LAUNCHES_FILE).mkdir()          # where the file should be: a folder
+    (blocked / launches.LAUNCHES_FILE).mkdir()  # where the file should be: a folder
     out = io.StringIO()
     assert launches.record(str(blocked), out=out) is None
     assert launches.settle(str(blocked), 1, out=out) is False
@@ -106,12 +110,14 @@ def test_a_ledger_a_team_made_hostile_neither_blocks_nor_breaks_the_tooling(tmp_
             os.mkfifo(ledger)
         elif kind == "folder":
             ledger.mkdir()
-        elif kind == "huge":         # 3 launches in its last lines, after 8 MB of anything
-            ledger.write_text("x" * 8_000_000 + "\n" + "".join(
-                json.dumps({"at_ms": i, "committed": -1}) + "\n" for i in (1, 2, 3)))
+        elif kind == "huge":  # 3 launches in its last lines, after 8 MB of anything
+            ledger.write_text(
+                "x" * 8_000_000 + "\n" + "".join(json.dumps({"at_ms": i, "committed": -1}) + "\n" for i in (1, 2, 3))
+            )
         else:
-            ledger.write_text("".join(json.dumps({"at_ms": t, "committed": -1}) + "\n"
-                                      for t in (10 ** 17, 2 ** 70, -5, 1.5, True)))
+            ledger.write_text(
+                "".join(json.dumps({"at_ms": t, "committed": -1}) + "\n" for t in (10**17, 2**70, -5, 1.5, True))
+            )
         started = time.monotonic()
         found = crash_loop(str(root))
         assert time.monotonic() - started < 2, kind

@@ -1,6 +1,7 @@
 """The checkpoint's lease and fence (dagger_runtime/lease.py): one writer per checkpoint, a standby
 that takes over the moment the writer's process dies, and drivers of a replaced version that never
 write. Real processes and real flock: the holder is another Python process, killed with SIGKILL."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ time.sleep(600)
 
 
 def _holder_process(checkpoint: Path, version: int = 1) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(checkpoint), str(version)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(checkpoint), str(version)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -55,8 +57,13 @@ def test_a_standby_waits_warm_while_the_driver_lives_and_takes_over_when_it_is_k
     warmed, result = [], {}
 
     def standby():
-        result["lease"] = lease.take(str(checkpoint), version=1, master="spark://green:7077",
-                                     warm=lambda: warmed.append(time.monotonic()), out=open(os.devnull, "w"))
+        result["lease"] = lease.take(
+            str(checkpoint),
+            version=1,
+            master="spark://green:7077",
+            warm=lambda: warmed.append(time.monotonic()),
+            out=open(os.devnull, "w"),
+        )
         result["at"] = time.monotonic()
 
     thread = threading.Thread(target=standby, daemon=True)
@@ -171,8 +178,13 @@ def test_the_tooling_fences_no_other_teams_checkpoint_through_a_link_in_the_team
         lease.fence(str(tmp_path / "elsewhere" / "v1"), 9, within=str(root))
 
 
-ORDER = {"version": 2, "spec": "/specs/surge.v2.yaml", "checkpoint": "/cp/surge/v2",
-         "starting": {"data_stream": {"startingTimestamp": "1700000000000"}}, "emit_after_ms": 1700000060000}
+ORDER = {
+    "version": 2,
+    "spec": "/specs/surge.v2.yaml",
+    "checkpoint": "/cp/surge/v2",
+    "starting": {"data_stream": {"startingTimestamp": "1700000000000"}},
+    "emit_after_ms": 1700000060000,
+}
 
 
 def test_a_fenced_standby_never_takes_the_old_checkpoint_and_follows_the_handoff(tmp_path, monkeypatch):
@@ -184,8 +196,15 @@ def test_a_fenced_standby_never_takes_the_old_checkpoint_and_follows_the_handoff
 
     def standby():
         try:
-            lease.take(str(checkpoint), version=1, master="green", standby=True, warm=lambda: None,
-                       out=open(os.devnull, "w"), poll_s=0.05)
+            lease.take(
+                str(checkpoint),
+                version=1,
+                master="green",
+                standby=True,
+                warm=lambda: None,
+                out=open(os.devnull, "w"),
+                poll_s=0.05,
+            )
         except BaseException as e:  # noqa: BLE001 - the thread's outcome is the test's
             result["raised"] = e
 
@@ -196,7 +215,7 @@ def test_a_fenced_standby_never_takes_the_old_checkpoint_and_follows_the_handoff
         assert lease.fence(str(checkpoint), 2)
         proc.kill()
         proc.wait()
-        for _ in range(20):             # the old driver is gone; the standby, fenced, keeps off
+        for _ in range(20):  # the old driver is gone; the standby, fenced, keeps off
             time.sleep(0.05)
             assert lease.held(str(checkpoint)) is False
         assert thread.is_alive() and "raised" not in result
@@ -250,9 +269,9 @@ def test_the_handoff_is_written_like_the_fence_and_read_only_as_a_small_regular_
     assert lease.hand_off(str(checkpoint), ORDER)
     assert victim.read_text() == "keep\n" and not (checkpoint / lease.HANDOFF_FILE).is_symlink()
     assert lease.read_handoff(checkpoint, 1) == ORDER
-    assert lease.read_handoff(checkpoint, 2) is None           # not later than the reader's version
+    assert lease.read_handoff(checkpoint, 2) is None  # not later than the reader's version
     (checkpoint / lease.HANDOFF_FILE).write_text(json.dumps({**ORDER, "pad": "x" * 10000}))
-    assert lease.read_handoff(checkpoint, 1) is None           # too big to be the tooling's
+    assert lease.read_handoff(checkpoint, 1) is None  # too big to be the tooling's
     (checkpoint / lease.HANDOFF_FILE).unlink()
     (checkpoint / lease.HANDOFF_FILE).symlink_to(victim)
     assert lease.read_handoff(checkpoint, 1) is None

@@ -1,6 +1,7 @@
 """The daggers' lifecycle on the lab: deploy to a Spark standalone cluster, edit keeping the state,
 edit with a query change that cannot keep it, stop, list, and the registry's history (in the
 lab's PostgreSQL). Results are compared with counts computed here from the produced events."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -32,8 +33,16 @@ def bootstrap(port_base: int) -> str:
 
 def closed(events, window_s: int, watermark: dt.datetime) -> dict:
     completed = [e for e in events if e["status"] == "COMPLETED"]
-    counts = group(completed, key=lambda e: (window_end(e["event_timestamp"], window_s), e["city_id"],
-                                             s2id(e["lat"], e["long"], 13), e["vehicle_type"]), agg=len)
+    counts = group(
+        completed,
+        key=lambda e: (
+            window_end(e["event_timestamp"], window_s),
+            e["city_id"],
+            s2id(e["lat"], e["long"], 13),
+            e["vehicle_type"],
+        ),
+        agg=len,
+    )
     return {k: n for k, n in counts.items() if k[0] <= watermark}
 
 
@@ -68,14 +77,25 @@ def setup(lab_env, tmp_path_factory):
     lab_dir = Path(lab_env["DAGGER_LAB_DIR"])
     login = access.kafka_python("admin", lab=lab_dir)
     admin = KafkaAdminClient(bootstrap_servers=servers, **login)
-    admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=3) for t in topics] +
-                        [NewTopic(t, num_partitions=1, replication_factor=3) for t in outs])
+    admin.create_topics(
+        [NewTopic(t, num_partitions=2, replication_factor=3) for t in topics]
+        + [NewTopic(t, num_partitions=1, replication_factor=3) for t in outs]
+    )
     admin.close()
-    env = {"DAGGER_CLUSTERS": str(lab_dir / "clusters"),
-           "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
-           **access.team_env("allocations", lab=lab_dir)}
-    return {"servers": servers, "topics": topics, "outs": outs, "env": env, "name": f"surge-{run_id}",
-            "dir": tmp_path_factory.mktemp("lifecycle"), "admin": login}
+    env = {
+        "DAGGER_CLUSTERS": str(lab_dir / "clusters"),
+        "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
+        **access.team_env("allocations", lab=lab_dir),
+    }
+    return {
+        "servers": servers,
+        "topics": topics,
+        "outs": outs,
+        "env": env,
+        "name": f"surge-{run_id}",
+        "dir": tmp_path_factory.mktemp("lifecycle"),
+        "admin": login,
+    }
 
 
 def spec(setup, version: int, *, window_s: int = 60, parallelism: int = 2) -> Path:
@@ -83,14 +103,24 @@ def spec(setup, version: int, *, window_s: int = 60, parallelism: int = 2) -> Pa
     job["name"] = setup["name"]
     job["description"] = f"version {version}"
     job["streams"][0]["topics"] = setup["topics"]
-    job["streams"][0]["kafka"].update(bootstrap_servers=setup["servers"], auto_offset_reset="earliest",
-                                      group_id=f"dagger-allocations--{setup['name']}",
-                                      client=access.team_client("allocations"))
+    job["streams"][0]["kafka"].update(
+        bootstrap_servers=setup["servers"],
+        auto_offset_reset="earliest",
+        group_id=f"dagger-allocations--{setup['name']}",
+        client=access.team_client("allocations"),
+    )
     job["dead_letter_topic"] = f"allocations-{setup['name']}-dlq"
     job["sql"] = job["sql"].replace("INTERVAL '60' SECOND", f"INTERVAL '{window_s}' SECOND")
     job["parallelism"] = parallelism
-    job["sink"] = {"type": "kafka", "kafka": {"brokers": setup["servers"], "topic": setup["outs"][version - 1],
-                                              "data_type": "JSON", "client": access.team_client("allocations")}}
+    job["sink"] = {
+        "type": "kafka",
+        "kafka": {
+            "brokers": setup["servers"],
+            "topic": setup["outs"][version - 1],
+            "data_type": "JSON",
+            "client": access.team_client("allocations"),
+        },
+    }
     path = setup["dir"] / f"v{version}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     return path
@@ -118,7 +148,7 @@ def test_deploy_edit_and_stop_keep_every_result_once_and_the_registry_holds_the_
 
     # deploy: the job's own start (earliest); the first window rows arrive, timed
     deployed = dagger(setup, "deploy", str(spec(setup, 1)), "--cluster", "blue", "--wait", "--as", "ana")
-    print(deployed.stdout)       # the deploy-to-first-row time, in the test's output
+    print(deployed.stdout)  # the deploy-to-first-row time, in the test's output
     assert re.search(r"first result row written [\d.]+ s after", deployed.stdout)
     want_1 = closed(first, 60, watermark_of(first))
     got_1 = read_results(setup, setup["outs"][0], len(want_1))
@@ -198,21 +228,24 @@ def test_a_driver_that_fails_at_every_start_is_a_crash_loop_in_status_and_the_re
 
     crashing = {**setup, "name": f"{setup['name']}-loop"}
     job = yaml.safe_load(spec(crashing, 1, parallelism=1).read_text())
-    job["sink"] = {"type": "log"}              # its results go nowhere another test reads
+    job["sink"] = {"type": "log"}  # its results go nowhere another test reads
     path = setup["dir"] / "crash-loop.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     deployed = dagger(crashing, "deploy", str(path), "--cluster", "blue", "--as", "crash-test", "--json")
     data = json.loads(deployed.stdout)
     squatter = socket.socket()
     squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    squatter.bind(("127.0.0.1", data["metrics_port"]))      # before the driver's first launch binds it
+    squatter.bind(("127.0.0.1", data["metrics_port"]))  # before the driver's first launch binds it
     squatter.listen()
     try:
         wait_for_status(crashing, "CRASH_LOOP", timeout_s=420)
         history = json.loads(dagger(crashing, "history", crashing["name"], "--json").stdout)
         looped = [e for e in history["events"] if e["status"] == "CRASH_LOOP"]
-        assert looped and re.fullmatch(r"[3-9] driver launches in a row without a committed batch since \S+Z "
-                                       r"\(no batch committed yet\)", looped[-1]["detail"]), looped
+        assert looped and re.fullmatch(
+            r"[3-9] driver launches in a row without a committed batch since \S+Z "
+            r"\(no batch committed yet\)",
+            looped[-1]["detail"],
+        ), looped
         # the driver's own log says why each launch ended
         logs = dagger(crashing, "logs", crashing["name"]).stdout
         assert "Address already in use" in logs and "a crash loop" in logs, logs[-3000:]

@@ -1,6 +1,7 @@
 """The lifecycle's parts without a cluster: the registry on SQLite and on a real PostgreSQL, when an
 edit can keep its checkpoint, the committed offsets read from a checkpoint written the way Spark
 writes it, start positions, cluster definitions and the spark-submit command line."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -24,30 +25,55 @@ from tests.kafka_jobs import EXAMPLES
 SURGE = EXAMPLES / "completed_bookings_by_s2.yaml"
 
 
-def record(reg: Registry, name="surge", cluster="blue", actor="ana", action="deploy", spec="a", key="k1",
-           checkpoint="/ck/surge/v1", port=9500, driver="driver-20261123000000-0000") -> int:
-    return reg.record_version(name=name, team="allocations", cluster=cluster, spec=spec, spec_format=".yaml",
-                              spec_digest="d", state_key=key, checkpoint=checkpoint, start="from earliest",
-                              actor=actor, submission_id=driver, metrics_port=port, action=action)
+def record(
+    reg: Registry,
+    name="surge",
+    cluster="blue",
+    actor="ana",
+    action="deploy",
+    spec="a",
+    key="k1",
+    checkpoint="/ck/surge/v1",
+    port=9500,
+    driver="driver-20261123000000-0000",
+) -> int:
+    return reg.record_version(
+        name=name,
+        team="allocations",
+        cluster=cluster,
+        spec=spec,
+        spec_format=".yaml",
+        spec_digest="d",
+        state_key=key,
+        checkpoint=checkpoint,
+        start="from earliest",
+        actor=actor,
+        submission_id=driver,
+        metrics_port=port,
+        action=action,
+    )
 
 
 def exercise(reg: Registry) -> None:
     assert record(reg) == 1
     assert record(reg, actor="ben", action="edit", spec="b") == 2
     assert reg.record_status("surge", "RUNNING", actor="status") is True
-    assert reg.record_status("surge", "RUNNING", actor="status") is False      # only changes are history
+    assert reg.record_status("surge", "RUNNING", actor="status") is False  # only changes are history
     assert reg.record_status("surge", "STOPPED", actor="ana", action="stop") is True
     current = reg.get("surge")
     assert (current.version, current.status, current.running) == (2, "STOPPED", False)
     assert [v.deployed_by for v in reg.versions("surge")] == ["ana", "ben"]
     assert reg.version("surge").spec == "b" and reg.version("surge", 1).spec == "a"
     assert [(e.actor, e.action, e.status) for e in reg.history("surge")] == [
-        ("ana", "deploy", "SUBMITTED"), ("ben", "edit", "SUBMITTED"), ("status", "status", "RUNNING"),
-        ("ana", "stop", "STOPPED")]
+        ("ana", "deploy", "SUBMITTED"),
+        ("ben", "edit", "SUBMITTED"),
+        ("status", "status", "RUNNING"),
+        ("ana", "stop", "STOPPED"),
+    ]
     record(reg, name="supply", cluster="green", port=9501)
     assert [d.name for d in reg.list()] == ["supply", "surge"]
     assert [d.name for d in reg.list("green")] == ["supply"]
-    assert reg.ports_in_use("green") == {9501} and reg.ports_in_use("blue") == set()   # stopped frees its port
+    assert reg.ports_in_use("green") == {9501} and reg.ports_in_use("blue") == set()  # stopped frees its port
     assert reg.get("nothing") is None
 
 
@@ -80,10 +106,11 @@ def test_the_registry_reconnects_after_postgresql_drops_its_connections(postgres
     password = urllib.parse.quote(postgres.password, safe="")
     reg = Registry(f"postgresql+psycopg://{SUPERUSER}:{password}@127.0.0.1:{postgres.port}/registry_reconnect")
     exercise(reg)
-    assert [d.name for d in reg.list()] == ["supply", "surge"]          # a pooled connection now
+    assert [d.name for d in reg.list()] == ["supply", "surge"]  # a pooled connection now
     with postgres.connect("postgres") as conn:
-        ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                             "WHERE datname = 'registry_reconnect'").fetchone()[0]
+        ended = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = 'registry_reconnect'"
+        ).fetchone()[0]
     assert ended >= 1
     assert [d.name for d in reg.list()] == ["supply", "surge"]
 
@@ -136,17 +163,23 @@ def spark_checkpoint(root, batches: dict[int, list[dict]], committed: list[int])
     (root / "commits").mkdir()
     for batch, sources in batches.items():
         meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1795440000000, "conf": {}}
-        (root / "offsets" / str(batch)).write_text("\n".join(["v1", json.dumps(meta)] + [json.dumps(s) for s in sources]))
+        (root / "offsets" / str(batch)).write_text(
+            "\n".join(["v1", json.dumps(meta)] + [json.dumps(s) for s in sources])
+        )
     for batch in committed:
         (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
 
 
 def test_committed_offsets_are_those_of_the_last_batch_whose_results_were_stored(tmp_path):
-    spark_checkpoint(tmp_path / "ck", {
-        4: [{"rides": {"0": 10, "1": 12}}],
-        5: [{"rides": {"0": 20, "1": 25}}],
-        6: [{"rides": {"0": 30, "1": 31}}],      # planned, not committed: it will be replayed
-    }, committed=[4, 5])
+    spark_checkpoint(
+        tmp_path / "ck",
+        {
+            4: [{"rides": {"0": 10, "1": 12}}],
+            5: [{"rides": {"0": 20, "1": 25}}],
+            6: [{"rides": {"0": 30, "1": 31}}],  # planned, not committed: it will be replayed
+        },
+        committed=[4, 5],
+    )
     assert committed_offsets(str(tmp_path / "ck")) == [{"rides": {"0": 20, "1": 25}}]
     plan = plan_of(tmp_path, streams=lambda s: [{**s[0], "topics": ["rides"]}])
     options = starting_options(Start("committed"), plan.job.streams, committed_offsets(str(tmp_path / "ck")))
@@ -170,17 +203,27 @@ def test_start_positions():
     assert at.timestamp_ms == int(dt.datetime(2026, 11, 23, 10, tzinfo=dt.timezone.utc).timestamp() * 1000)
     assert str(at) == "from 2026-11-23T10:00:00Z"
     assert parse_start("1795440000000") == Start("timestamp", 1795440000000)
-    for bad, message in (("yesterday", "expected committed, earliest, latest"),
-                         ("2026-11-23T10:00:00", "give the time zone")):
+    for bad, message in (
+        ("yesterday", "expected committed, earliest, latest"),
+        ("2026-11-23T10:00:00", "give the time zone"),
+    ):
         with pytest.raises(DaggerError, match=message):
             parse_start(bad)
 
 
 def write_cluster(folder, name="blue", file=None, **changes):
     folder.mkdir(exist_ok=True)
-    data = {"name": name, "master": "spark://127.0.0.1:7077", "web_ui": "http://127.0.0.1:8080",
-            "python": "/opt/daggers/venv/bin/python", "jvm_dir": "/opt/daggers/jvm", "checkpoint_root": "/ck",
-            "spec_dir": "/specs", "metrics_ports": [9500, 9599], **changes}
+    data = {
+        "name": name,
+        "master": "spark://127.0.0.1:7077",
+        "web_ui": "http://127.0.0.1:8080",
+        "python": "/opt/daggers/venv/bin/python",
+        "jvm_dir": "/opt/daggers/jvm",
+        "checkpoint_root": "/ck",
+        "spec_dir": "/specs",
+        "metrics_ports": [9500, 9599],
+        **changes,
+    }
     (folder / (file or f"{name}.json")).write_text(json.dumps(data))
 
 
@@ -189,18 +232,28 @@ def test_a_name_holding_a_cluster_per_team_gives_each_team_its_own(tmp_path):
 
     for name, port in (("blue", 7077), ("green", 8077)):
         for i, team in enumerate(("allocations", "api-health")):
-            write_cluster(tmp_path, name, file=f"{name}.{team}.json", team=team,
-                          master=f"spark://127.0.0.1:{port + 10 * i}", checkpoint_root=f"/ck/{team}")
+            write_cluster(
+                tmp_path,
+                name,
+                file=f"{name}.{team}.json",
+                team=team,
+                master=f"spark://127.0.0.1:{port + 10 * i}",
+                checkpoint_root=f"/ck/{team}",
+            )
     folder = str(tmp_path)
     assert cluster_names(folder) == ["blue", "green"]
     assert get_cluster("blue", folder, team="api-health").master == "spark://127.0.0.1:7087"
     assert get_cluster("green", folder, team="allocations").checkpoint_root == "/ck/allocations"
     assert {n: c.master for n, c in load_clusters(folder, team="allocations").items()} == {
-        "blue": "spark://127.0.0.1:7077", "green": "spark://127.0.0.1:8077"}
+        "blue": "spark://127.0.0.1:7077",
+        "green": "spark://127.0.0.1:8077",
+    }
     assert [c.team for c in members("blue", folder)] == ["allocations", "api-health"]
     # a team without a cluster there, or a dagger without a team, is told whose clusters it holds
-    with pytest.raises(DaggerError, match="cluster blue has no Spark cluster for team growth; "
-                                          "it holds the clusters of: allocations, api-health"):
+    with pytest.raises(
+        DaggerError,
+        match="cluster blue has no Spark cluster for team growth; it holds the clusters of: allocations, api-health",
+    ):
         get_cluster("blue", folder, team="growth")
     with pytest.raises(DaggerError, match="for a dagger without a team"):
         get_cluster("blue", folder)
@@ -220,11 +273,13 @@ def test_a_name_holding_a_cluster_per_team_gives_each_team_its_own(tmp_path):
 def test_cluster_definitions_are_checked_field_by_field(tmp_path):
     write_cluster(tmp_path / "ok")
     assert load_clusters(str(tmp_path / "ok"))["blue"].metrics_ports == (9500, 9599)
-    cases = [({"master": "spark://127.0.0.1:7077\nspark.x=1"}, "master"),
-             ({"python": "python3"}, "python: Value error, must be an absolute path"),
-             ({"metrics_ports": [80, 90]}, "metrics_ports"),
-             ({"spark_home": "/opt/spark\n"}, "control characters"),
-             ({"surprise": 1}, "surprise: Extra inputs are not permitted")]
+    cases = [
+        ({"master": "spark://127.0.0.1:7077\nspark.x=1"}, "master"),
+        ({"python": "python3"}, "python: Value error, must be an absolute path"),
+        ({"metrics_ports": [80, 90]}, "metrics_ports"),
+        ({"spark_home": "/opt/spark\n"}, "control characters"),
+        ({"surprise": 1}, "surprise: Extra inputs are not permitted"),
+    ]
     for i, (changes, message) in enumerate(cases):
         folder = tmp_path / f"bad{i}"
         write_cluster(folder, **changes)
@@ -235,9 +290,15 @@ def test_cluster_definitions_are_checked_field_by_field(tmp_path):
 def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_path):
     write_cluster(tmp_path)
     cluster = load_clusters(str(tmp_path))["blue"]
-    argv = submit_argv(cluster, name="surge", spec_path="/specs/surge/v1.yaml", checkpoint="/ck/surge/v1",
-                       metrics_port=9500, parallelism=2,
-                       starting={"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}})
+    argv = submit_argv(
+        cluster,
+        name="surge",
+        spec_path="/specs/surge/v1.yaml",
+        checkpoint="/ck/surge/v1",
+        metrics_port=9500,
+        parallelism=2,
+        starting={"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}},
+    )
     assert argv[argv.index("--deploy-mode") + 1] == "cluster" and "--supervise" in argv
     assert argv[argv.index("--class") + 1] == "org.apache.spark.deploy.PythonRunner"
     jars = argv[argv.index("--jars") + 1].split(",")
@@ -248,7 +309,7 @@ def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_p
     # after the primary jar: PythonRunner's script and (empty) py-files, then the dagger's own arguments
     script = argv.index(jars[-1]) + 1
     assert argv[script].endswith("dagger_runtime/driver.py") and argv[script + 1] == ""
-    tail = argv[script + 2:]
+    tail = argv[script + 2 :]
     assert tail[:3] == ["/opt/daggers/jvm", "run", "/specs/surge/v1.yaml"]
     assert tail[tail.index("--checkpoint") + 1] == "/ck/surge/v1"
     assert json.loads(tail[tail.index("--starting") + 1]) == {"data_stream": {"startingOffsets": '{"rides":{"0":20}}'}}
@@ -260,19 +321,28 @@ def test_a_deployed_spec_may_name_only_its_teams_secrets(monkeypatch):
     monkeypatch.setenv("DAGGER_SECRET_FRAUD__PG", "pw")
     monkeypatch.setenv("DAGGER_REGISTRY_URL", "postgresql://u:registry-pw@h/db")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
-    assert referenced_env("password: ${DAGGER_SECRET_FRAUD__PG}\n# $${NOT_A_REF}", "fraud") == ("DAGGER_SECRET_FRAUD__PG",)
-    for text, team in (("password: ${DAGGER_REGISTRY_URL}", "fraud"), ("password: ${AWS_SECRET_ACCESS_KEY}", None),
-                       ("password: ${DAGGER_SECRET_FRAUD__PG}", None),        # no team: no secret at all
-                       ("password: ${DAGGER_SECRET_FRAUD__PG}", "growth"),     # another team's secret
-                       # team api may not name team api-health's secrets
-                       ("password: ${DAGGER_SECRET_API_HEALTH__PG}", "api"), ("password: ${DAGGER_SECRET_API_X}", "api"),
-                       ("# a comment: ${HOME}", "fraud"), ("password: ${DAGGER_SECRET_FRAUD__}", "fraud")):
+    assert referenced_env("password: ${DAGGER_SECRET_FRAUD__PG}\n# $${NOT_A_REF}", "fraud") == (
+        "DAGGER_SECRET_FRAUD__PG",
+    )
+    for text, team in (
+        ("password: ${DAGGER_REGISTRY_URL}", "fraud"),
+        ("password: ${AWS_SECRET_ACCESS_KEY}", None),
+        ("password: ${DAGGER_SECRET_FRAUD__PG}", None),  # no team: no secret at all
+        ("password: ${DAGGER_SECRET_FRAUD__PG}", "growth"),  # another team's secret
+        # team api may not name team api-health's secrets
+        ("password: ${DAGGER_SECRET_API_HEALTH__PG}", "api"),
+        ("password: ${DAGGER_SECRET_API_X}", "api"),
+        ("# a comment: ${HOME}", "fraud"),
+        ("password: ${DAGGER_SECRET_FRAUD__}", "fraud"),
+    ):
         with pytest.raises(DaggerError, match="only refer to its team's secrets"):
             referenced_env(text, team)
     # a YAML escape hides the reference from the text but not from the loader, which resolves it
-    escaped = ("name: x\nteam: fraud\nstreams: []\nsql: SELECT 1\n"
-               'sink: {type: influx, influx: {url: "http://127.0.0.1:9", db_name: d, measurement_name: m, '
-               'password: "\\x24{DAGGER_REGISTRY_URL}"}}\n')
+    escaped = (
+        "name: x\nteam: fraud\nstreams: []\nsql: SELECT 1\n"
+        'sink: {type: influx, influx: {url: "http://127.0.0.1:9", db_name: d, measurement_name: m, '
+        'password: "\\x24{DAGGER_REGISTRY_URL}"}}\n'
+    )
     assert "${DAGGER_REGISTRY_URL}" not in escaped
     with pytest.raises(DaggerError, match=r"\$\{DAGGER_REGISTRY_URL\}"):
         referenced_env(escaped, "fraud")
@@ -293,7 +363,7 @@ def test_a_team_deploys_only_to_its_cluster_and_keeps_its_names(tmp_path):
     plan = plan_of(tmp_path / "jobs", team="allocations")
     with pytest.raises(DaggerError, match="cluster fraud-eu belongs to team fraud; the job's team is allocations"):
         _check_team(plan, fraud, None)
-    _check_team(plan, shared, None)                     # a cluster without a team takes any
+    _check_team(plan, shared, None)  # a cluster without a team takes any
     reg = Registry(f"sqlite:///{tmp_path}/r.db")
     record(reg, name=plan.job.name)
     reg.record_status(plan.job.name, "STOPPED", actor="x", action="stop")
@@ -348,8 +418,9 @@ def unvalidated(monkeypatch):
     monkeypatch.setattr(operations, "load_spec", lambda path: (plan_job(load_job(path)), Path(path).read_text()))
 
 
-def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(tmp_path, monkeypatch,
-                                                                                      fake_master):
+def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_submitted(
+    tmp_path, monkeypatch, fake_master
+):
     """A standalone master leaves an application that no worker can hold WAITING, without a word: the
     dagger would never start (seen when a drill deployed onto the busy demo lab)."""
     from dagger_runtime.lifecycle import operations
@@ -357,8 +428,9 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
 
     unvalidated(monkeypatch)
     state, url = fake_master
-    state["workers"] = [{"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608,
-                         "webuiaddress": "http://127.0.0.1:1"}]
+    state["workers"] = [
+        {"id": "worker-1", "state": "ALIVE", "coresfree": 1, "memoryfree": 4608, "webuiaddress": "http://127.0.0.1:1"}
+    ]
     submitted = []
     monkeypatch.setattr(spark_api, "submit", lambda *a, **k: submitted.append(a) or "driver-x")
     write_cluster(tmp_path / "clusters", web_ui=url)
@@ -370,8 +442,9 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
     assert "the workers have 1 core and 4.5 GB free" in message
     assert submitted == [] and registry.get(load_job(SURGE).name) is None
     # with room (a second worker holding the executor), the same deploy reaches spark-submit
-    state["workers"].append({"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024,
-                             "webuiaddress": "http://127.0.0.1:1"})
+    state["workers"].append(
+        {"id": "worker-2", "state": "ALIVE", "coresfree": 2, "memoryfree": 1024, "webuiaddress": "http://127.0.0.1:1"}
+    )
     state["aliveworkers"] = 2
     monkeypatch.setattr(operations, "_write_target", lambda *a, **k: None)
     operations.deploy(registry, str(SURGE), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
@@ -387,7 +460,7 @@ def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_los
 
     state, url = fake_master
     write_cluster(tmp_path / "clusters", web_ui=url)
-    with socket.socket() as s:              # a port nothing listens on: the dagger's silent /metrics
+    with socket.socket() as s:  # a port nothing listens on: the dagger's silent /metrics
         s.bind(("127.0.0.1", 0))
         silent = s.getsockname()[1]
     registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
@@ -397,15 +470,26 @@ def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_los
     registry.record_status("known", "RUNNING", actor="status")
     # the master knows one of the two drivers: that one stays as the master says
     state["activedrivers"] = [{"id": "driver-20261123000000-0000", "state": "RUNNING", "worker": "w"}]
-    record(registry, name="known", action="edit", checkpoint="/ck/known/v2", port=silent, driver="driver-20261123000000-0000")
-    record(registry, name="gone", action="edit", checkpoint="/ck/gone/v2", port=silent, driver="driver-20261123000000-0009")
+    record(
+        registry,
+        name="known",
+        action="edit",
+        checkpoint="/ck/known/v2",
+        port=silent,
+        driver="driver-20261123000000-0000",
+    )
+    record(
+        registry, name="gone", action="edit", checkpoint="/ck/gone/v2", port=silent, driver="driver-20261123000000-0009"
+    )
     out = operations.status(registry, None, actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert registry.get("gone").status == "LOST" and not registry.get("gone").running
     assert "does not know driver driver-20261123000000-0009" in registry.history("gone")[-1].detail
     assert registry.get("known").running
     assert {r["dagger"]: r["status"] for r in out.data["daggers"]}["gone"] == "LOST"
     # a master that is not ALIVE (restarting, standby) proves nothing: no change is recorded
-    record(registry, name="gone", action="edit", checkpoint="/ck/gone/v3", port=silent, driver="driver-20261123000000-0010")
+    record(
+        registry, name="gone", action="edit", checkpoint="/ck/gone/v3", port=silent, driver="driver-20261123000000-0010"
+    )
     state["status"] = "RECOVERING"
     operations.status(registry, "gone", actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert registry.get("gone").running
@@ -424,8 +508,9 @@ def test_daggers_deployed_at_once_to_one_cluster_get_different_metrics_ports(tmp
 
     unvalidated(monkeypatch)
     state, url = fake_master
-    state["workers"] = [{"id": "w", "state": "ALIVE", "coresfree": 64, "memoryfree": 65536,
-                         "webuiaddress": "http://127.0.0.1:1"}]
+    state["workers"] = [
+        {"id": "w", "state": "ALIVE", "coresfree": 64, "memoryfree": 65536, "webuiaddress": "http://127.0.0.1:1"}
+    ]
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
@@ -445,7 +530,7 @@ def test_daggers_deployed_at_once_to_one_cluster_get_different_metrics_ports(tmp
     def deploy(path):
         try:
             operations.deploy(registry, str(path), "blue", actor="ana", clusters_dir=str(tmp_path / "clusters"))
-        except Exception as e:      # noqa: BLE001 - reported below
+        except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
     try:
@@ -475,7 +560,7 @@ def test_a_checkpoint_is_read_without_following_a_teams_symbolic_links(tmp_path)
     ck = tmp_path / "team" / "ck"
     spark_checkpoint(ck, {0: [{"rides": {"0": 5}}]}, committed=[0, 1])
     (ck / "commits" / "1").write_text("v1\n{}")
-    os.symlink(secret, ck / "offsets" / "1")            # the team's link to a file only root reads
+    os.symlink(secret, ck / "offsets" / "1")  # the team's link to a file only root reads
     for folder in (tmp_path / "team", ck, ck / "offsets"):
         os.chown(folder, team.pw_uid, team.pw_gid)
     with pytest.raises(DaggerError, match="is a symbolic link in a folder others than root may write") as e:
@@ -501,8 +586,7 @@ def test_a_checkpoint_is_read_without_following_a_teams_symbolic_links(tmp_path)
     assert "s3cr3t" not in str(e.value)
 
 
-def test_a_driver_the_master_calls_running_but_that_keeps_failing_before_a_batch_is_a_crash_loop(
-        tmp_path, fake_master):
+def test_a_driver_the_master_calls_running_but_that_keeps_failing_before_a_batch_is_a_crash_loop(tmp_path, fake_master):
     """--supervise restarts a failing driver as often as it fails and the master says RUNNING all
     along (a drill saw 16 launches and a registry saying RUNNING): the checkpoint's launch ledger
     says otherwise, and status records it, with why, until a batch is committed."""
@@ -518,14 +602,15 @@ def test_a_driver_the_master_calls_running_but_that_keeps_failing_before_a_batch
     for at in (1_000, 2_000):
         launches.record(str(checkpoint), now_ms=at)
     operations.status(registry, "surge", actor="status", clusters_dir=str(tmp_path / "clusters"))
-    assert registry.get("surge").status == "RUNNING"            # a restart is not yet a loop
+    assert registry.get("surge").status == "RUNNING"  # a restart is not yet a loop
     launches.record(str(checkpoint), now_ms=3_000)
     out = operations.status(registry, "surge", actor="status", clusters_dir=str(tmp_path / "clusters"))
     assert out.data["daggers"][0]["status"] == "CRASH_LOOP"
     current = registry.get("surge")
-    assert current.status == "CRASH_LOOP" and current.running    # still deployed: stop or edit it
+    assert current.status == "CRASH_LOOP" and current.running  # still deployed: stop or edit it
     assert registry.history("surge")[-1].detail == (
-        "3 driver launches in a row without a committed batch since 1970-01-01T00:00:01Z (no batch committed yet)")
+        "3 driver launches in a row without a committed batch since 1970-01-01T00:00:01Z (no batch committed yet)"
+    )
     # the loop ends when a batch is committed: the master's RUNNING holds again
     (checkpoint / "commits").mkdir()
     (checkpoint / "commits" / "0").write_text("v1\n{}\n")
@@ -559,8 +644,18 @@ def test_the_registry_never_moves_a_dagger_to_another_team_nor_deploys_a_name_tw
     from dagger_runtime.lifecycle.registry import Registry
 
     reg = Registry(f"sqlite:///{tmp_path / 'r.db'}")
-    version = dict(cluster="blue", spec="x", spec_format=".yaml", spec_digest="d" * 64, state_key="k",
-                   checkpoint="/c/v1", start="latest", actor="a", submission_id="driver-1", metrics_port=None)
+    version = dict(
+        cluster="blue",
+        spec="x",
+        spec_format=".yaml",
+        spec_digest="d" * 64,
+        state_key="k",
+        checkpoint="/c/v1",
+        start="latest",
+        actor="a",
+        submission_id="driver-1",
+        metrics_port=None,
+    )
     assert reg.record_version(name="surge", team="allocations", action="deploy", new=True, **version) == 1
     with pytest.raises(DaggerError, match="deployed meanwhile"):
         reg.record_version(name="surge", team="allocations", action="deploy", new=True, **version)

@@ -3,6 +3,7 @@ holds, failures are kept with their errors, a recording replays with its timing 
 moved to now, and locust's statistics, the ledger and the topic count the same messages.
 
 The topic is read back with a plain KafkaConsumer, not with the code under test."""
+
 from __future__ import annotations
 
 import csv
@@ -77,12 +78,12 @@ def test_every_acknowledged_message_is_in_the_topic_where_the_ledger_says(kafka_
     partition_of_key = {}
     for r in records:
         row = rows.loc[(r.partition, r.offset)]
-        value, facts = gen.make(int(row["index"]), int(row["event_time_ms"]))   # regenerated: same seed, index, time
+        value, facts = gen.make(int(row["index"]), int(row["event_time_ms"]))  # regenerated: same seed, index, time
         assert r.value == value
         assert r.key == row["key"] == cls.FromString(r.value).driver_id.encode()
         assert r.timestamp == row["timestamp_ms"]
         assert row["status"] == facts["status"] and row["driver_id"] == facts["driver_id"]
-        assert partition_of_key.setdefault(r.key, r.partition) == r.partition     # a key stays on its partition
+        assert partition_of_key.setdefault(r.key, r.partition) == r.partition  # a key stays on its partition
 
 
 def test_a_failed_send_is_kept_with_its_error_never_lost(kafka_broker):
@@ -115,8 +116,12 @@ def test_a_recording_replays_with_its_spacing_scaled_and_event_time_moved_to_now
     cls = dset.message_class(traffic.BOOKING)
     source = kafka_broker.create_topic(unique("lt-rec-src"), partitions=2)
     target = kafka_broker.create_topic(unique("lt-rec-dst"), partitions=1)
-    gen = MessageGenerator(dset, traffic.BOOKING, {"event_timestamp": {"now": {"jitter_ms": 300}},
-                                                   "order_number": {"pool": {"prefix": "o", "size": 10**9}}}, seed=9)
+    gen = MessageGenerator(
+        dset,
+        traffic.BOOKING,
+        {"event_timestamp": {"now": {"jitter_ms": 300}}, "order_number": {"pool": {"prefix": "o", "size": 10**9}}},
+        seed=9,
+    )
     producer = make_producer(kafka_broker.bootstrap_servers)
     try:
         produce(gen, source, producer, rate=100, count=200, key_field="order_number")
@@ -131,20 +136,21 @@ def test_a_recording_replays_with_its_spacing_scaled_and_event_time_moved_to_now
 
     src_records, _ = read_topic(kafka_broker.bootstrap_servers, source)
     assert recorded.messages == len(frames) == 200
-    assert sorted((f.partition, f.offset, f.key, f.value, f.timestamp_ms) for f in frames) == \
-        sorted((r.partition, r.offset, r.key, r.value, r.timestamp) for r in src_records)
+    assert sorted((f.partition, f.offset, f.key, f.value, f.timestamp_ms) for f in frames) == sorted(
+        (r.partition, r.offset, r.key, r.value, r.timestamp) for r in src_records
+    )
     assert [f.timestamp_ms for f in frames] == sorted(f.timestamp_ms for f in frames)
 
     assert (result.sent, result.acked, result.failed, result.not_moved) == (200, 200, 0, 0)
     copies, _ = read_topic(kafka_broker.bootstrap_servers, target)
     assert len(copies) == 200
-    copies.sort(key=lambda r: r.offset)            # one partition: the replay's send order
+    copies.sort(key=lambda r: r.offset)  # one partition: the replay's send order
     ts0 = frames[0].timestamp_ms
     for frame, copy in zip(frames, copies):
         assert copy.key == frame.key
         old, new = cls.FromString(frame.value), cls.FromString(copy.value)
         moved_by = new.event_timestamp.ToMilliseconds() - (old.event_timestamp.ToMilliseconds() - ts0) / 2
-        assert before - 1 <= moved_by <= after + 1      # event' = start of replay + (event - ts0) / 2
+        assert before - 1 <= moved_by <= after + 1  # event' = start of replay + (event - ts0) / 2
         old.ClearField("event_timestamp")
         new.ClearField("event_timestamp")
         assert new == old
@@ -156,14 +162,36 @@ def test_a_recording_replays_with_its_spacing_scaled_and_event_time_moved_to_now
 
 def test_locust_headless_with_a_steps_shape_counts_what_the_ledger_and_topic_hold(kafka_broker, tmp_path):
     topic = kafka_broker.create_topic(unique("lt-locust"), partitions=2)
-    shape = {"shape": "steps", "per_user_rate": 10,
-             "steps": [{"rate": 20, "duration_s": 4}, {"rate": 50, "duration_s": 4}, {"rate": 10, "duration_s": 3}]}
+    shape = {
+        "shape": "steps",
+        "per_user_rate": 10,
+        "steps": [{"rate": 20, "duration_s": 4}, {"rate": 50, "duration_s": 4}, {"rate": 10, "duration_s": 3}],
+    }
     ledger_path = tmp_path / "locust.parquet"
-    cmd = [str(ROOT / ".venv/bin/locust"), "-f", "loadtest/locustfile.py", "--headless",
-           "--host", kafka_broker.bootstrap_servers, "--kafka-topic", topic, "--kafka-message", "BookingLogMessage",
-           "--kafka-key", "driver_id", "--kafka-hints", json.dumps({"driver_id": {"pool": {"prefix": "d", "size": 9}}}),
-           "--shape-config", json.dumps(shape), "--kafka-ledger", str(ledger_path), "--csv", str(tmp_path / "run"),
-           "--loglevel", "WARNING"]
+    cmd = [
+        str(ROOT / ".venv/bin/locust"),
+        "-f",
+        "loadtest/locustfile.py",
+        "--headless",
+        "--host",
+        kafka_broker.bootstrap_servers,
+        "--kafka-topic",
+        topic,
+        "--kafka-message",
+        "BookingLogMessage",
+        "--kafka-key",
+        "driver_id",
+        "--kafka-hints",
+        json.dumps({"driver_id": {"pool": {"prefix": "d", "size": 9}}}),
+        "--shape-config",
+        json.dumps(shape),
+        "--kafka-ledger",
+        str(ledger_path),
+        "--csv",
+        str(tmp_path / "run"),
+        "--loglevel",
+        "WARNING",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(tmp_path / "run_stats.csv") as f:
@@ -176,8 +204,8 @@ def test_locust_headless_with_a_steps_shape_counts_what_the_ledger_and_topic_hol
     _, ends = read_topic(kafka_broker.bootstrap_servers, topic)
     assert failures == 0 and ledger.failed == 0
     assert requests == ledger.acked == sum(ends.values())
-    assert max(users) == 5                  # the shape's middle step: 50 msg/s at 10 per user
-    assert 150 <= requests <= 330           # about 80 + 200 + 30 nominal, less while users spawn
+    assert max(users) == 5  # the shape's middle step: 50 msg/s at 10 per user
+    assert 150 <= requests <= 330  # about 80 + 200 + 30 nominal, less while users spawn
     assert ledger.meta["shape"] == "steps"
 
 
@@ -191,12 +219,38 @@ def test_the_documented_commands_produce_by_a_short_name_and_record_what_the_led
     bootstrap = kafka_broker.bootstrap_servers
     dagger = [sys.executable, "-m", "dagger_runtime"]
     ledger_path, rec = tmp_path / "run.parquet", tmp_path / "rides.rec"
-    produced = subprocess.run([*dagger, "load", "produce", "-b", bootstrap, topic, "-m", "BookingLogMessage",
-                               "--rate", "200", "-n", "120", "--key", "driver_id", "--ledger", str(ledger_path)],
-                              capture_output=True, text=True, timeout=180, cwd=ROOT)
+    produced = subprocess.run(
+        [
+            *dagger,
+            "load",
+            "produce",
+            "-b",
+            bootstrap,
+            topic,
+            "-m",
+            "BookingLogMessage",
+            "--rate",
+            "200",
+            "-n",
+            "120",
+            "--key",
+            "driver_id",
+            "--ledger",
+            str(ledger_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert produced.returncode == 0, produced.stderr
-    recorded = subprocess.run([*dagger, "load", "record", "--bootstrap-server", bootstrap, topic, str(rec)],
-                              capture_output=True, text=True, timeout=180, cwd=ROOT)
+    recorded = subprocess.run(
+        [*dagger, "load", "record", "--bootstrap-server", bootstrap, topic, str(rec)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert recorded.returncode == 0, recorded.stderr
     assert "recorded 120 messages" in recorded.stderr
 
@@ -204,9 +258,15 @@ def test_the_documented_commands_produce_by_a_short_name_and_record_what_the_led
     ledger = Ledger.load(ledger_path).frame()
     assert len(records) == len(ledger) == 120
     assert sorted((r.partition, r.offset) for r in records) == sorted(zip(ledger["partition"], ledger["offset"]))
-    assert sorted((f.partition, f.offset, f.value) for f in read_recording(rec)) == \
-        sorted((r.partition, r.offset, r.value) for r in records)
+    assert sorted((f.partition, f.offset, f.value) for f in read_recording(rec)) == sorted(
+        (r.partition, r.offset, r.value) for r in records
+    )
 
-    old_form = subprocess.run([*dagger, "load", "produce", bootstrap, topic, "-m", "BookingLogMessage", "-n", "1"],
-                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+    old_form = subprocess.run(
+        [*dagger, "load", "produce", bootstrap, topic, "-m", "BookingLogMessage", "-n", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert old_form.returncode == 2 and "--bootstrap-server" in old_form.stderr

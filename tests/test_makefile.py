@@ -1,5 +1,6 @@
 """What the Makefile's targets would run (make -n -B, nothing executed): the quick demo needs
 neither root nor a server."""
+
 from __future__ import annotations
 
 import subprocess
@@ -34,7 +35,10 @@ def test_ci_runs_every_test_make_test_and_the_long_ones():
     assert '-m "not e2e"' in pytest_line("test")
     assert "-m e2e" in pytest_line("test-e2e")
     assert " -m " not in pytest_line("test-all")
-    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
-          if line.strip() and not line.lstrip().startswith("#")]
+    ci = [
+        line.strip()
+        for line in (REPO / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert ci[-2:] == ["make test", "make test-e2e"], ci
-    assert "set -euo pipefail" in ci          # a red `make test` stops CI red
+    assert "set -euo pipefail" in ci  # a red `make test` stops CI red

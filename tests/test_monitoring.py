@@ -1,6 +1,7 @@
 """monitoring/: the alert rules pass their promtool unit tests, the generated dashboards are valid
 against Grafana's published JSON schema, and every PromQL expression in either parses and reads only
 metrics a dagger really exposes (found here by running the collector, not from a list)."""
+
 from __future__ import annotations
 
 import json
@@ -34,14 +35,23 @@ TARGET = {"job": "dagger", "instance": "10.0.0.5:9464", "team": "fraud", "cluste
 
 # --- what a dagger exposes -------------------------------------------------------------------------
 
+
 def _exposition() -> str:
     """A collector over fakes with every family populated (dead letters and lag are per key)."""
-    counters = SimpleNamespace(batches=3, messages_read=120, rows_written=40, late_rows_dropped=1,
-                               dead_letters={("payments", "decode"): 2})
+    counters = SimpleNamespace(
+        batches=3, messages_read=120, rows_written=40, late_rows_dropped=1, dead_letters={("payments", "decode"): 2}
+    )
     sink = SimpleNamespace(stats=SimpleNamespace(errors=1, retries=2))
-    listener = SimpleNamespace(last={"input_rows_per_s": 10.0, "processed_rows_per_s": 12.0,
-                                     "batch_duration_ms": 850, "watermark": "2024-05-01T12:00:00Z",
-                                     "state_rows": 7, "lag_by_partition": {"payments-0": 5}})
+    listener = SimpleNamespace(
+        last={
+            "input_rows_per_s": 10.0,
+            "processed_rows_per_s": 12.0,
+            "batch_duration_ms": 850,
+            "watermark": "2024-05-01T12:00:00Z",
+            "state_rows": 7,
+            "lag_by_partition": {"payments-0": 5},
+        }
+    )
     registry = CollectorRegistry()
     registry.register(DaggerCollector("card-velocity", counters, sink, listener))
     return generate_latest(registry).decode()
@@ -80,8 +90,10 @@ def metric_names(expr: str) -> set[str]:
 
 
 def test_metric_names_finds_selectors_only():
-    expr = ('sum by (team) (rate(foo_total{a="b", c=~"$x"}[5m])) / on (x) group_left (y) bar:rate5m offset 10m'
-            ' > 0.01 and group by (i) (baz) or vector(0)')
+    expr = (
+        'sum by (team) (rate(foo_total{a="b", c=~"$x"}[5m])) / on (x) group_left (y) bar:rate5m offset 10m'
+        " > 0.01 and group by (i) (baz) or vector(0)"
+    )
     assert metric_names(expr) == {"foo_total", "bar:rate5m", "baz"}
 
 
@@ -94,8 +106,11 @@ def grafana_to_promql(expr: str) -> str:
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
-        pytest.fail("promtool is not installed: it comes with the Debian package `prometheus` "
-                    "(apt-get install -y --no-install-recommends prometheus)", pytrace=False)
+        pytest.fail(
+            "promtool is not installed: it comes with the Debian package `prometheus` "
+            "(apt-get install -y --no-install-recommends prometheus)",
+            pytrace=False,
+        )
     return path
 
 
@@ -106,6 +121,7 @@ def run_promtool(promtool: str, *args: str, cwd: Path | None = None) -> str:
 
 
 # --- alert rules -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def rules() -> list[dict]:
@@ -129,15 +145,24 @@ def test_rule_files_are_clean_yaml():
 
 def test_the_required_alerts_exist_with_severity_and_annotations(rules):
     alerts = {rule["alert"]: rule for rule in rules if "alert" in rule}
-    assert set(alerts) == {"DaggerTargetDown", "DaggerNoBatches", "DaggerConsumerLagGrowing",
-                           "DaggerWatermarkStuck", "DaggerDeadLetterRateHigh", "DaggerSinkErrors", "DaggerCrashLoop",
-                           "DaggerLateMessages"}
+    assert set(alerts) == {
+        "DaggerTargetDown",
+        "DaggerNoBatches",
+        "DaggerConsumerLagGrowing",
+        "DaggerWatermarkStuck",
+        "DaggerDeadLetterRateHigh",
+        "DaggerSinkErrors",
+        "DaggerCrashLoop",
+        "DaggerLateMessages",
+    }
     for name, rule in alerts.items():
         assert re.fullmatch(r"\d+[smh]", rule["for"]), name
         assert rule["labels"]["severity"] in {"critical", "warning"}, name
         for key in ("summary", "description"):
-            assert "$labels.dagger" in rule["annotations"][key] and "$labels.team" in rule["annotations"][key], \
-                (name, key)
+            assert "$labels.dagger" in rule["annotations"][key] and "$labels.team" in rule["annotations"][key], (
+                name,
+                key,
+            )
 
 
 def test_recording_rules_are_named_by_convention_and_used(rules):
@@ -169,6 +194,7 @@ def test_rules_read_only_exposed_metrics(rules, exposed):
 
 # --- dashboards ------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def boards(tmp_path_factory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("dashboards")
@@ -194,8 +220,9 @@ def queries(board: dict) -> list[str]:
 
 def test_cli_writes_both_dashboards_and_has_help(boards):
     assert set(boards) == {"daggers.json", "team-cluster.json"}
-    proc = subprocess.run([sys.executable, "-m", "monitoring.dashboards", "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitoring.dashboards", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and "--out" in proc.stdout
 
 
@@ -205,8 +232,10 @@ def _schema(name: str, definition: str) -> dict:
 
 
 def _errors(schema: dict, instance) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
-            for e in jsonschema.Draft7Validator(schema).iter_errors(instance)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+        for e in jsonschema.Draft7Validator(schema).iter_errors(instance)
+    ]
 
 
 def test_dashboards_match_grafanas_schema(boards):
@@ -263,9 +292,14 @@ def test_daggers_dashboard_repeats_a_row_per_dagger(boards):
     exprs = [t["expr"] for p in in_row for t in p["targets"]]
     assert all('dagger=~"$dagger"' in e for e in exprs), exprs
     assert set().union(*map(metric_names, exprs)) >= {
-        "dagger_input_messages_total", "dagger_processed_messages_per_second", "dagger_consumer_lag_messages",
-        "dagger_watermark_timestamp_seconds", "dagger_batch_duration_seconds", "dagger_dead_letters_total",
-        "dagger_sink_errors_total"}
+        "dagger_input_messages_total",
+        "dagger_processed_messages_per_second",
+        "dagger_consumer_lag_messages",
+        "dagger_watermark_timestamp_seconds",
+        "dagger_batch_duration_seconds",
+        "dagger_dead_letters_total",
+        "dagger_sink_errors_total",
+    }
 
 
 def test_team_cluster_dashboard_follows_its_variables(boards):
@@ -273,8 +307,14 @@ def test_team_cluster_dashboard_follows_its_variables(boards):
     assert {v["name"] for v in board["templating"]["list"]} == {"datasource", "team", "cluster"}
     exprs = [t["expr"] for p in panels(board) for t in p.get("targets", [])]
     assert all('team=~"$team"' in e and 'cluster=~"$cluster"' in e for e in exprs), exprs
-    assert {"up", "dagger_batches_total", "dagger_input_messages_total", "dagger_consumer_lag_messages",
-            "dagger_dead_letters_total", "dagger_sink_errors_total"} <= set().union(*map(metric_names, exprs))
+    assert {
+        "up",
+        "dagger_batches_total",
+        "dagger_input_messages_total",
+        "dagger_consumer_lag_messages",
+        "dagger_dead_letters_total",
+        "dagger_sink_errors_total",
+    } <= set().union(*map(metric_names, exprs))
 
 
 def test_dashboards_read_only_exposed_metrics(boards, exposed):
@@ -304,9 +344,15 @@ def test_dashboard_queries_return_data_from_a_dagger(boards, families, promtool,
             values = f"0+{sample.value}x30" if family.type == "counter" else f"{sample.value}x30"
             series.append({"series": sample.name + _labels({**sample.labels, **TARGET}), "values": values})
     cases = [{"expr": f"absent({expr})", "eval_time": "20m", "exp_samples": []} for expr in _dashboard_exprs(boards)]
-    (tmp_path / "dashboards.test.yml").write_text(yaml.safe_dump({
-        "rule_files": [], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": cases}]}))
+    (tmp_path / "dashboards.test.yml").write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": [],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": cases}],
+            }
+        )
+    )
     assert "SUCCESS" in run_promtool(promtool, "test", "rules", "dashboards.test.yml", cwd=tmp_path)
 
 

@@ -15,6 +15,7 @@ its own credentials (its Kafka and sink passwords) and whatever it can find on l
 - every listener of the lab's processes is one of these or of the servers in the README's
   isolation table, so a new one cannot appear unnoticed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -49,17 +50,37 @@ UNPRIVILEGED = ("dagger-spark-allocations", "nobody")
 def lab(lab_env):
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
     folder = Path(lab_env["DAGGER_LAB_DIR"])
-    return SimpleNamespace(dir=folder, base=base, prometheus=f"http://127.0.0.1:{base + 4090}",
-                           influx_rpc=base + 4088, supervisor=folder / "supervisor",
-                           python=folder / "runtime" / "python" / "bin" / "python")
+    return SimpleNamespace(
+        dir=folder,
+        base=base,
+        prometheus=f"http://127.0.0.1:{base + 4090}",
+        influx_rpc=base + 4088,
+        supervisor=folder / "supervisor",
+        python=folder / "runtime" / "python" / "bin" / "python",
+    )
 
 
 def as_user(user: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     """argv as `user` (its uid and gid, no other group, no capability), in an empty environment."""
     entry = pwd.getpwnam(user)
-    return subprocess.run(["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups",
-                           "--", "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", *argv],
-                          capture_output=True, text=True, timeout=60, cwd="/", **kwargs)
+    return subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={entry.pw_uid}",
+            f"--regid={entry.pw_gid}",
+            "--clear-groups",
+            "--",
+            "/usr/bin/env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        **kwargs,
+    )
 
 
 def basic(user: str, password: str) -> dict:
@@ -83,10 +104,12 @@ def team_logins(lab) -> dict[str, dict]:
     for team in TEAMS:
         principal = access.team_principal(team)
         logins[f"{team} kafka"] = basic(principal, access.password(principal, "primary", lab.dir))
-        logins[f"{team} influx"] = basic(access.sink_user(team), access.influx_password(access.sink_user(team),
-                                                                                        lab.dir))
-        logins[f"{team} postgres"] = basic(access.sink_user(team),
-                                           access.postgres_password(access.sink_user(team), lab.dir))
+        logins[f"{team} influx"] = basic(
+            access.sink_user(team), access.influx_password(access.sink_user(team), lab.dir)
+        )
+        logins[f"{team} postgres"] = basic(
+            access.sink_user(team), access.postgres_password(access.sink_user(team), lab.dir)
+        )
     return logins
 
 
@@ -98,10 +121,20 @@ def platform(lab) -> dict:
 
 # what a team would want of it: every series, the targets (where every dagger's /metrics is),
 # the configuration, the federation of everything, its own metrics, the UI
-PROMETHEUS_PAGES = ["/api/v1/query?query=up", "/api/v1/query_range?query=up&start=0&end=60&step=15",
-                    "/api/v1/series?match[]=up", "/api/v1/label/__name__/values", "/api/v1/targets",
-                    "/api/v1/status/config", "/api/v1/rules", "/federate?match[]=%7Bjob%3D~%22.%2B%22%7D",
-                    "/metrics", "/graph", "/-/ready", "/-/healthy"]
+PROMETHEUS_PAGES = [
+    "/api/v1/query?query=up",
+    "/api/v1/query_range?query=up&start=0&end=60&step=15",
+    "/api/v1/series?match[]=up",
+    "/api/v1/label/__name__/values",
+    "/api/v1/targets",
+    "/api/v1/status/config",
+    "/api/v1/rules",
+    "/federate?match[]=%7Bjob%3D~%22.%2B%22%7D",
+    "/metrics",
+    "/graph",
+    "/-/ready",
+    "/-/healthy",
+]
 
 
 def test_prometheus_keeps_only_a_hash_of_the_platforms_password(lab):
@@ -126,8 +159,12 @@ def test_prometheus_keeps_only_a_hash_of_the_platforms_password(lab):
             done = as_user(user, ["/usr/bin/cat", str(path)])
             assert done.returncode != 0 and "Permission denied" in done.stderr and password not in done.stdout
     # nothing secret on its command line, which every local user can read in /proc
-    server = next(p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "prometheus"
-                  and any(a.startswith(f"--web.listen-address=127.0.0.1:{lab.base + 4090}") for a in p.info["cmdline"]))
+    server = next(
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "prometheus"
+        and any(a.startswith(f"--web.listen-address=127.0.0.1:{lab.base + 4090}") for a in p.info["cmdline"])
+    )
     cmdline = server.info["cmdline"]
     assert f"--web.config.file={lab.dir / 'prometheus' / 'web.yml'}" in cmdline
     assert not any(password in a for a in cmdline)
@@ -137,10 +174,13 @@ def test_prometheus_keeps_only_a_hash_of_the_platforms_password(lab):
 @pytest.mark.parametrize("page", PROMETHEUS_PAGES)
 def test_prometheus_refuses_anonymous_wrong_and_team_logins(lab, page):
     url = lab.prometheus + page
-    refused = {"anonymous": {}, "wrong password": basic(access.METRICS_USER, "x" * 32),
-               "no password": basic(access.METRICS_USER, ""),
-               "the platform's password under another name": basic("admin", access.prometheus_password(lab.dir)),
-               **team_logins(lab)}
+    refused = {
+        "anonymous": {},
+        "wrong password": basic(access.METRICS_USER, "x" * 32),
+        "no password": basic(access.METRICS_USER, ""),
+        "the platform's password under another name": basic("admin", access.prometheus_password(lab.dir)),
+        **team_logins(lab),
+    }
     for who, headers in refused.items():
         status, body = http(url, headers)
         assert status == 401, (who, status, body[:200])
@@ -149,13 +189,16 @@ def test_prometheus_refuses_anonymous_wrong_and_team_logins(lab, page):
     assert status == 200, body[:300]
 
 
-@pytest.mark.parametrize("page, refusal", [
-    ("/api/v1/admin/tsdb/delete_series?match[]=up", "admin APIs disabled"),
-    ("/api/v1/admin/tsdb/clean_tombstones", "admin APIs disabled"),
-    ("/api/v1/admin/tsdb/snapshot", "admin APIs disabled"),
-    ("/-/quit", "Lifecycle API is not enabled"),
-    ("/-/reload", "Lifecycle API is not enabled"),
-])
+@pytest.mark.parametrize(
+    "page, refusal",
+    [
+        ("/api/v1/admin/tsdb/delete_series?match[]=up", "admin APIs disabled"),
+        ("/api/v1/admin/tsdb/clean_tombstones", "admin APIs disabled"),
+        ("/api/v1/admin/tsdb/snapshot", "admin APIs disabled"),
+        ("/-/quit", "Lifecycle API is not enabled"),
+        ("/-/reload", "Lifecycle API is not enabled"),
+    ],
+)
 def test_prometheus_admin_and_lifecycle_apis_are_off_even_for_the_platform(lab, page, refusal):
     wait_until_it_scraped_itself(lab)
     assert http(lab.prometheus + page, method="POST")[0] == 401
@@ -168,8 +211,9 @@ def test_prometheus_admin_and_lifecycle_apis_are_off_even_for_the_platform(lab, 
 
 def own_up(lab) -> list[str]:
     """The values of Prometheus's own `up` series, asked as the platform."""
-    status, body = http(lab.prometheus + "/api/v1/query?" + urllib.parse.urlencode({"query": 'up{job="prometheus"}'}),
-                        platform(lab))
+    status, body = http(
+        lab.prometheus + "/api/v1/query?" + urllib.parse.urlencode({"query": 'up{job="prometheus"}'}), platform(lab)
+    )
     assert status == 200, body
     return [r["value"][1] for r in json.loads(body)["data"]["result"]]
 
@@ -187,12 +231,22 @@ def test_prometheus_scrapes_itself_with_the_platforms_login(lab):
 
 # -- VictoriaMetrics (the tests' server of InfluxDB's v2 write API) ------------------------------
 
-VM_PAGES = [("GET", "/api/v1/query?query=up"), ("GET", "/api/v1/export?match[]=%7B__name__%3D~%22.%2B%22%7D"),
-            ("GET", "/api/v1/labels"), ("GET", "/api/v1/series?match[]=up"), ("GET", "/api/v1/status/tsdb"),
-            ("POST", "/api/v2/write?bucket=other"), ("POST", "/write?db=other"), ("POST", "/api/v1/import/prometheus"),
-            ("POST", "/api/v1/admin/tsdb/delete_series?match[]=%7B__name__%3D~%22.%2B%22%7D"),
-            ("GET", "/snapshot/create"), ("GET", "/snapshot/list"), ("GET", "/internal/force_flush"),
-            ("GET", "/internal/force_merge"), ("GET", "/internal/resetRollupResultCache")]
+VM_PAGES = [
+    ("GET", "/api/v1/query?query=up"),
+    ("GET", "/api/v1/export?match[]=%7B__name__%3D~%22.%2B%22%7D"),
+    ("GET", "/api/v1/labels"),
+    ("GET", "/api/v1/series?match[]=up"),
+    ("GET", "/api/v1/status/tsdb"),
+    ("POST", "/api/v2/write?bucket=other"),
+    ("POST", "/write?db=other"),
+    ("POST", "/api/v1/import/prometheus"),
+    ("POST", "/api/v1/admin/tsdb/delete_series?match[]=%7B__name__%3D~%22.%2B%22%7D"),
+    ("GET", "/snapshot/create"),
+    ("GET", "/snapshot/list"),
+    ("GET", "/internal/force_flush"),
+    ("GET", "/internal/force_merge"),
+    ("GET", "/internal/resetRollupResultCache"),
+]
 
 
 def test_victoria_metrics_takes_its_login_from_a_private_file_never_its_command_line(victoria_metrics):
@@ -210,10 +264,12 @@ def test_victoria_metrics_takes_its_login_from_a_private_file_never_its_command_
 def test_victoria_metrics_refuses_anonymous_wrong_and_other_logins(victoria_metrics, method, page):
     url = victoria_metrics.url + page
     data = b"probe,tag=x value=1" if method == "POST" else None
-    for who, headers in {"anonymous": {}, "wrong password": basic(victoria_metrics.user, "x" * 32),
-                         "another user": basic("dagger-allocations", victoria_metrics.password),
-                         "a token": {"Authorization": f"Token {victoria_metrics.user}:{victoria_metrics.password}"},
-                         }.items():
+    for who, headers in {
+        "anonymous": {},
+        "wrong password": basic(victoria_metrics.user, "x" * 32),
+        "another user": basic("dagger-allocations", victoria_metrics.password),
+        "a token": {"Authorization": f"Token {victoria_metrics.user}:{victoria_metrics.password}"},
+    }.items():
         status, body = http(url, headers, method=method, data=data)
         assert status == 401, (who, status, body[:200])
     status, body = http(url, {"Authorization": victoria_metrics.authorization()}, method=method, data=data)
@@ -242,8 +298,14 @@ def test_the_v2_sink_logs_in_to_victoria_metrics_and_is_refused_at_once_with_a_w
     names = ["label_path", "requests", "window_timestamp"]
 
     def sink(password: str) -> InfluxSink:
-        spec = InfluxSinkSpec(url=victoria_metrics.url, api="v2", db_name="isolation", measurement_name="probe",
-                              username=victoria_metrics.user, password=password)
+        spec = InfluxSinkSpec(
+            url=victoria_metrics.url,
+            api="v2",
+            db_name="isolation",
+            measurement_name="probe",
+            username=victoria_metrics.user,
+            password=password,
+        )
         made = InfluxSink.__new__(InfluxSink)
         made.spec, made._client, made._http = spec, None, None
         return made
@@ -261,6 +323,7 @@ def test_the_v2_sink_logs_in_to_victoria_metrics_and_is_refused_at_once_with_a_w
 
 
 # -- supervisord -------------------------------------------------------------------------------
+
 
 def supervisord(lab) -> psutil.Process:
     pid = int((lab.supervisor / "supervisord.pid").read_text())
@@ -293,20 +356,33 @@ def test_no_other_local_user_can_stop_or_start_the_labs_programs(lab, user):
     assert before and all(before.values())
     # supervisorctl from the Python a team's driver runs (the lab's runtime virtualenv)
     for command in (["status"], ["stop", "all"], ["start", "all"], ["shutdown"]):
-        done = as_user(user, [str(lab.python), "-m", "supervisor.supervisorctl", "-s", f"unix://{socket_path}",
-                              *command])
+        done = as_user(
+            user, [str(lab.python), "-m", "supervisor.supervisorctl", "-s", f"unix://{socket_path}", *command]
+        )
         said = done.stdout + done.stderr
         assert done.returncode != 0 and "Permission denied" in said, (command, said)
         assert "RUNNING" not in said and "stopped" not in said
     # its configuration (which names the socket) is not readable either
-    done = as_user(user, [str(lab.python), "-m", "supervisor.supervisorctl", "-c",
-                          str(lab.supervisor / "supervisord.conf"), "stop", "all"])
+    done = as_user(
+        user,
+        [
+            str(lab.python),
+            "-m",
+            "supervisor.supervisorctl",
+            "-c",
+            str(lab.supervisor / "supervisord.conf"),
+            "stop",
+            "all",
+        ],
+    )
     assert done.returncode != 0 and "stopped" not in done.stdout
     # a raw connection to the socket, as XML-RPC would make it
-    probe = ("import socket, sys\n"
-             "s = socket.socket(socket.AF_UNIX)\n"
-             "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused'); sys.exit(0)\n"
-             "s.sendall(b'POST /RPC2 HTTP/1.0\\r\\nContent-Length: 0\\r\\n\\r\\n'); print('connected')\n")
+    probe = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused'); sys.exit(0)\n"
+        "s.sendall(b'POST /RPC2 HTTP/1.0\\r\\nContent-Length: 0\\r\\n\\r\\n'); print('connected')\n"
+    )
     done = as_user(user, ["/usr/bin/python3", "-c", probe, str(socket_path)])
     assert done.stdout.strip() == "refused", done.stdout + done.stderr
     # the platform (root) still sees every program running, none restarted
@@ -324,6 +400,7 @@ def rpc_processes(lab) -> list[dict]:
 
 
 # -- InfluxDB's backup and restore RPC ---------------------------------------------------------
+
 
 @pytest.fixture
 def own_folder():
@@ -344,8 +421,14 @@ def own_folder():
 def test_influxdb_rpc_is_walled_to_root(lab):
     from lab.influxdb import rpc_wall_table
 
-    listed = json.loads(subprocess.run(["nft", "-j", "list", "table", "inet", rpc_wall_table(lab.influx_rpc)],
-                                       capture_output=True, text=True, check=True).stdout)
+    listed = json.loads(
+        subprocess.run(
+            ["nft", "-j", "list", "table", "inet", rpc_wall_table(lab.influx_rpc)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     rules = [item["rule"] for item in listed["nftables"] if "rule" in item]
     assert len(rules) == 1 and {"reject": {"type": "tcp reset"}} in rules[0]["expr"]
 
@@ -356,26 +439,44 @@ def test_no_other_local_user_can_back_up_or_restore_influxdb(lab, user, own_fold
     # password hashes (`influxd backup`), or restores over them
     folder = own_folder(user)
     # (influxd backup retries a refused connection for half a minute: ten seconds of it suffice)
-    done = as_user(user, ["/usr/bin/timeout", "10", "/usr/bin/influxd", "backup", "-portable", "-host",
-                          f"127.0.0.1:{lab.influx_rpc}", str(folder)])
+    done = as_user(
+        user,
+        [
+            "/usr/bin/timeout",
+            "10",
+            "/usr/bin/influxd",
+            "backup",
+            "-portable",
+            "-host",
+            f"127.0.0.1:{lab.influx_rpc}",
+            str(folder),
+        ],
+    )
     said = done.stdout + done.stderr
     assert "connection refused" in said and "backup complete" not in said, said
     # nothing came: no metastore (the users and their password hashes), no shard, no manifest
     assert {p.name: p.stat().st_size for p in folder.iterdir()} in ({}, {"meta.00.pending": 0})
-    probe = ("import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n"
-             "except ConnectionRefusedError:\n    print('refused')\nelse:\n    print('connected')\n")
+    probe = (
+        "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n"
+        "except ConnectionRefusedError:\n    print('refused')\nelse:\n    print('connected')\n"
+    )
     done = as_user(user, ["/usr/bin/python3", "-c", probe, str(lab.influx_rpc)])
     assert done.stdout.strip() == "refused", done.stdout + done.stderr
 
 
 def test_the_platform_still_backs_influxdb_up(lab, tmp_path):
-    done = subprocess.run(["/usr/bin/influxd", "backup", "-portable", "-host", f"127.0.0.1:{lab.influx_rpc}",
-                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["/usr/bin/influxd", "backup", "-portable", "-host", f"127.0.0.1:{lab.influx_rpc}", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert any(p.suffix == ".manifest" for p in tmp_path.iterdir())
 
 
 # -- every listener of the lab ------------------------------------------------------------------
+
 
 def lab_processes(lab) -> list[psutil.Process]:
     return [supervisord(lab), *supervisord(lab).children(recursive=True)]
@@ -386,9 +487,15 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
     dagger's /metrics in its cluster's range, or a port Spark or PySpark picks, each of a kind the
     README's isolation table has a row for. Anything else is a server the table does not cover."""
     base = lab.base
-    fixed = {base + 4086: "influxdb http", base + 4088: "influxdb rpc", base + 4090: "prometheus",
-             base + 4432: "postgresql", base + 4180: "keycloak", base + 4190: "keycloak management",
-             base + 4080: "portal"}
+    fixed = {
+        base + 4086: "influxdb http",
+        base + 4088: "influxdb rpc",
+        base + 4090: "prometheus",
+        base + 4432: "postgresql",
+        base + 4180: "keycloak",
+        base + 4190: "keycloak management",
+        base + 4080: "portal",
+    }
     for cluster, offset, nodes in (("primary", 0, 3), ("mirror", 1000, 1)):
         for node in range(1, nodes + 1):
             fixed[base + offset + 100 * node + 92] = f"kafka {cluster} {node}"
@@ -405,18 +512,20 @@ def test_every_listener_of_the_lab_is_a_server_of_the_isolation_table(lab):
     # the drivers' and the executors', all behind spark.authenticate); PySpark's worker daemon
     # (PYTHON_WORKER_FACTORY_SECRET); a Python driver's Py4J callback server (see the table's
     # dagger drivers row)
-    picked = {"spark worker": "org.apache.spark.deploy.worker.Worker",
-              "spark driver": "org.apache.spark.deploy.worker.DriverWrapper",
-              "spark executor": "org.apache.spark.executor.CoarseGrainedExecutorBackend",
-              "pyspark worker daemon": "-m pyspark.daemon",
-              "dagger driver": "dagger_runtime/driver.py",
-              # Keycloak's JVM opens one loopback port of its own choosing beside its two fixed
-              # ones (a Vert.x/Quarkus acceptor; see the table's Sign-in row)
-              "keycloak": "io.quarkus.bootstrap.runner.QuarkusEntryPoint",
-              # the portal's warm Spark (portal/workbench.py): a local Spark behind spark.authenticate
-              # and its Py4J gateway's and callback's token (see the table's Portal row)
-              "portal spark": "spark.app.name=dagger-portal",
-              "portal py4j": " portal --url="}
+    picked = {
+        "spark worker": "org.apache.spark.deploy.worker.Worker",
+        "spark driver": "org.apache.spark.deploy.worker.DriverWrapper",
+        "spark executor": "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+        "pyspark worker daemon": "-m pyspark.daemon",
+        "dagger driver": "dagger_runtime/driver.py",
+        # Keycloak's JVM opens one loopback port of its own choosing beside its two fixed
+        # ones (a Vert.x/Quarkus acceptor; see the table's Sign-in row)
+        "keycloak": "io.quarkus.bootstrap.runner.QuarkusEntryPoint",
+        # the portal's warm Spark (portal/workbench.py): a local Spark behind spark.authenticate
+        # and its Py4J gateway's and callback's token (see the table's Portal row)
+        "portal spark": "spark.app.name=dagger-portal",
+        "portal py4j": " portal --url=",
+    }
     seen, unexplained = set(), []
     for process in lab_processes(lab):
         try:

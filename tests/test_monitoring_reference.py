@@ -2,6 +2,7 @@
 exist: every dagger_* name in a rule's expression is one a dagger serves (as its collector names
 it on /metrics) or one a recording rule makes, and every alert has a severity, a summary and a
 promtool unit test."""
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,12 @@ def test_the_rules_read_only_series_a_dagger_serves_or_a_rule_records():
 
 def test_every_alert_has_a_severity_a_summary_and_a_unit_test():
     _, alerts = reference.rules()
-    tested = {t["alertname"] for test in yaml.safe_load(TESTS.read_text())["tests"]
-              for t in test.get("alert_rule_test", []) if t.get("exp_alerts")}
+    tested = {
+        t["alertname"]
+        for test in yaml.safe_load(TESTS.read_text())["tests"]
+        for t in test.get("alert_rule_test", [])
+        if t.get("exp_alerts")
+    }
     for alert in alerts:
         assert alert["labels"]["severity"] in {"critical", "warning"}, alert["alert"]
         assert alert["annotations"]["summary"], alert["alert"]

@@ -1,5 +1,6 @@
 """The playbooks' own checks: yamllint and ansible-lint clean (production profile), and the config
 writers the templates use, attacked with the values that would break a pasted config line."""
+
 from __future__ import annotations
 
 import configparser
@@ -24,46 +25,70 @@ BIN = Path(sys.executable).parent
 
 
 def test_yamllint_is_clean():
-    result = subprocess.run([str(BIN / "yamllint"), "--strict", "."], cwd=PLAYBOOKS, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [str(BIN / "yamllint"), "--strict", "."], cwd=PLAYBOOKS, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ansible_lint_is_clean_at_the_production_profile():
-    result = subprocess.run([str(BIN / "ansible-lint"), "--offline", "--profile", "production", "--nocolor"],
-                            cwd=PLAYBOOKS, capture_output=True, text=True, timeout=600,
-                            env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(Path.home())})
+    result = subprocess.run(
+        [str(BIN / "ansible-lint"), "--offline", "--profile", "production", "--nocolor"],
+        cwd=PLAYBOOKS,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(Path.home())},
+    )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
 
 
-@pytest.mark.parametrize("value", [
-    "a\nprocess.roles=controller",              # a second line: a key the role never set
-    "x\rlisteners=PLAINTEXT://0.0.0.0:1",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "a\nprocess.roles=controller",  # a second line: a key the role never set
+        "x\rlisteners=PLAINTEXT://0.0.0.0:1",
+    ],
+)
 def test_a_properties_value_cannot_add_a_line(value):
     with pytest.raises(AnsibleFilterError):
         java_properties({"log.dirs": value})
 
 
 def test_properties_special_characters_read_back_as_written():
-    settings = {"listeners": "PLAINTEXT://h:1", "a=b": "c#d!e", "path": "C:\\dir\\x", "unicode": "é", "n": 3,
-                "flag": True}
+    settings = {
+        "listeners": "PLAINTEXT://h:1",
+        "a=b": "c#d!e",
+        "path": "C:\\dir\\x",
+        "unicode": "é",
+        "n": 3,
+        "flag": True,
+    }
     text = java_properties(settings)
-    assert javaproperties.loads(text) == {"listeners": "PLAINTEXT://h:1", "a=b": "c#d!e", "path": "C:\\dir\\x",
-                                          "unicode": "é", "n": "3", "flag": "true"}
+    assert javaproperties.loads(text) == {
+        "listeners": "PLAINTEXT://h:1",
+        "a=b": "c#d!e",
+        "path": "C:\\dir\\x",
+        "unicode": "é",
+        "n": "3",
+        "flag": "true",
+    }
 
 
 def test_supervisor_values_keep_percent_signs_and_cannot_add_sections():
-    text = supervisor_ini({"program:k": {"command": "java -XX:MaxRAMPercentage=50% -cp 'a b/*' Main",
-                                         "environment": {"A": "1"}}})
+    text = supervisor_ini(
+        {"program:k": {"command": "java -XX:MaxRAMPercentage=50% -cp 'a b/*' Main", "environment": {"A": "1"}}}
+    )
     # supervisord expands %(name)s: read back the way it does, the command is what was written
     parser = configparser.ConfigParser()
     parser.read_string(text)
     assert parser.get("program:k", "command") == "java -XX:MaxRAMPercentage=50% -cp 'a b/*' Main"
     assert shlex.split(parser.get("program:k", "command"))[3] == "a b/*"
-    for bad in ({"program:k": {"command": "x\n[program:evil]\ncommand=sh"}},
-                {"program:k]\n[program:evil": {"command": "x"}},
-                {"program:k": {"environment": {"A": 'x",B="y'}}}):
+    for bad in (
+        {"program:k": {"command": "x\n[program:evil]\ncommand=sh"}},
+        {"program:k]\n[program:evil": {"command": "x"}},
+        {"program:k": {"environment": {"A": 'x",B="y'}}},
+    ):
         with pytest.raises(AnsibleFilterError):
             supervisor_ini(bad)
 
@@ -84,11 +109,17 @@ def test_the_bcrypt_hash_is_kept_while_it_matches_and_made_anew_otherwise():
     # the same password: the same hash, so a converge that changes nothing writes the same file
     assert bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", first) == first
     # another password, a broken or foreign hash, nothing: a new hash of the password (a new salt)
-    for current in (bcrypt_hash("another"), first[:-1] + ("A" if first[-1] != "A" else "B"), "$2b$garbage",
-                    "plain-text", None, ""):
+    for current in (
+        bcrypt_hash("another"),
+        first[:-1] + ("A" if first[-1] != "A" else "B"),
+        "$2b$garbage",
+        "plain-text",
+        None,
+        "",
+    ):
         made = bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", current)
         assert made != current and bcrypt.checkpw(b"s3cret-of-32-characters-xxxxxxxx", made.encode())
-    assert bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", None) != first    # a salt of its own
+    assert bcrypt_hash("s3cret-of-32-characters-xxxxxxxx", None) != first  # a salt of its own
     for bad in ("", "x" * 73, None):
         with pytest.raises(AnsibleFilterError):
             bcrypt_hash(bad)

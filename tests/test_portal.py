@@ -3,6 +3,7 @@ sees its teams' daggers only, by page and by API; another team's dagger is answe
 that does not exist; changes need the session's CSRF token and the portal's own origin; what a
 user wrote is shown as text; cookies and headers are the safe ones. The sign-in itself, through
 the lab's Keycloak, is tests/test_portal_sign_in.py."""
+
 from __future__ import annotations
 
 import os
@@ -34,9 +35,21 @@ def registry(tmp_path):
     reg = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
     for name, team in (("surge-demand", "allocations"), ("api-errors", "api-health")):
         spec = f"name: {name}\nteam: {team}\nsql: SELECT 1 -- {SCRIPT}\n"
-        reg.record_version(name=name, team=team, cluster="blue", spec=spec, spec_format=".yaml",
-                           spec_digest="d" * 64, state_key="k", checkpoint=f"/c/{name}/v1", start="latest",
-                           actor="someone", submission_id=None, metrics_port=None, action="deploy")
+        reg.record_version(
+            name=name,
+            team=team,
+            cluster="blue",
+            spec=spec,
+            spec_format=".yaml",
+            spec_digest="d" * 64,
+            state_key="k",
+            checkpoint=f"/c/{name}/v1",
+            start="latest",
+            actor="someone",
+            submission_id=None,
+            metrics_port=None,
+            action="deploy",
+        )
     yield reg
     reg.close()
 
@@ -46,10 +59,16 @@ def portal_app(tmp_path, registry, clusters_dir=None, **settings):
     if clusters_dir is None:
         clusters_dir = tmp_path / "no-clusters"
         clusters_dir.mkdir(exist_ok=True)
-    config = PortalConfig.load(url="http://127.0.0.1:23080", issuer="http://127.0.0.1:23180/realms/daggers",
-                               client_id="dagger-portal", client_secret_file=_secret_file(tmp_path, "s", "x" * 40),
-                               session_key_file=_secret_file(tmp_path, "k", "y" * 48),
-                               registry_url=registry.where, clusters_dir=str(clusters_dir), **settings)
+    config = PortalConfig.load(
+        url="http://127.0.0.1:23080",
+        issuer="http://127.0.0.1:23180/realms/daggers",
+        client_id="dagger-portal",
+        client_secret_file=_secret_file(tmp_path, "s", "x" * 40),
+        session_key_file=_secret_file(tmp_path, "k", "y" * 48),
+        registry_url=registry.where,
+        clusters_dir=str(clusters_dir),
+        **settings,
+    )
     app = create_app(config, registry=registry)
     app.config["TESTING"] = True
     return app
@@ -65,8 +84,10 @@ def _signed_in(app, *, teams=(), operator=False, user="ana", at=None):
     groups = [g for g, t in GROUPS.items() if t in teams] + ([OPS] if operator else [])
     client = app.test_client()
     with client.session_transaction() as s:
-        s["signed_in"] = {"at": time.time() if at is None else at,
-                          "claims": {"sub": "sub-" + user, "preferred_username": user, "groups": groups}}
+        s["signed_in"] = {
+            "at": time.time() if at is None else at,
+            "claims": {"sub": "sub-" + user, "preferred_username": user, "groups": groups},
+        }
     return client
 
 
@@ -126,12 +147,12 @@ def test_a_change_needs_the_sessions_csrf_token_and_the_portals_origin(app):
     other = _signed_in(app, teams=["api-health"], user="bob")
     assert other.post("/auth/logout", data={"csrf_token": token}).status_code == 400
     with client.session_transaction() as s:
-        assert s.get("signed_in")            # still signed in after the refusals
+        assert s.get("signed_in")  # still signed in after the refusals
 
 
 def test_the_session_cookie_and_the_headers(app):
     client = _signed_in(app, teams=["allocations"])
-    response = client.get("/daggers")        # the page's CSRF token is kept in the session: it is sent again
+    response = client.get("/daggers")  # the page's CSRF token is kept in the session: it is sent again
     cookie = response.headers["Set-Cookie"]
     assert cookie.startswith("__Host-dagger-portal=")
     for flag in ("Secure", "HttpOnly", "SameSite=Lax", "Path=/"):
@@ -146,18 +167,30 @@ def test_the_session_cookie_and_the_headers(app):
     assert response.headers["X-Content-Type-Options"] == "nosniff" and response.headers["X-Frame-Options"] == "DENY"
 
 
-@pytest.mark.parametrize("target, expected", [
-    ("/daggers", "/daggers"), ("/daggers/x?tab=1", "/daggers/x?tab=1"),
-    ("//evil.example/", "/"), ("/\\evil.example", "/"), ("https://evil.example", "/"), ("evil", "/"),
-    ("/\tevil", "/"), ("/%0d%0aSet-Cookie:x", "/%0d%0aSet-Cookie:x"), ("", "/"),
-])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ("/daggers", "/daggers"),
+        ("/daggers/x?tab=1", "/daggers/x?tab=1"),
+        ("//evil.example/", "/"),
+        ("/\\evil.example", "/"),
+        ("https://evil.example", "/"),
+        ("evil", "/"),
+        ("/\tevil", "/"),
+        ("/%0d%0aSet-Cookie:x", "/%0d%0aSet-Cookie:x"),
+        ("", "/"),
+    ],
+)
 def test_after_the_sign_in_only_a_path_of_the_portal(target, expected):
     assert safe_next(target) == expected
 
 
 def test_a_viewer_is_the_teams_whose_owners_group_the_token_names():
-    claims = {"sub": "1", "preferred_username": "ana",
-              "groups": ["dagger-allocations-owners@daggers.dev", "unrelated@daggers.dev"]}
+    claims = {
+        "sub": "1",
+        "preferred_username": "ana",
+        "groups": ["dagger-allocations-owners@daggers.dev", "unrelated@daggers.dev"],
+    }
     v = access.viewer(claims, GROUPS, OPS)
     assert (v.teams, v.operator) == (frozenset({"allocations"}), False)
     assert v.sees("allocations") and not v.sees("api-health") and not v.sees(None)
@@ -173,9 +206,14 @@ def test_a_viewer_is_the_teams_whose_owners_group_the_token_names():
 
 
 def test_the_config_refuses_plain_http_off_loopback_and_readable_secrets(tmp_path):
-    good = {"url": "http://127.0.0.1:1", "issuer": "https://sso.daggers.dev/realms/daggers", "client_id": "p",
-            "client_secret_file": _secret_file(tmp_path, "s", "x" * 40),
-            "session_key_file": _secret_file(tmp_path, "k", "y" * 48), "registry_url": "sqlite://"}
+    good = {
+        "url": "http://127.0.0.1:1",
+        "issuer": "https://sso.daggers.dev/realms/daggers",
+        "client_id": "p",
+        "client_secret_file": _secret_file(tmp_path, "s", "x" * 40),
+        "session_key_file": _secret_file(tmp_path, "k", "y" * 48),
+        "registry_url": "sqlite://",
+    }
     PortalConfig.load(**good)
     with pytest.raises(DaggerError, match="http only on loopback"):
         PortalConfig.load(**{**good, "url": "http://portal.daggers.dev"})
@@ -189,10 +227,17 @@ def test_the_config_refuses_plain_http_off_loopback_and_readable_secrets(tmp_pat
     with pytest.raises(DaggerError, match="not an http"):
         PortalConfig.load(**{**good, "issuer": "https://user:pw@sso.daggers.dev/realms/daggers"})
     # where new daggers go: each one address of its kind, nothing that reaches a command or a file
-    made = PortalConfig.load(**good, kafka="k1.daggers.dev:9092,127.0.0.1:19192", postgres="127.0.0.1:5432",
-                             influx_url="https://influx.daggers.dev")
-    assert (made.kafka, made.postgres, made.influx_url) == ("k1.daggers.dev:9092,127.0.0.1:19192", ("127.0.0.1", 5432),
-                                                          "https://influx.daggers.dev")
+    made = PortalConfig.load(
+        **good,
+        kafka="k1.daggers.dev:9092,127.0.0.1:19192",
+        postgres="127.0.0.1:5432",
+        influx_url="https://influx.daggers.dev",
+    )
+    assert (made.kafka, made.postgres, made.influx_url) == (
+        "k1.daggers.dev:9092,127.0.0.1:19192",
+        ("127.0.0.1", 5432),
+        "https://influx.daggers.dev",
+    )
     for kafka in ("k1:9092;k2:9092", "k1", "k1:9092,", " k1:9092", "k1:9092\nk2:1", "-k:1"):
         with pytest.raises(DaggerError, match="bootstrap servers"):
             PortalConfig.load(**good, kafka=kafka)
@@ -223,10 +268,21 @@ def test_stopping_another_teams_dagger_is_not_found_and_changes_nothing(app, reg
 
 def test_a_versions_diff_is_shown_as_text_and_only_to_its_team(app, registry):
     spec = registry.version("surge-demand").spec
-    registry.record_version(name="surge-demand", team="allocations", cluster="blue",
-                            spec=spec.replace("SELECT 1", "SELECT 2 /* <b>bold</b> */"), spec_format=".yaml",
-                            spec_digest="e" * 64, state_key="k", checkpoint="/c/surge-demand/v2", start="latest",
-                            actor="ana", submission_id=None, metrics_port=None, action="edit")
+    registry.record_version(
+        name="surge-demand",
+        team="allocations",
+        cluster="blue",
+        spec=spec.replace("SELECT 1", "SELECT 2 /* <b>bold</b> */"),
+        spec_format=".yaml",
+        spec_digest="e" * 64,
+        state_key="k",
+        checkpoint="/c/surge-demand/v2",
+        start="latest",
+        actor="ana",
+        submission_id=None,
+        metrics_port=None,
+        action="edit",
+    )
     client = _signed_in(app, teams=["allocations"])
     page = client.get("/daggers/surge-demand/diff").get_data(as_text=True)
     assert "version 1 → 2" in page
@@ -252,15 +308,17 @@ def test_a_session_ends_its_hours_after_the_sign_in_however_busy(app):
     stale = _signed_in(app, teams=["allocations"], at=time.time() - SESSION_HOURS * 3600 - 1)
     assert stale.get("/api/me").status_code == 401
     with stale.session_transaction() as s:
-        assert "signed_in" not in s               # cleared, not kept alive by the request
+        assert "signed_in" not in s  # cleared, not kept alive by the request
 
 
 def test_the_teams_are_the_groups_against_todays_grants(app):
     """A session keeps the token's groups, not teams: a group no grant names any longer gives nothing."""
     client = app.test_client()
     with client.session_transaction() as s:
-        s["signed_in"] = {"at": time.time(), "claims": {"sub": "1", "preferred_username": "eve",
-                                                        "groups": ["dagger-old-team-owners@daggers.dev"]}}
+        s["signed_in"] = {
+            "at": time.time(),
+            "claims": {"sub": "1", "preferred_username": "eve", "groups": ["dagger-old-team-owners@daggers.dev"]},
+        }
     assert client.get("/api/daggers").status_code == 401
 
 
@@ -296,14 +354,26 @@ def test_only_a_platform_operator_may_fail_a_dagger_over_and_only_to_a_cluster_o
     clusters = tmp_path / "clusters"
     (clusters / "kafka").mkdir(parents=True)
     for name, port in (("blue", 1), ("green", 2)):
-        (clusters / f"{name}.allocations.json").write_text(json.dumps({
-            "name": name, "team": "allocations", "master": f"spark://127.0.0.1:{port}",
-            "web_ui": f"http://127.0.0.1:{port}", "checkpoint_root": str(tmp_path / "cp"), "spark_home": "/nowhere",
-            "python": "/nowhere/python", "jvm_dir": "/nowhere", "spec_dir": str(tmp_path / "specs"),
-            "metrics_ports": [port * 10000, port * 10000 + 9]}))
+        (clusters / f"{name}.allocations.json").write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "team": "allocations",
+                    "master": f"spark://127.0.0.1:{port}",
+                    "web_ui": f"http://127.0.0.1:{port}",
+                    "checkpoint_root": str(tmp_path / "cp"),
+                    "spark_home": "/nowhere",
+                    "python": "/nowhere/python",
+                    "jvm_dir": "/nowhere",
+                    "spec_dir": str(tmp_path / "specs"),
+                    "metrics_ports": [port * 10000, port * 10000 + 9],
+                }
+            )
+        )
     for name, extra in (("primary", {}), ("mirror", {"mirror_of": {"cluster": "primary", "topic_prefix": "primary."}})):
-        (clusters / "kafka" / f"{name}.json").write_text(json.dumps(
-            {"name": name, "bootstrap_servers": "127.0.0.1:9", **extra}))
+        (clusters / "kafka" / f"{name}.json").write_text(
+            json.dumps({"name": name, "bootstrap_servers": "127.0.0.1:9", **extra})
+        )
     app = portal_app(tmp_path, registry, clusters)
     before = (registry.get("surge-demand"), len(registry.history("surge-demand")))
 
@@ -316,8 +386,8 @@ def test_only_a_platform_operator_may_fail_a_dagger_over_and_only_to_a_cluster_o
 
     operator = _signed_in(app, operator=True, user="olga")
     page = operator.get("/daggers/surge-demand").get_data(as_text=True)
-    offered = re.findall(r'<option value="([^"]+)">', page[page.index('id="failover"'):])
-    assert offered == ["spark/green", "kafka/mirror", "kafka/primary"]       # not blue, where it runs
+    offered = re.findall(r'<option value="([^"]+)">', page[page.index('id="failover"') :])
+    assert offered == ["spark/green", "kafka/mirror", "kafka/primary"]  # not blue, where it runs
     token = _token(operator)
     for target in ("spark/blue", "spark/nowhere", "kafka/../primary", "green", ""):
         moved = operator.post("/daggers/surge-demand/failover", data={"csrf_token": token, "to": target})
@@ -341,6 +411,6 @@ def test_the_daggers_list_without_live_numbers_still_lists_the_teams_daggers_and
     page = client.get("/daggers")
     text = page.get_data(as_text=True)
     assert page.status_code == 200 and 'data-dagger="surge-demand"' in text and "api-errors" not in text
-    assert "live numbers cannot be read now" in text and "blue.json" not in text     # the cause is the operators'
+    assert "live numbers cannot be read now" in text and "blue.json" not in text  # the cause is the operators'
     answer = client.get("/api/daggers")
     assert answer.status_code == 503 and "api-errors" not in answer.get_data(as_text=True)

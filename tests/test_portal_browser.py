@@ -3,6 +3,7 @@ on the lab. An analyst signs in through Keycloak's page, lands on the team's dag
 whose query holds a script (shown as text, never run), and cannot open another team's dagger; then
 writes a new dagger in the three steps and sees the query checked as it types, a misspelt column
 at its line and column."""
+
 from __future__ import annotations
 
 import shutil
@@ -44,17 +45,41 @@ def probes(lab_env):
     names = {}
     for team in ("allocations", "api-health"):
         name = f"browser-probe-{team}-{uuid.uuid4().hex[:6]}"
-        registry.record_version(name=name, team=team, cluster="blue", spec=f"name: {name}\nsql: SELECT 1 -- {SCRIPT}\n",
-                                spec_format=".yaml", spec_digest="0" * 64, state_key="k", checkpoint=f"/nowhere/{name}",
-                                start="latest", actor="test", submission_id=None, metrics_port=None, action="deploy")
+        registry.record_version(
+            name=name,
+            team=team,
+            cluster="blue",
+            spec=f"name: {name}\nsql: SELECT 1 -- {SCRIPT}\n",
+            spec_format=".yaml",
+            spec_digest="0" * 64,
+            state_key="k",
+            checkpoint=f"/nowhere/{name}",
+            start="latest",
+            actor="test",
+            submission_id=None,
+            metrics_port=None,
+            action="deploy",
+        )
         registry.record_status(name, "STOPPED", actor="test", action="stop")
         names[team] = name
     # a name no deploy would take (dagger names are allow-listed), as if the registry held it anyway
     # (no '/': the name stays one path segment of its page's address)
     names["script"] = f"probe-<script>window.__pwned=1<img src=x onerror=window.__pwned=2>-{uuid.uuid4().hex[:6]}"
-    registry.record_version(name=names["script"], team="allocations", cluster="blue", spec="sql: SELECT 1\n",
-                            spec_format=".yaml", spec_digest="0" * 64, state_key="k", checkpoint="/nowhere/probe",
-                            start="latest", actor="test", submission_id=None, metrics_port=None, action="deploy")
+    registry.record_version(
+        name=names["script"],
+        team="allocations",
+        cluster="blue",
+        spec="sql: SELECT 1\n",
+        spec_format=".yaml",
+        spec_digest="0" * 64,
+        state_key="k",
+        checkpoint="/nowhere/probe",
+        start="latest",
+        actor="test",
+        submission_id=None,
+        metrics_port=None,
+        action="deploy",
+    )
     registry.record_status(names["script"], "STOPPED", actor="test", action="stop")
     yield names
     registry.close()
@@ -83,7 +108,8 @@ def _landed(driver, portal: str) -> str:
 
 
 def test_an_analyst_signs_in_in_chromium_and_sees_scripts_as_text_and_nothing_of_another_team(
-        lab_env, chromium, probes):
+    lab_env, chromium, probes
+):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
 
@@ -103,7 +129,7 @@ def test_an_analyst_signs_in_in_chromium_and_sees_scripts_as_text_and_nothing_of
     for _ in range(2):
         assert probes["script"] in chromium.find_element(By.ID, "daggers").text
         assert chromium.execute_script("return window.__pwned") is None
-        time.sleep(6)       # the table refreshes itself every 5 s from /api/daggers
+        time.sleep(6)  # the table refreshes itself every 5 s from /api/daggers
 
     # its own dagger, whose query holds a script: shown as text, not run
     chromium.get(f"{portal}/daggers/{probes['allocations']}")
@@ -154,32 +180,40 @@ def test_a_new_daggers_query_is_checked_as_the_analyst_types(lab_env, chromium):
     assert "p-logstream-" not in inputs
     chromium.find_element(By.CSS_SELECTOR, "input[value='esb-critical/GO_RIDE-booking-log']").click()
     chromium.find_element(By.ID, "name").send_keys("browser-draft")
-    chromium.find_element(By.ID, "sink_name").send_keys("browser_draft")     # step 3: InfluxDB, the first offered
+    chromium.find_element(By.ID, "sink_name").send_keys("browser_draft")  # step 3: InfluxDB, the first offered
     query = chromium.find_element(By.ID, "query")
     query.send_keys(Keys.CONTROL, "a")
-    query.send_keys("SELECT COUNT(1) AS bookings,\n"
-                    "  TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
-                    "FROM `data_stream` WHERE statuz = 'COMPLETED'\n"
-                    "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)")
+    query.send_keys(
+        "SELECT COUNT(1) AS bookings,\n"
+        "  TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
+        "FROM `data_stream` WHERE statuz = 'COMPLETED'\n"
+        "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)"
+    )
     # the portal's Spark may still be warming up after the lab's start: the first answer can take a while
-    problem = _wait(chromium, lambda d: d.find_elements(By.CSS_SELECTOR, "#problems li.problem[data-line]"),
-                    timeout=240)[0]
+    problem = _wait(
+        chromium, lambda d: d.find_elements(By.CSS_SELECTOR, "#problems li.problem[data-line]"), timeout=240
+    )[0]
     assert (problem.get_attribute("data-line"), problem.get_attribute("data-column")) == ("3", "26")
     assert "statuz" in problem.text
     # the fix: valid, with the output's columns
     query.send_keys(Keys.CONTROL, "a")
-    query.send_keys("SELECT COUNT(1) AS bookings,\n"
-                    "  TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
-                    "FROM `data_stream` WHERE status = 'COMPLETED'\n"
-                    "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)")
+    query.send_keys(
+        "SELECT COUNT(1) AS bookings,\n"
+        "  TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp\n"
+        "FROM `data_stream` WHERE status = 'COMPLETED'\n"
+        "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)"
+    )
     _wait(chromium, lambda d: d.find_element(By.ID, "verdict").text.startswith("Valid"), timeout=60)
     columns = chromium.find_element(By.ID, "columns").text
     assert "bookings bigint" in columns and "window_timestamp timestamp" in columns
     # the preview reads the topic as the team: here it may hold nothing yet (a fresh lab has no
     # demo traffic), and then says so, naming the topic; with messages, it shows the rows
     chromium.find_element(By.ID, "preview-button").click()
-    _wait(chromium, lambda d: d.find_element(By.ID, "preview-said").text not in ("", "Reading the topic's latest messages…"),
-          timeout=120)
+    _wait(
+        chromium,
+        lambda d: d.find_element(By.ID, "preview-said").text not in ("", "Reading the topic's latest messages…"),
+        timeout=120,
+    )
     said = chromium.find_element(By.ID, "preview-said").text
     assert "messages read" in said or "GO_RIDE-booking-log does not exist" in said, said
 
@@ -208,8 +242,11 @@ def _surge_windows(events) -> dict:
     from tests.reference import group, iso, s2id, window_end
 
     completed = [e for e in events if e["status"] == "COMPLETED"]
-    return group(completed, key=lambda e: (str(e["city_id"]), s2id(e["lat"], e["long"], 13),
-                                           iso(window_end(e["event_timestamp"], 60))), agg=len)
+    return group(
+        completed,
+        key=lambda e: (str(e["city_id"]), s2id(e["lat"], e["long"], 13), iso(window_end(e["event_timestamp"], 60))),
+        agg=len,
+    )
 
 
 def _influx_surge(lab_env, measurement: str) -> dict:
@@ -217,10 +254,18 @@ def _influx_surge(lab_env, measurement: str) -> dict:
 
     from tests.labrun import team_influx
 
-    series = team_influx(Path(lab_env["DAGGER_LAB_DIR"]), int(lab_env["DAGGER_LAB_PORT_BASE"]), "allocations",
-                         f'SELECT "num_of_bookings", "tag_city_id", "tag_s2id" FROM "{measurement}"', epoch="s")
-    return {(city, cell, dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")): n
-            for s in series for t, n, city, cell in s["values"]}
+    series = team_influx(
+        Path(lab_env["DAGGER_LAB_DIR"]),
+        int(lab_env["DAGGER_LAB_PORT_BASE"]),
+        "allocations",
+        f'SELECT "num_of_bookings", "tag_city_id", "tag_s2id" FROM "{measurement}"',
+        epoch="s",
+    )
+    return {
+        (city, cell, dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")): n
+        for s in series
+        for t, n, city, cell in s["values"]
+    }
 
 
 def _shot(driver, name: str, at: str | None = None) -> None:
@@ -237,7 +282,8 @@ def _shot(driver, name: str, at: str | None = None) -> None:
 
 
 def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_on_a_map_edits_and_stops_it(
-        lab_env, chromium):
+    lab_env, chromium
+):
     """The seeds' surge query (completed bookings per S2 cell, level 13, per minute), all by clicks
     and keys in chromium; its windows compared with s2sphere's cells of the bookings sent."""
     import datetime as dt
@@ -275,8 +321,9 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
     # step 1: the team's booking-events-* topics, this one by its name's end
     chromium.get(portal + "/daggers/new")
     chromium.find_element(By.CSS_SELECTOR, "input[value='mainstream/booking-events-*']").click()
-    _wait(chromium, ec.visibility_of_element_located((By.ID, "topic_suffix"))).send_keys(topic.removeprefix(
-        "booking-events-"))
+    _wait(chromium, ec.visibility_of_element_located((By.ID, "topic_suffix"))).send_keys(
+        topic.removeprefix("booking-events-")
+    )
     _shot(chromium, "step-1-input")
     # step 2: the query, checked as it is typed
     chromium.find_element(By.ID, "name").send_keys(name)
@@ -290,14 +337,20 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
     assert chromium.find_elements(By.CSS_SELECTOR, "#problems li") == []
     _shot(chromium, "step-2-query", at="step2")
     chromium.find_element(By.ID, "preview-button").click()
-    _wait(chromium, lambda d: "messages read" in d.find_element(By.ID, "preview-said").text
-          or "error" in d.find_element(By.ID, "preview-said").get_attribute("class"), timeout=180)
+    _wait(
+        chromium,
+        lambda d: (
+            "messages read" in d.find_element(By.ID, "preview-said").text
+            or "error" in d.find_element(By.ID, "preview-said").get_attribute("class")
+        ),
+        timeout=180,
+    )
     said = chromium.find_element(By.ID, "preview-said").text
     want_before = _surge_windows(before)
     assert said.startswith("150 messages read, 0 set aside, ") and f" {len(want_before)} rows" in said, said
     _wait(chromium, lambda d: not d.find_element(By.ID, "verdict").text.startswith("Checking"), timeout=120)
     head = [th.text for th in chromium.find_elements(By.CSS_SELECTOR, "#preview thead th")]
-    assert head == ["tag_city_id", "tag_s2id", "num_of_bookings", "window_timestamp"]     # the query's order
+    assert head == ["tag_city_id", "tag_s2id", "num_of_bookings", "window_timestamp"]  # the query's order
     _shot(chromium, "step-3-preview", at="step3")
 
     # deploy: on to the dagger's page, which follows it to its first window
@@ -315,10 +368,16 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
         assert launches.last_committed_batch(Path(dagger.checkpoint)) >= 0, "no batch committed in 300 s"
         # windows of the last hour: the map looks for the latest window within cells.LOOK_BACK of now
         start = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0) - dt.timedelta(hours=1)
-        after = [{**e, "event_timestamp": e["event_timestamp"] - traffic.START + start}
-                 for e in traffic.bookings(300, minutes=2, seed=92)]
-        closer = {**after[-1], "order_number": "closer", "status": "CREATED",
-                  "event_timestamp": start + dt.timedelta(minutes=5)}
+        after = [
+            {**e, "event_timestamp": e["event_timestamp"] - traffic.START + start}
+            for e in traffic.bookings(300, minutes=2, seed=92)
+        ]
+        closer = {
+            **after[-1],
+            "order_number": "closer",
+            "status": "CREATED",
+            "event_timestamp": start + dt.timedelta(minutes=5),
+        }
         send(after + [closer])
         want = _surge_windows(after)
         _wait(chromium, lambda d: not d.find_element(By.ID, "first-window").get_attribute("hidden"), timeout=300)
@@ -346,14 +405,17 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
         status = chromium.execute_async_script(
             "const done = arguments[arguments.length - 1];"
             "fetch(arguments[0], {method: 'POST', credentials: 'same-origin'})"
-            ".then(r => done(r.status), e => done(String(e)))", f"{portal}/daggers/{name}/stop")
+            ".then(r => done(r.status), e => done(String(e)))",
+            f"{portal}/daggers/{name}/stop",
+        )
         assert status == 400 and registry.get(name).running
 
         # edit: the next version, through the same checks
         chromium.find_element(By.LINK_TEXT, "edit the query").click()
         _wait(chromium, ec.presence_of_element_located((By.ID, "save-button")))
-        _type_query(chromium, "query", SURGE.replace("status = 'COMPLETED'",
-                                                     "status IN ('COMPLETED', 'CUSTOMER_CANCELLED')"))
+        _type_query(
+            chromium, "query", SURGE.replace("status = 'COMPLETED'", "status IN ('COMPLETED', 'CUSTOMER_CANCELLED')")
+        )
         _wait(chromium, lambda d: d.find_element(By.ID, "verdict").text.startswith("Valid"), timeout=120)
         chromium.find_element(By.ID, "save-button").click()
         _wait(chromium, ec.url_to_be(f"{portal}/daggers/{name}"), timeout=300)
@@ -377,5 +439,6 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
     finally:
         if registry.get(name) is not None and registry.get(name).running:
             from dagger_runtime.lifecycle import operations
+
             operations.stop(registry, name, actor="test cleanup", clusters_dir=str(lab / "clusters"))
         registry.close()

@@ -2,6 +2,7 @@
 and geohashes checked against the points the runtime's own S2Id/GeoHash kernels put in them and
 against published geohash boxes, the latest window read from a real InfluxDB, and the map offered
 only for a dagger of the viewer's team whose sink is the portal's own InfluxDB."""
+
 from __future__ import annotations
 
 import math
@@ -22,20 +23,29 @@ FROM `data_stream` WHERE status='COMPLETED'
 GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id, S2Id(lat, long, 13)"""
 
 
-@pytest.mark.parametrize("sql, key", [
-    (SURGE, cells.Key("tag_s2id", "s2")),
-    ("SELECT geohash(lat, long, 6) AS area, COUNT(1) AS n FROM data_stream GROUP BY geohash(lat, long, 6)",
-     cells.Key("area", "geohash")),
-    ("SELECT S2ID(lat, long, 13) AS s2, COUNT(1) AS n FROM data_stream GROUP BY S2ID(lat, long, 13)",
-     cells.Key("s2", "s2")),
-    # named like a cell, computed otherwise: no map
-    ("SELECT city_id AS tag_s2id, COUNT(1) AS n FROM data_stream GROUP BY city_id", None),
-    # a cell only inside a subquery or a condition: the outermost SELECT's columns are what is written
-    ("SELECT n FROM (SELECT S2Id(lat, long, 13) AS c, COUNT(1) AS n FROM data_stream GROUP BY S2Id(lat, long, 13))",
-     None),
-    ("SELECT COUNT(1) AS n FROM data_stream WHERE S2Id(lat, long, 13) = '1'", None),
-    ("SELECT FROM WHERE", None),
-])
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        (SURGE, cells.Key("tag_s2id", "s2")),
+        (
+            "SELECT geohash(lat, long, 6) AS area, COUNT(1) AS n FROM data_stream GROUP BY geohash(lat, long, 6)",
+            cells.Key("area", "geohash"),
+        ),
+        (
+            "SELECT S2ID(lat, long, 13) AS s2, COUNT(1) AS n FROM data_stream GROUP BY S2ID(lat, long, 13)",
+            cells.Key("s2", "s2"),
+        ),
+        # named like a cell, computed otherwise: no map
+        ("SELECT city_id AS tag_s2id, COUNT(1) AS n FROM data_stream GROUP BY city_id", None),
+        # a cell only inside a subquery or a condition: the outermost SELECT's columns are what is written
+        (
+            "SELECT n FROM (SELECT S2Id(lat, long, 13) AS c, COUNT(1) AS n FROM data_stream GROUP BY S2Id(lat, long, 13))",
+            None,
+        ),
+        ("SELECT COUNT(1) AS n FROM data_stream WHERE S2Id(lat, long, 13) = '1'", None),
+        ("SELECT FROM WHERE", None),
+    ],
+)
 def test_the_key_is_the_outermost_column_computed_by_s2id_or_geohash(sql, key):
     assert cells.key_of(sql) == key
 
@@ -97,9 +107,11 @@ def test_what_is_not_an_s2_cell_is_refused(bad):
 
 def test_rows_whose_key_is_not_a_cell_are_counted_and_only_numbers_are_values():
     cell = str(geo_kernels.s2_cell_id_str(np.array([-6.2]), np.array([106.8]), 13)[0])
-    rows = [{"time": 60_000, "tag_s2id": cell, "tag_city_id": "1", "num_of_bookings": 4, "flag": True},
-            {"time": 60_000, "tag_s2id": "not-a-cell", "num_of_bookings": 2},
-            {"time": 60_000, "tag_s2id": None, "num_of_bookings": 1}]
+    rows = [
+        {"time": 60_000, "tag_s2id": cell, "tag_city_id": "1", "num_of_bookings": 4, "flag": True},
+        {"time": 60_000, "tag_s2id": "not-a-cell", "num_of_bookings": 2},
+        {"time": 60_000, "tag_s2id": None, "num_of_bookings": 1},
+    ]
     got = cells.cells(rows, cells.Key("tag_s2id", "s2"))
     assert got["not_cells"] == 2 and got["window_ms"] == 60_000
     (drawn,) = got["cells"]
@@ -123,19 +135,23 @@ def test_the_latest_window_is_read_from_a_real_influxdb(influxdb):
 
     db = "cells_latest"
     influxdb.create_database(db)
-    day_ago = (int(time.time()) // 60 - 24 * 60) * 60_000          # windows of yesterday, a minute apart
+    day_ago = (int(time.time()) // 60 - 24 * 60) * 60_000  # windows of yesterday, a minute apart
     lines = []
     for minute in (1, 2, 3):
         for cell, n in (("-7", minute), ("11", 10 * minute), ("13", 100 * minute)):
             lines.append(f"surge,tag_s2id={cell} num_of_bookings={n}i {day_ago + minute * 60_000}")
-    lines.append(f"other,tag_s2id=99 num_of_bookings=5i {day_ago + 3_600_000}")     # another measurement, later
-    lines.append("old,tag_s2id=99 num_of_bookings=5i 180000")                       # 1970: past the look-back
-    requests.post(f"{influxdb.url}/write", params={"db": db, "precision": "ms"}, data="\n".join(lines),
-                  timeout=10).raise_for_status()
+    lines.append(f"other,tag_s2id=99 num_of_bookings=5i {day_ago + 3_600_000}")  # another measurement, later
+    lines.append("old,tag_s2id=99 num_of_bookings=5i 180000")  # 1970: past the look-back
+    requests.post(
+        f"{influxdb.url}/write", params={"db": db, "precision": "ms"}, data="\n".join(lines), timeout=10
+    ).raise_for_status()
     rows = cells.latest_window(cells.Influx(influxdb.url), db, "surge", None, None)
     last = day_ago + 180_000
     assert sorted((r["tag_s2id"], r["num_of_bookings"], r["time"]) for r in rows) == [
-        ("-7", 3, last), ("11", 30, last), ("13", 300, last)]
+        ("-7", 3, last),
+        ("11", 30, last),
+        ("13", 300, last),
+    ]
     assert cells.latest_window(cells.Influx(influxdb.url), db, "missing", None, None) == []
     assert cells.latest_window(cells.Influx(influxdb.url), db, "old", None, None) == []
     with pytest.raises(DaggerError, match="InfluxDB did not answer"):
@@ -152,15 +168,30 @@ def test_the_map_is_offered_only_for_a_cell_keyed_dagger_writing_to_the_portals_
     registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
     for name, url in (("surge-here", influx), ("surge-elsewhere", "http://127.0.0.1:18087")):
         sink = access.team_influx_sink("allocations", url, "surge")
-        spec = (f"name: {name}\nteam: allocations\nstreams:\n  - table: data_stream\n"
-                "    proto: gojek.esb.booking.BookingLogMessage\n    topics: [GO_RIDE-booking-log]\n    event_time: 5\n"
-                "    kafka: {bootstrap_servers: '127.0.0.1:9092'}\n"
-                f"sql: |\n" + "".join(f"  {line}\n" for line in SURGE.splitlines())
-                + "sink:\n  type: influx\n  influx:\n"
-                + "".join(f"    {k}: '{v}'\n" for k, v in sink.items()))
-        registry.record_version(name=name, team="allocations", cluster="blue", spec=spec, spec_format=".yaml",
-                                spec_digest="d" * 64, state_key="k", checkpoint=f"/c/{name}", start="latest",
-                                actor="someone", submission_id=None, metrics_port=None, action="deploy")
+        spec = (
+            f"name: {name}\nteam: allocations\nstreams:\n  - table: data_stream\n"
+            "    proto: gojek.esb.booking.BookingLogMessage\n    topics: [GO_RIDE-booking-log]\n    event_time: 5\n"
+            "    kafka: {bootstrap_servers: '127.0.0.1:9092'}\n"
+            f"sql: |\n"
+            + "".join(f"  {line}\n" for line in SURGE.splitlines())
+            + "sink:\n  type: influx\n  influx:\n"
+            + "".join(f"    {k}: '{v}'\n" for k, v in sink.items())
+        )
+        registry.record_version(
+            name=name,
+            team="allocations",
+            cluster="blue",
+            spec=spec,
+            spec_format=".yaml",
+            spec_digest="d" * 64,
+            state_key="k",
+            checkpoint=f"/c/{name}",
+            start="latest",
+            actor="someone",
+            submission_id=None,
+            metrics_port=None,
+            action="deploy",
+        )
     app = portal_app(tmp_path, registry, influx_url=influx)
     own = _signed_in(app, teams=("allocations",))
     page = own.get("/daggers/surge-here").get_data(as_text=True)

@@ -1,5 +1,6 @@
 """A dagger's charts on its page: the samples scaled into the chart's box (checked against a
 computation here), and the label selector that reaches PromQL refusing anything but a name."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,15 +17,25 @@ def test_a_series_is_scaled_into_the_box_from_zero_to_its_highest():
     flat = charts.polyline([(0.0, 0.0), (10.0, 0.0)], 0.0, 10.0, 100, 50)
     assert flat == "0.0,50.0 100.0,50.0"
     # a negative value lowers the floor below 0
-    low = [tuple(map(float, p.split(","))) for p in charts.polyline([(0.0, -2.0), (10.0, 2.0)], 0.0, 10.0, 10, 40).split()]
+    low = [
+        tuple(map(float, p.split(","))) for p in charts.polyline([(0.0, -2.0), (10.0, 2.0)], 0.0, 10.0, 10, 40).split()
+    ]
     assert low == [(0.0, 40.0), (10.0, 0.0)]
     assert charts.polyline([], 0.0, 10.0) == "" and charts.polyline([(1.0, 1.0)], 5.0, 5.0) == ""
 
 
-@pytest.mark.parametrize("team,dagger", [
-    ('allocations"}or vector(1)', "x"), ("allocations", 'x",team=~".*'), ("allocations", "x}"),
-    ("allocations", ""), ("allocations", "x" * 129), ("allocations", "x\ny"), (None, "x"),
-])
+@pytest.mark.parametrize(
+    "team,dagger",
+    [
+        ('allocations"}or vector(1)', "x"),
+        ("allocations", 'x",team=~".*'),
+        ("allocations", "x}"),
+        ("allocations", ""),
+        ("allocations", "x" * 129),
+        ("allocations", "x\ny"),
+        (None, "x"),
+    ],
+)
 def test_only_names_reach_a_promql_selector(team, dagger):
     with pytest.raises(DaggerError):
         charts.selector(team, dagger)
@@ -42,12 +53,14 @@ def test_each_chart_selects_by_labels_its_series_keeps():
 
     import yaml
 
-    rules = yaml.safe_load((Path(__file__).resolve().parents[1] / "monitoring" / "rules" / "daggers.rules.yml").read_text())
+    rules = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "monitoring" / "rules" / "daggers.rules.yml").read_text()
+    )
     kept = {}
     for rule in rules["groups"][0]["rules"]:
         if "record" in rule:
             kept[rule["record"]] = set(re.search(r"by \(([^)]*)\)", rule["expr"]).group(1).replace(" ", "").split(","))
-    selected = set(re.findall(r'(\w+)=', charts.selector("allocations", "surge")))
+    selected = set(re.findall(r"(\w+)=", charts.selector("allocations", "surge")))
     recorded = 0
     for _, _, _, query in charts.SERIES:
         name = re.search(r"([\w:]+)\{sel\}", query).group(1)

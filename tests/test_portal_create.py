@@ -6,6 +6,7 @@ team's InfluxDB database, its query edited (the next version), and stopped; the 
 the analyst. Another team's analyst
 can neither preview on that topic nor see, nor stop, the dagger. Counts are computed here from the
 bookings sent (tests/reference.py)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,14 +49,22 @@ def setup(lab_env):
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)])
     admin.close()
     registry = Registry((portal.lab / "secrets" / "registry.url").read_text().strip())
-    yield {"portal": portal, "servers": servers, "topic": topic, "name": f"portal-made-{run}", "base": base,
-           "registry": registry, "measurement": f"portal_made_{run}"}
+    yield {
+        "portal": portal,
+        "servers": servers,
+        "topic": topic,
+        "name": f"portal-made-{run}",
+        "base": base,
+        "registry": registry,
+        "measurement": f"portal_made_{run}",
+    }
     registry.close()
 
 
 def _send(setup, events) -> None:
-    producer = KafkaProducer(bootstrap_servers=setup["servers"], acks="all",
-                             **access.kafka_python("admin", lab=setup["portal"].lab))
+    producer = KafkaProducer(
+        bootstrap_servers=setup["servers"], acks="all", **access.kafka_python("admin", lab=setup["portal"].lab)
+    )
     message = protos.load().message_class(traffic.BOOKING)
     for i, value in enumerate(traffic.encode(events, message)):
         producer.send(setup["topic"], value=value, partition=i % 2)
@@ -69,21 +78,33 @@ def _token(session, portal) -> str:
 
 
 def _form(setup, **over) -> dict:
-    form = {"team": TEAM, "name": setup["name"], "input": "mainstream/booking-events-*",
-            "topic_suffix": setup["topic"].removeprefix("booking-events-"), "query": QUERY,
-            "watermark_delay": "60s", "parallelism": 1, "sink": {"type": "influx", "name": setup["measurement"]}}
+    form = {
+        "team": TEAM,
+        "name": setup["name"],
+        "input": "mainstream/booking-events-*",
+        "topic_suffix": setup["topic"].removeprefix("booking-events-"),
+        "query": QUERY,
+        "watermark_delay": "60s",
+        "parallelism": 1,
+        "sink": {"type": "influx", "name": setup["measurement"]},
+    }
     form.update(over)
     return form
 
 
 def _post(session, portal, path, body, token):
-    return session.post(f"{portal.url}{path}", json=body, timeout=300,
-                        headers={"X-CSRFToken": token, "Origin": portal.url})
+    return session.post(
+        f"{portal.url}{path}", json=body, timeout=300, headers={"X-CSRFToken": token, "Origin": portal.url}
+    )
 
 
 def _influx_rows(setup) -> dict:
-    series = team_influx(setup["portal"].lab, setup["base"], TEAM,
-                         f'SELECT "bookings" FROM "{setup["measurement"]}" GROUP BY "tag_city_id"')
+    series = team_influx(
+        setup["portal"].lab,
+        setup["base"],
+        TEAM,
+        f'SELECT "bookings" FROM "{setup["measurement"]}" GROUP BY "tag_city_id"',
+    )
     return {(int(s["tags"]["tag_city_id"]), t): n for s in series for t, n in s["values"]}
 
 
@@ -122,14 +143,22 @@ def test_an_analyst_creates_previews_deploys_follows_and_stops_a_dagger(setup):
             time.sleep(2)
         assert launches.last_committed_batch(Path(dagger.checkpoint)) >= 0, "no batch committed in 300 s"
         after = traffic.bookings(200, minutes=2, seed=82)
-        start = traffic.START + dt.timedelta(hours=1)      # a later hour than the preview's bookings
+        start = traffic.START + dt.timedelta(hours=1)  # a later hour than the preview's bookings
         after = [{**e, "event_timestamp": e["event_timestamp"] - traffic.START + start} for e in after]
-        closer = {**after[-1], "order_number": "closer", "status": "CREATED",
-                  "event_timestamp": start + dt.timedelta(minutes=5)}
+        closer = {
+            **after[-1],
+            "order_number": "closer",
+            "status": "CREATED",
+            "event_timestamp": start + dt.timedelta(minutes=5),
+        }
         _send(setup, after + [closer])
         completed = [e for e in after if e["status"] == "COMPLETED"]
-        want = {(city, iso(t)): n for (city, t), n in group(
-            completed, key=lambda e: (e["city_id"], window_end(e["event_timestamp"], 60)), agg=len).items()}
+        want = {
+            (city, iso(t)): n
+            for (city, t), n in group(
+                completed, key=lambda e: (e["city_id"], window_end(e["event_timestamp"], 60)), agg=len
+            ).items()
+        }
         # the dagger's page follows it to its first window: its API's rows written, then InfluxDB's rows
         deadline, written = time.monotonic() + 300, None
         while time.monotonic() < deadline:
@@ -153,7 +182,7 @@ def test_an_analyst_creates_previews_deploys_follows_and_stops_a_dagger(setup):
         bad = _post(analyst, portal, f"/api/daggers/{setup['name']}/validate", {"query": misspelt}, token)
         assert bad.status_code == 200 and bad.json()["valid"] is False, bad.text
         (error,) = bad.json()["errors"]
-        assert "cty" in misspelt.splitlines()[error["line"] - 1][error["column"] - 1:], error
+        assert "cty" in misspelt.splitlines()[error["line"] - 1][error["column"] - 1 :], error
         edited = _post(analyst, portal, f"/api/daggers/{setup['name']}/edit", {"query": changed}, token)
         assert edited.status_code == 200 and edited.json()["valid"], edited.text
         versions = setup["registry"].versions(setup["name"])
@@ -161,33 +190,59 @@ def test_an_analyst_creates_previews_deploys_follows_and_stops_a_dagger(setup):
         diff = analyst.get(f"{portal.url}/daggers/{setup['name']}/diff", timeout=30).text
         assert "IN (&#39;COMPLETED&#39;, &#39;CUSTOMER_CANCELLED&#39;)" in diff
         # the other team: not found, by page and API, and may neither edit nor stop it
-        assert _post(other, portal, f"/api/daggers/{setup['name']}/edit", {"query": changed},
-                     other_token).status_code == 404
+        assert (
+            _post(other, portal, f"/api/daggers/{setup['name']}/edit", {"query": changed}, other_token).status_code
+            == 404
+        )
         for path in (f"/daggers/{setup['name']}", f"/api/daggers/{setup['name']}"):
             seen = other.get(portal.url + path, timeout=30)
             assert seen.status_code == 404 and setup["name"] not in seen.text
         stop_token = re.search(r'name="csrf_token" value="([^"]+)"', other.get(f"{portal.url}/daggers").text).group(1)
-        assert other.post(f"{portal.url}/daggers/{setup['name']}/stop", data={"csrf_token": stop_token},
-                          headers={"Origin": portal.url}, timeout=60).status_code == 404
+        assert (
+            other.post(
+                f"{portal.url}/daggers/{setup['name']}/stop",
+                data={"csrf_token": stop_token},
+                headers={"Origin": portal.url},
+                timeout=60,
+            ).status_code
+            == 404
+        )
         # the analyst may not fail it over (403: its team sees it); a platform operator moves it to
         # green, from its checkpoint, through `dagger failover`'s operation
         own_token = re.search(r'name="csrf_token" value="([^"]+)"', analyst.get(f"{portal.url}/daggers").text).group(1)
-        assert analyst.post(f"{portal.url}/daggers/{setup['name']}/failover", data={"csrf_token": own_token,
-                            "to": "spark/green"}, headers={"Origin": portal.url}, timeout=60).status_code == 403
+        assert (
+            analyst.post(
+                f"{portal.url}/daggers/{setup['name']}/failover",
+                data={"csrf_token": own_token, "to": "spark/green"},
+                headers={"Origin": portal.url},
+                timeout=60,
+            ).status_code
+            == 403
+        )
         operator = portal.sign_in(access.OPERATOR)
         page = operator.get(f"{portal.url}/daggers/{setup['name']}", timeout=30).text
         assert '<option value="spark/green">' in page and '<option value="spark/blue">' not in page
         op_token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-        moved = operator.post(f"{portal.url}/daggers/{setup['name']}/failover", data={"csrf_token": op_token,
-                              "to": "spark/green"}, headers={"Origin": portal.url}, timeout=300, allow_redirects=False)
+        moved = operator.post(
+            f"{portal.url}/daggers/{setup['name']}/failover",
+            data={"csrf_token": op_token, "to": "spark/green"},
+            headers={"Origin": portal.url},
+            timeout=300,
+            allow_redirects=False,
+        )
         assert moved.status_code == 303
         assert setup["registry"].get(setup["name"]).cluster == "green" and setup["registry"].get(setup["name"]).running
         assert setup["registry"].history(setup["name"])[-1].actor == f"{access.OPERATOR} (portal)"
     finally:
         page = analyst.get(f"{portal.url}/daggers/{setup['name']}", timeout=30).text
         stop_token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-        stopped = analyst.post(f"{portal.url}/daggers/{setup['name']}/stop", data={"csrf_token": stop_token},
-                               headers={"Origin": portal.url}, timeout=180, allow_redirects=False)
+        stopped = analyst.post(
+            f"{portal.url}/daggers/{setup['name']}/stop",
+            data={"csrf_token": stop_token},
+            headers={"Origin": portal.url},
+            timeout=180,
+            allow_redirects=False,
+        )
     assert stopped.status_code == 303
     assert setup["registry"].get(setup["name"]).status == "STOPPED"
     assert setup["registry"].history(setup["name"])[-1].actor == f"{access.analyst(TEAM)} (portal)"

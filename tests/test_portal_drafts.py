@@ -2,6 +2,7 @@
 form can choose only among the team's own inputs and names: another team's topic, a topic outside
 the team's prefix, a sink elsewhere than the team's own database or a name that would reach a path
 or a command are refused, field by field."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,12 @@ def _inputs(catalogue, team="allocations", clusters=("esb-critical", "mainstream
 
 
 def _form(**over):
-    form = {"name": "my-surge", "input": "esb-critical/GO_RIDE-booking-log", "query": QUERY,
-            "sink": {"type": "influx", "name": "surge"}}
+    form = {
+        "name": "my-surge",
+        "input": "esb-critical/GO_RIDE-booking-log",
+        "query": QUERY,
+        "sink": {"type": "influx", "name": "surge"},
+    }
     form.update(over)
     return form
 
@@ -41,8 +46,11 @@ def _refused(catalogue, team="allocations", **over) -> dict[str, str]:
 def test_a_team_is_offered_what_the_catalogue_grants_it_on_its_clusters(catalogue):
     keys = {i.key for i in _inputs(catalogue)}
     # granted to allocations (its own, or readers: [allocations]); internal topics of others are not
-    assert {"esb-critical/GO_RIDE-booking-log", "esb-critical/driver-location-ping",
-            "mainstream/booking-events-*"} <= keys
+    assert {
+        "esb-critical/GO_RIDE-booking-log",
+        "esb-critical/driver-location-ping",
+        "mainstream/booking-events-*",
+    } <= keys
     assert "logstream/api-gateway-log*" not in keys and "logstream/p-logstream-*" not in keys
     # the same topics on a cluster the grant does not give: none
     assert _inputs(catalogue, clusters=("logstream",)) == []
@@ -53,41 +61,74 @@ def test_a_team_is_offered_what_the_catalogue_grants_it_on_its_clusters(catalogu
 
 
 def test_the_job_follows_the_platforms_rules_not_the_form(catalogue):
-    job = drafts.job(_form(kafka={"bootstrap_servers": "evil:9092"}, team="payments"), team="allocations",
-                     granted=_inputs(catalogue), servers=SERVERS, rules=RULES)
+    job = drafts.job(
+        _form(kafka={"bootstrap_servers": "evil:9092"}, team="payments"),
+        team="allocations",
+        granted=_inputs(catalogue),
+        servers=SERVERS,
+        rules=RULES,
+    )
     stream = job["streams"][0]
     assert job["team"] == "allocations" and stream["topics"] == ["GO_RIDE-booking-log"]
     assert stream["kafka"]["bootstrap_servers"] == "127.0.0.1:19192"
     assert stream["kafka"]["group_id"] == "dagger-allocations--my-surge"
     assert 'username="dagger-allocations"' in stream["kafka"]["client"]["sasl.jaas.config"]
     assert "${DAGGER_SECRET_ALLOCATIONS__KAFKA_PASSWORD}" in stream["kafka"]["client"]["sasl.jaas.config"]
-    assert job["sink"]["influx"] == {"url": "http://127.0.0.1:23086", "db_name": "allocations",
-                                     "measurement_name": "surge", "username": "dagger-allocations",
-                                     "password": "${DAGGER_SECRET_ALLOCATIONS__INFLUX_PASSWORD}"}
+    assert job["sink"]["influx"] == {
+        "url": "http://127.0.0.1:23086",
+        "db_name": "allocations",
+        "measurement_name": "surge",
+        "username": "dagger-allocations",
+        "password": "${DAGGER_SECRET_ALLOCATIONS__INFLUX_PASSWORD}",
+    }
     assert job["dead_letter_topic"] == "allocations--my-surge-dlq"
-    kafka = drafts.job(_form(sink={"type": "kafka", "name": "surge-out"}), team="allocations",
-                       granted=_inputs(catalogue), servers=SERVERS, rules=RULES)["sink"]["kafka"]
+    kafka = drafts.job(
+        _form(sink={"type": "kafka", "name": "surge-out"}),
+        team="allocations",
+        granted=_inputs(catalogue),
+        servers=SERVERS,
+        rules=RULES,
+    )["sink"]["kafka"]
     assert kafka["topic"] == "allocations--surge-out" and kafka["brokers"] == "127.0.0.1:19192"
-    pg = drafts.job(_form(sink={"type": "postgres", "name": "surge"}), team="allocations",
-                    granted=_inputs(catalogue), servers=SERVERS, rules=RULES)["sink"]["postgres"]
+    pg = drafts.job(
+        _form(sink={"type": "postgres", "name": "surge"}),
+        team="allocations",
+        granted=_inputs(catalogue),
+        servers=SERVERS,
+        rules=RULES,
+    )["sink"]["postgres"]
     assert pg["url"] == "postgresql://127.0.0.1:23432/allocations" and pg["user"] == "dagger-allocations"
 
 
 def test_another_teams_topic_is_refused_by_any_spelling(catalogue):
-    for key in ("logstream/api-gateway-log*", "logstream/p-logstream-*", "esb-critical/payment-*",
-                "esb-critical/GO_RIDE-booking-log ", "ESB-CRITICAL/GO_RIDE-booking-log", "GO_RIDE-booking-log",
-                ["esb-critical/GO_RIDE-booking-log"], None):
+    for key in (
+        "logstream/api-gateway-log*",
+        "logstream/p-logstream-*",
+        "esb-critical/payment-*",
+        "esb-critical/GO_RIDE-booking-log ",
+        "ESB-CRITICAL/GO_RIDE-booking-log",
+        "GO_RIDE-booking-log",
+        ["esb-critical/GO_RIDE-booking-log"],
+        None,
+    ):
         assert set(_refused(catalogue, input=key)) == {"input"}, key
     # api-health may not read the bookings either
     assert "input" in _refused(catalogue, team="api-health")
 
 
 def test_a_prefix_needs_the_rest_of_a_topics_name_and_nothing_else(catalogue):
-    job = drafts.job(_form(input="mainstream/booking-events-*", topic_suffix="go-ride"), team="allocations",
-                     granted=_inputs(catalogue), servers=SERVERS, rules=RULES)
+    job = drafts.job(
+        _form(input="mainstream/booking-events-*", topic_suffix="go-ride"),
+        team="allocations",
+        granted=_inputs(catalogue),
+        servers=SERVERS,
+        rules=RULES,
+    )
     assert job["streams"][0]["topics"] == ["booking-events-go-ride"]
     for rest in (None, "", "a,b", "x|.*", "x y", "../x", "a" * 201):
-        assert set(_refused(catalogue, input="mainstream/booking-events-*", topic_suffix=rest)) == {"topic_suffix"}, rest
+        assert set(_refused(catalogue, input="mainstream/booking-events-*", topic_suffix=rest)) == {"topic_suffix"}, (
+            rest
+        )
 
 
 @pytest.mark.parametrize("name", ["My-surge", "a", "x--y", "-x", "x-", "x_y", "x y", "x/../y", "é-x", "a" * 65, 7])
@@ -95,35 +136,50 @@ def test_a_bad_dagger_name_is_refused(catalogue, name):
     assert set(_refused(catalogue, name=name)) == {"name"}
 
 
-@pytest.mark.parametrize("sink,field", [
-    ({"type": "influx", "name": "Surge"}, "sink.name"),
-    ({"type": "influx", "name": 'x" ; DROP'}, "sink.name"),
-    ({"type": "postgres", "name": "public.other"}, "sink.name"),
-    ({"type": "postgres", "name": '"quoted"'}, "sink.name"),
-    ({"type": "kafka", "name": "../api-health-x"}, "sink.name"),
-    ({"type": "kafka", "name": "X"}, "sink.name"),
-    # '--' ends a team's name in its topics: 'lab--events' would be team growth-lab's (growth's reader's)
-    ({"type": "kafka", "name": "lab--events"}, "sink.name"),
-    ({"type": "kafka", "name": "events-"}, "sink.name"),
-    ({"type": "file", "name": "x"}, "sink.type"),
-    ("log", "sink.type"),
-])
+@pytest.mark.parametrize(
+    "sink,field",
+    [
+        ({"type": "influx", "name": "Surge"}, "sink.name"),
+        ({"type": "influx", "name": 'x" ; DROP'}, "sink.name"),
+        ({"type": "postgres", "name": "public.other"}, "sink.name"),
+        ({"type": "postgres", "name": '"quoted"'}, "sink.name"),
+        ({"type": "kafka", "name": "../api-health-x"}, "sink.name"),
+        ({"type": "kafka", "name": "X"}, "sink.name"),
+        # '--' ends a team's name in its topics: 'lab--events' would be team growth-lab's (growth's reader's)
+        ({"type": "kafka", "name": "lab--events"}, "sink.name"),
+        ({"type": "kafka", "name": "events-"}, "sink.name"),
+        ({"type": "file", "name": "x"}, "sink.type"),
+        ("log", "sink.type"),
+    ],
+)
 def test_a_sink_outside_the_teams_own_is_refused(catalogue, sink, field):
     assert set(_refused(catalogue, sink=sink)) == {field}
 
 
 def test_every_wrong_field_is_named_at_once(catalogue):
-    assert set(_refused(catalogue, name="X", query=" ", watermark_delay="1h; rm", parallelism=True,
-                        sink={"type": "kafka"})) == {"name", "query", "watermark_delay", "parallelism", "sink.name"}
+    assert set(
+        _refused(catalogue, name="X", query=" ", watermark_delay="1h; rm", parallelism=True, sink={"type": "kafka"})
+    ) == {"name", "query", "watermark_delay", "parallelism", "sink.name"}
 
 
 def test_the_catalogue_says_what_a_topic_holds_and_is_checked_against_the_schemas():
-    entry = {"name": "t", "owner": "booking", "sensitivity": "internal", "criticality": "low", "contact": "@o/t",
-             "message": "gojek.esb.booking.BookingLogMessage", "event_time": "event_timestamp"}
+    entry = {
+        "name": "t",
+        "owner": "booking",
+        "sensitivity": "internal",
+        "criticality": "low",
+        "contact": "@o/t",
+        "message": "gojek.esb.booking.BookingLogMessage",
+        "event_time": "event_timestamp",
+    }
     (topic,) = parse_catalogue("c", [entry])
     assert (topic.message, topic.event_time) == ("gojek.esb.booking.BookingLogMessage", "event_timestamp")
-    for bad in ({"message": "Booking"}, {"message": "a.b; x"}, {"event_time": "a.b"},
-                {"message": None, "event_time": "event_timestamp"}):
+    for bad in (
+        {"message": "Booking"},
+        {"message": "a.b; x"},
+        {"event_time": "a.b"},
+        {"message": None, "event_time": "event_timestamp"},
+    ):
         with pytest.raises(CatalogueError):
             parse_catalogue("c", [{**entry, **bad}])
     ds = protos.load()
@@ -194,7 +250,8 @@ def test_the_labs_portal_is_given_each_teams_three_passwords(tmp_path):
         "DAGGER_SECRET_ALLOCATIONS__INFLUX_PASSWORD": f"{tmp_path}/secrets/influxdb/dagger-allocations.password",
         "DAGGER_SECRET_API_HEALTH__KAFKA_PASSWORD": f"{tmp_path}/secrets/kafka/primary/dagger-api-health.password",
         "DAGGER_SECRET_API_HEALTH__PG_PASSWORD": f"{tmp_path}/secrets/postgresql/dagger-api-health.password",
-        "DAGGER_SECRET_API_HEALTH__INFLUX_PASSWORD": f"{tmp_path}/secrets/influxdb/dagger-api-health.password"}
+        "DAGGER_SECRET_API_HEALTH__INFLUX_PASSWORD": f"{tmp_path}/secrets/influxdb/dagger-api-health.password",
+    }
     from ansible.errors import AnsibleFilterError
 
     for bad in (["../x"], ["Allocations"], ["a--b"]):
@@ -205,32 +262,77 @@ def test_the_labs_portal_is_given_each_teams_three_passwords(tmp_path):
 def test_an_edit_changes_the_query_and_watermark_delay_and_nothing_else():
     import yaml
 
-    spec = yaml.safe_dump({"name": "surge", "team": "allocations", "streams": [{"table": "data_stream"}],
-                           "sql": "SELECT 1", "watermark_delay": "60s", "sink": {"type": "log"}})
-    job = drafts.edited(spec, ".yaml", {"query": "SELECT 2", "watermark_delay": "3m", "team": "api-health",
-                                        "sink": {"type": "kafka"}, "name": "other"})
-    assert job == {"name": "surge", "team": "allocations", "streams": [{"table": "data_stream"}],
-                   "sql": "SELECT 2", "watermark_delay": "3m", "sink": {"type": "log"}}
+    spec = yaml.safe_dump(
+        {
+            "name": "surge",
+            "team": "allocations",
+            "streams": [{"table": "data_stream"}],
+            "sql": "SELECT 1",
+            "watermark_delay": "60s",
+            "sink": {"type": "log"},
+        }
+    )
+    job = drafts.edited(
+        spec,
+        ".yaml",
+        {
+            "query": "SELECT 2",
+            "watermark_delay": "3m",
+            "team": "api-health",
+            "sink": {"type": "kafka"},
+            "name": "other",
+        },
+    )
+    assert job == {
+        "name": "surge",
+        "team": "allocations",
+        "streams": [{"table": "data_stream"}],
+        "sql": "SELECT 2",
+        "watermark_delay": "3m",
+        "sink": {"type": "log"},
+    }
     assert drafts.edited(spec, ".yaml", {"query": "SELECT 3"})["watermark_delay"] == "60s"
-    for form, field in (({"query": ""}, "query"), ({"query": "x" * 20_001}, "query"),
-                        ({"query": "SELECT 1", "watermark_delay": "1h"}, "watermark_delay")):
+    for form, field in (
+        ({"query": ""}, "query"),
+        ({"query": "x" * 20_001}, "query"),
+        ({"query": "SELECT 1", "watermark_delay": "1h"}, "watermark_delay"),
+    ):
         with pytest.raises(drafts.DraftError) as e:
             drafts.edited(spec, ".yaml", form)
         assert [p["field"] for p in e.value.problems] == [field]
     assert drafts.editable("sql: SELECT 1\nschema: {version: 4957b56c57da625e}\n", ".yaml")["schema"] == {
-        "version": "4957b56c57da625e"}
+        "version": "4957b56c57da625e"
+    }
     # descriptors fetched from elsewhere would be fetched by the portal's process: refused
     stencil = "sql: SELECT 1\nschema: {enabled: true, stencil_urls: ['file:///etc/passwd']}\n"
-    for text, fmt in (("SQL_QUERY=SELECT 1\n", ".properties"), ("- a list", ".yaml"), ("name: x\n", ".yaml"),
-                      ("sql: [1]\n", ".yaml"), ("{", ".yaml"), (stencil, ".yaml"), ("sql: x\nschema: 7\n", ".yaml")):
+    for text, fmt in (
+        ("SQL_QUERY=SELECT 1\n", ".properties"),
+        ("- a list", ".yaml"),
+        ("name: x\n", ".yaml"),
+        ("sql: [1]\n", ".yaml"),
+        ("{", ".yaml"),
+        (stencil, ".yaml"),
+        ("sql: x\nschema: 7\n", ".yaml"),
+    ):
         with pytest.raises(drafts.DraftError):
             drafts.editable(text, fmt)
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT a,\n  b\nFROM `data_stream`", "  SELECT 1\n", "SELECT '#x' -- c\n\n", "a\tb\nc", "x\r\ny",
-    "SELECT 'é\u2028'\nFROM t", "key: value\n- item", "|\n>", "SELECT 1 ", "\nSELECT 1",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT a,\n  b\nFROM `data_stream`",
+        "  SELECT 1\n",
+        "SELECT '#x' -- c\n\n",
+        "a\tb\nc",
+        "x\r\ny",
+        "SELECT 'é\u2028'\nFROM t",
+        "key: value\n- item",
+        "|\n>",
+        "SELECT 1 ",
+        "\nSELECT 1",
+    ],
+)
 def test_the_job_file_holds_the_query_exactly_and_a_multi_line_one_as_a_block(query):
     import yaml
 
@@ -241,8 +343,15 @@ def test_the_job_file_holds_the_query_exactly_and_a_multi_line_one_as_a_block(qu
 
 
 def test_a_draft_pins_the_descriptor_set_its_fields_were_read_from(catalogue):
-    pinned = drafts.job(_form(), team="allocations", granted=_inputs(catalogue, "allocations"), servers=SERVERS,
-                        rules=RULES, schema_version="9fae205e62ef1a12")
+    pinned = drafts.job(
+        _form(),
+        team="allocations",
+        granted=_inputs(catalogue, "allocations"),
+        servers=SERVERS,
+        rules=RULES,
+        schema_version="9fae205e62ef1a12",
+    )
     assert pinned["schema"] == {"version": "9fae205e62ef1a12"}
-    assert "schema" not in drafts.job(_form(), team="allocations", granted=_inputs(catalogue, "allocations"),
-                                      servers=SERVERS, rules=RULES)
+    assert "schema" not in drafts.job(
+        _form(), team="allocations", granted=_inputs(catalogue, "allocations"), servers=SERVERS, rules=RULES
+    )

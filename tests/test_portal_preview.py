@@ -2,6 +2,7 @@
 Kafka (a bounded read: the last messages of every partition, up to the end it had when the read
 began) and run by `dagger preview`'s own code on the portal's warm Spark, every window closed. The
 rows are compared with a count computed here from the messages that were sent."""
+
 from __future__ import annotations
 
 import uuid
@@ -67,10 +68,19 @@ def test_the_bounded_read_of_a_missing_topic_says_so(kafka_broker):
 def test_the_preview_counts_what_was_sent(kafka_broker, sent, spark):
     topic, by_partition = sent
     granted = drafts.inputs([_entry()], "allocations", ["mainstream"])
-    job = drafts.job({"name": "preview-probe", "input": "mainstream/booking-events-*",
-                      "topic_suffix": topic.removeprefix("booking-events-"), "query": QUERY, "sink": {"type": "log"}},
-                     team="allocations", granted=granted,
-                     servers=drafts.Servers(kafka_broker.bootstrap_servers), rules=RULES)
+    job = drafts.job(
+        {
+            "name": "preview-probe",
+            "input": "mainstream/booking-events-*",
+            "topic_suffix": topic.removeprefix("booking-events-"),
+            "query": QUERY,
+            "sink": {"type": "log"},
+        },
+        team="allocations",
+        granted=granted,
+        servers=drafts.Servers(kafka_broker.bootstrap_servers),
+        rules=RULES,
+    )
     values = latest.latest(kafka_broker.bootstrap_servers, topic, {}, count=10_000)
     answer = Workbench(spark).preview(job, values)
     assert answer["valid"] is True and answer["read"] == 300 and answer["skipped"] == 0
@@ -83,11 +93,19 @@ def test_the_preview_counts_what_was_sent(kafka_broker, sent, spark):
 def test_a_preview_of_a_broken_query_is_validates_refusal(kafka_broker, sent, spark):
     topic, _ = sent
     granted = drafts.inputs([_entry()], "allocations", ["mainstream"])
-    job = drafts.job({"name": "preview-probe", "input": "mainstream/booking-events-*",
-                      "topic_suffix": topic.removeprefix("booking-events-"),
-                      "query": QUERY.replace("city_id, COUNT", "cityid, COUNT"), "sink": {"type": "log"}},
-                     team="allocations", granted=granted,
-                     servers=drafts.Servers(kafka_broker.bootstrap_servers), rules=RULES)
+    job = drafts.job(
+        {
+            "name": "preview-probe",
+            "input": "mainstream/booking-events-*",
+            "topic_suffix": topic.removeprefix("booking-events-"),
+            "query": QUERY.replace("city_id, COUNT", "cityid, COUNT"),
+            "sink": {"type": "log"},
+        },
+        team="allocations",
+        granted=granted,
+        servers=drafts.Servers(kafka_broker.bootstrap_servers),
+        rules=RULES,
+    )
     answer = Workbench(spark).preview(job, [])
     assert answer["valid"] is False and answer["errors"][0]["line"] == 1
 
@@ -95,8 +113,19 @@ def test_a_preview_of_a_broken_query_is_validates_refusal(kafka_broker, sent, sp
 def _entry():
     from infra.topics import parse_catalogue
 
-    (entry,) = parse_catalogue("mainstream", [{
-        "prefix": "booking-events-", "owner": "booking", "sensitivity": "internal", "criticality": "standard",
-        "contact": "@gojek/booking-platform", "readers": ["allocations"],
-        "message": "gojek.esb.booking.BookingLogMessage", "event_time": "event_timestamp"}])
+    (entry,) = parse_catalogue(
+        "mainstream",
+        [
+            {
+                "prefix": "booking-events-",
+                "owner": "booking",
+                "sensitivity": "internal",
+                "criticality": "standard",
+                "contact": "@gojek/booking-platform",
+                "readers": ["allocations"],
+                "message": "gojek.esb.booking.BookingLogMessage",
+                "event_time": "event_timestamp",
+            }
+        ],
+    )
     return entry

@@ -2,6 +2,7 @@
 Keycloak as a browser does: each team's analyst lands on its daggers and sees its team's only;
 another team's dagger is not found, by page and by hand-made request; signing out needs the
 session's CSRF token and ends the provider's session too."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,10 @@ class Portal:
         back = submit_login(s, page, user, access.sign_in_password(user, self.lab))
         assert back.status_code == 302 and back.headers["Location"].startswith(f"{self.url}/auth/callback?")
         landed = s.get(back.headers["Location"], allow_redirects=False, timeout=30)
-        assert landed.status_code == 302 and landed.headers["Location"] == next_path, (landed.status_code,
-                                                                                        landed.text[:300])
+        assert landed.status_code == 302 and landed.headers["Location"] == next_path, (
+            landed.status_code,
+            landed.text[:300],
+        )
         return s
 
 
@@ -50,9 +53,21 @@ def other_teams_dagger(lab_env):
     registry = Registry((Path(lab_env["DAGGER_LAB_DIR"]) / "secrets" / "registry.url").read_text().strip())
     name = f"portal-probe-{uuid.uuid4().hex[:6]}"
     secret_sql = f"SELECT 'only-api-health-{uuid.uuid4().hex[:6]}'"
-    registry.record_version(name=name, team="api-health", cluster="blue", spec=f"name: {name}\nsql: {secret_sql}\n",
-                            spec_format=".yaml", spec_digest="0" * 64, state_key="k", checkpoint=f"/nowhere/{name}",
-                            start="latest", actor="test", submission_id=None, metrics_port=None, action="deploy")
+    registry.record_version(
+        name=name,
+        team="api-health",
+        cluster="blue",
+        spec=f"name: {name}\nsql: {secret_sql}\n",
+        spec_format=".yaml",
+        spec_digest="0" * 64,
+        state_key="k",
+        checkpoint=f"/nowhere/{name}",
+        start="latest",
+        actor="test",
+        submission_id=None,
+        metrics_port=None,
+        action="deploy",
+    )
     registry.record_status(name, "STOPPED", actor="test", action="stop")
     yield name, secret_sql
     registry.close()
@@ -88,17 +103,20 @@ def test_the_operator_sees_every_team(portal, other_teams_dagger):
 def test_signing_out_needs_the_csrf_token_and_ends_the_providers_session_too(portal):
     s = portal.sign_in(access.analyst("allocations"))
     assert s.post(f"{portal.url}/auth/logout", timeout=30, allow_redirects=False).status_code == 400
-    assert s.get(f"{portal.url}/api/me", timeout=30).status_code == 200          # still signed in
+    assert s.get(f"{portal.url}/api/me", timeout=30).status_code == 200  # still signed in
     token = re.search(r'name="csrf_token" value="([^"]+)"', s.get(f"{portal.url}/daggers", timeout=60).text).group(1)
     out = s.post(f"{portal.url}/auth/logout", data={"csrf_token": token}, timeout=30, allow_redirects=False)
     assert out.status_code == 303
     end = urllib.parse.urlsplit(out.headers["Location"])
-    assert f"{end.scheme}://{end.netloc}{end.path}" == f"{portal.keycloak}/realms/{access.REALM}/protocol/openid-connect/logout"
-    assert "id_token_hint" not in end.query       # no token in a URL (history, the provider's log)
+    assert (
+        f"{end.scheme}://{end.netloc}{end.path}"
+        == f"{portal.keycloak}/realms/{access.REALM}/protocol/openid-connect/logout"
+    )
+    assert "id_token_hint" not in end.query  # no token in a URL (history, the provider's log)
     assert s.get(f"{portal.url}/api/me", timeout=30).status_code == 401
     # the provider asks to confirm, as the user would: its session ends too
     confirm = s.get(out.headers["Location"], timeout=30)
     submit_form(s, confirm)
     again = s.get(f"{portal.url}/auth/login", allow_redirects=False, timeout=30)
     page = s.get(again.headers["Location"], timeout=30, allow_redirects=False)
-    assert page.status_code == 200 and 'id="kc-form-login"' in page.text      # asked for the password again
+    assert page.status_code == 200 and 'id="kc-form-login"' in page.text  # asked for the password again

@@ -3,6 +3,7 @@
 field or at its line and column in the query. A hand-made request reaches only the viewer's team,
 its granted topics and the stream the draft declares; a change without the session's CSRF token is
 refused."""
+
 from __future__ import annotations
 
 import re
@@ -31,12 +32,18 @@ GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), S2Id(lat, long, 13)"""
 
 @pytest.fixture
 def app(tmp_path, registry, spark):  # noqa: F811
-    config = PortalConfig.load(url="http://127.0.0.1:23080", issuer="http://127.0.0.1:23180/realms/daggers",
-                               client_id="dagger-portal", client_secret_file=_secret_file(tmp_path, "s", "x" * 40),
-                               session_key_file=_secret_file(tmp_path, "k", "y" * 48),
-                               registry_url=registry.where, clusters_dir=str(tmp_path),
-                               kafka="127.0.0.1:19192", influx_url="http://127.0.0.1:23086",
-                               postgres="127.0.0.1:23432")
+    config = PortalConfig.load(
+        url="http://127.0.0.1:23080",
+        issuer="http://127.0.0.1:23180/realms/daggers",
+        client_id="dagger-portal",
+        client_secret_file=_secret_file(tmp_path, "s", "x" * 40),
+        session_key_file=_secret_file(tmp_path, "k", "y" * 48),
+        registry_url=registry.where,
+        clusters_dir=str(tmp_path),
+        kafka="127.0.0.1:19192",
+        influx_url="http://127.0.0.1:23086",
+        postgres="127.0.0.1:23432",
+    )
     app = create_app(config, registry=registry, workbench=Workbench(spark))
     app.config["TESTING"] = True
     return app
@@ -47,8 +54,15 @@ def _token(client) -> str:
 
 
 def _validate(client, token=None, **over):
-    form = {"team": "allocations", "name": "my-surge", "input": "esb-critical/GO_RIDE-booking-log",
-            "query": QUERY, "watermark_delay": "60s", "parallelism": 1, "sink": {"type": "influx", "name": "surge"}}
+    form = {
+        "team": "allocations",
+        "name": "my-surge",
+        "input": "esb-critical/GO_RIDE-booking-log",
+        "query": QUERY,
+        "watermark_delay": "60s",
+        "parallelism": 1,
+        "sink": {"type": "influx", "name": "surge"},
+    }
     form.update(over)
     token = token or _token(client)
     return client.post("/api/drafts/validate", json=form, headers={"X-CSRFToken": token})
@@ -74,7 +88,10 @@ def test_a_valid_draft_answers_with_its_output_columns(app):
     assert answer.status_code == 200, answer.json
     assert answer.json["valid"] is True
     assert [(c["name"], c["type"]) for c in answer.json["columns"]] == [
-        ("s2id", "string"), ("bookings", "bigint"), ("window_timestamp", "timestamp")]
+        ("s2id", "string"),
+        ("bookings", "bigint"),
+        ("window_timestamp", "timestamp"),
+    ]
 
 
 def test_a_misspelt_column_is_shown_at_its_line_and_column(app):
@@ -89,14 +106,22 @@ def test_a_misspelt_column_is_shown_at_its_line_and_column(app):
     assert "statuz" in error["message"]
 
 
-@pytest.mark.parametrize("source", [
-    "`other_table`", "parquet.`/etc`", "`data_stream`, `information_schema`.`tables`", "json.`/tmp`",
-    "(SELECT * FROM `global_temp`.`x`)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "`other_table`",
+        "parquet.`/etc`",
+        "`data_stream`, `information_schema`.`tables`",
+        "json.`/tmp`",
+        "(SELECT * FROM `global_temp`.`x`)",
+    ],
+)
 def test_a_query_reads_its_own_stream_and_nothing_else(app, source):
     client = _signed_in(app, teams=["allocations"])
-    query = f"SELECT COUNT(1) AS n, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS w FROM {source} " \
-            "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)"
+    query = (
+        f"SELECT COUNT(1) AS n, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS w FROM {source} "
+        "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND)"
+    )
     answer = _validate(client, query=query)
     assert answer.status_code == 200 and answer.json["valid"] is False, answer.json
 
@@ -118,10 +143,18 @@ def test_a_hand_made_request_reaches_only_the_viewers_team_and_topics(app):
     assert refused.status_code == 400 and [e["field"] for e in refused.json["errors"]] == ["input"]
     # an operator may check a draft for any team
     ops = _signed_in(app, operator=True, user="operator")
-    assert _validate(ops, team="api-health", input="logstream/p-logstream-*", topic_suffix="all",
-                     query="SELECT service, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS w FROM `data_stream` "
-                           "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), service",
-                     sink={"type": "log"}).json["valid"] is True
+    assert (
+        _validate(
+            ops,
+            team="api-health",
+            input="logstream/p-logstream-*",
+            topic_suffix="all",
+            query="SELECT service, TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS w FROM `data_stream` "
+            "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), service",
+            sink={"type": "log"},
+        ).json["valid"]
+        is True
+    )
 
 
 def test_a_check_without_the_sessions_csrf_token_is_refused(app):
@@ -138,6 +171,6 @@ def test_a_check_past_its_time_limit_is_cancelled_and_the_spark_serves_on(spark)
     began = time.monotonic()
     with pytest.raises(DaggerError, match="ran longer than 1 s and was stopped"):
         with bench._limited("preview"):
-            spark.range(10 ** 11).selectExpr("sum(id * 2)").collect()     # minutes, were it not cancelled
-    assert time.monotonic() - began < 120      # cancelled: uncancelled, it runs for many minutes
+            spark.range(10**11).selectExpr("sum(id * 2)").collect()  # minutes, were it not cancelled
+    assert time.monotonic() - began < 120  # cancelled: uncancelled, it runs for many minutes
     assert bench._alive() and spark.range(3).count() == 3

@@ -1,5 +1,6 @@
 """The seeds' three sample queries run through `preview` on generated protobuf traffic and match
 an independent computation (plain Python + s2sphere over the generated events)."""
+
 from __future__ import annotations
 
 import json
@@ -44,12 +45,26 @@ def test_completed_bookings_by_city_s2_and_vehicle_match_an_independent_count(sp
     rows = run_preview(plan, {"data_stream": str(path)}, spark=spark).rows
 
     completed = [e for e in events if e["status"] == "COMPLETED"]
-    expected = group(completed,
-                     key=lambda e: (e["city_id"], s2id(e["lat"], e["long"], 13), e["vehicle_type"],
-                                    iso(window_end(e["event_timestamp"], 60))),
-                     agg=len)
-    want = [{"tag_city_id": k[0], "tag_s2id": k[1], "tag_vehicle_type": k[2], "num_of_bookings": n,
-             "window_timestamp": k[3]} for k, n in expected.items()]
+    expected = group(
+        completed,
+        key=lambda e: (
+            e["city_id"],
+            s2id(e["lat"], e["long"], 13),
+            e["vehicle_type"],
+            iso(window_end(e["event_timestamp"], 60)),
+        ),
+        agg=len,
+    )
+    want = [
+        {
+            "tag_city_id": k[0],
+            "tag_s2id": k[1],
+            "tag_vehicle_type": k[2],
+            "num_of_bookings": n,
+            "window_timestamp": k[3],
+        }
+        for k, n in expected.items()
+    ]
     assert len(rows) == len(want) > 20
     assert as_multiset(rows) == as_multiset(want)
     assert list(rows[0]) == ["tag_city_id", "tag_s2id", "tag_vehicle_type", "num_of_bookings", "window_timestamp"]
@@ -61,12 +76,19 @@ def test_distinct_drivers_by_s2_and_status_match_an_independent_count(spark, tmp
     plan = plan_job(load_job(EXAMPLES / "driver_supply_by_s2.yaml"))
     rows = run_preview(plan, {"supply_data": str(path)}, spark=spark).rows
 
-    expected = group(events,
-                     key=lambda e: (s2id(e["latitude"], e["longitude"], 13), e["driver_status"],
-                                    iso(window_end(e["event_timestamp"], 60))),
-                     agg=lambda es: len({e["driver_id"] for e in es}))
-    want = [{"drivers": n, "label_s2id": k[0], "label_driver_status": k[1], "window_timestamp": k[2]}
-            for k, n in expected.items()]
+    expected = group(
+        events,
+        key=lambda e: (
+            s2id(e["latitude"], e["longitude"], 13),
+            e["driver_status"],
+            iso(window_end(e["event_timestamp"], 60)),
+        ),
+        agg=lambda es: len({e["driver_id"] for e in es}),
+    )
+    want = [
+        {"drivers": n, "label_s2id": k[0], "label_driver_status": k[1], "window_timestamp": k[2]}
+        for k, n in expected.items()
+    ]
     assert as_multiset(rows) == as_multiset(want)
     assert any(r["drivers"] > 1 for r in rows), "the sample should exercise distinct counting"
 
@@ -78,14 +100,27 @@ def test_the_dagger_properties_supply_query_with_bigint_s2_ids_matches(spark, tm
     rows = run_preview(plan, {"data_stream_0": str(path)}, spark=spark).rows
 
     available = [e for e in events if e["driver_status"] == "AVAILABLE"]
-    expected = group(available,
-                     key=lambda e: (int(s2id(e["driver_location"]["latitude"], e["driver_location"]["longitude"], 13)),
-                                    iso(window_start(e["event_timestamp"], 60))),
-                     agg=lambda es: (len({e["driver_id"] for e in es}), len(es)))
-    want = [{"window_start_time": k[1], "window_timestamp": iso(window_end(
-                 __import__("datetime").datetime.fromisoformat(k[1].replace("Z", "+00:00")), 60)),
-             "s2_id": k[0], "s2_id_level": 13, "available_drivers": v[0], "pings": v[1]}
-            for k, v in expected.items()]
+    expected = group(
+        available,
+        key=lambda e: (
+            int(s2id(e["driver_location"]["latitude"], e["driver_location"]["longitude"], 13)),
+            iso(window_start(e["event_timestamp"], 60)),
+        ),
+        agg=lambda es: (len({e["driver_id"] for e in es}), len(es)),
+    )
+    want = [
+        {
+            "window_start_time": k[1],
+            "window_timestamp": iso(
+                window_end(__import__("datetime").datetime.fromisoformat(k[1].replace("Z", "+00:00")), 60)
+            ),
+            "s2_id": k[0],
+            "s2_id_level": 13,
+            "available_drivers": v[0],
+            "pings": v[1],
+        }
+        for k, v in expected.items()
+    ]
     assert as_multiset(rows) == as_multiset(want)
     assert all(isinstance(r["s2_id"], int) for r in rows)
 
@@ -108,21 +143,38 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
     env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
     kept = tmp_path / "rejected"
     proc = subprocess.run(
-        [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
-         "--input", f"data_stream={path}", "--rejected", str(kept)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "dagger_runtime",
+            "preview",
+            str(EXAMPLES / "completed_bookings_by_s2.yaml"),
+            "--input",
+            f"data_stream={path}",
+            "--rejected",
+            str(kept),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Setting default log level" not in proc.stderr          # no Spark start-up banner
-    assert "WARNING: Using incubator modules" not in proc.stderr   # nor the JVM's own line
+    assert "Setting default log level" not in proc.stderr  # no Spark start-up banner
+    assert "WARNING: Using incubator modules" not in proc.stderr  # nor the JVM's own line
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     completed = [e for e in events if e["status"] == "COMPLETED"]
     assert sum(r["num_of_bookings"] for r in rows) == len(completed)
     assert "message 6 (byte" in proc.stderr and "message 51 (byte" in proc.stderr
     assert "302 messages read, 300 decoded, 2 skipped" in proc.stderr
     import base64
+
     aside = [json.loads(line) for line in (kept / "data_stream.rejected.jsonl").read_text().splitlines()]
-    assert [(a["position"], base64.b64decode(a["value_base64"])) for a in aside] == \
-        [(6, garbage[0][1]), (51, garbage[1][1])]          # nothing lost: the exact bytes, kept aside
+    assert [(a["position"], base64.b64decode(a["value_base64"])) for a in aside] == [
+        (6, garbage[0][1]),
+        (51, garbage[1][1]),
+    ]  # nothing lost: the exact bytes, kept aside
 
 
 def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_path, dset):
@@ -138,12 +190,15 @@ def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_
     counts: dict[tuple, int] = {}
     for b in (b for b in bookings if b["status"] == "COMPLETED"):
         lo = b["event_timestamp"] - dt.timedelta(seconds=30)
-        n = sum(1 for p in pings if p["driver_id"] == b["driver_id"] and lo <= p["event_timestamp"] <= b["event_timestamp"])
+        n = sum(
+            1 for p in pings if p["driver_id"] == b["driver_id"] and lo <= p["event_timestamp"] <= b["event_timestamp"]
+        )
         if n:
             key = (b["service_type"], iso(window_end(b["event_timestamp"], 60)))
             counts[key] = counts.get(key, 0) + n
-    want = [{"tag_service_type": k[0], "pings_before_completion": n, "window_timestamp": k[1]}
-            for k, n in counts.items()]
+    want = [
+        {"tag_service_type": k[0], "pings_before_completion": n, "window_timestamp": k[1]} for k, n in counts.items()
+    ]
     assert len(want) > 5
     assert as_multiset(rows) == as_multiset(want)
 
@@ -158,8 +213,8 @@ def test_proto3_json_lines_give_the_same_results_as_binary_and_bad_lines_are_ski
         m = cls()
         m.ParseFromString(raw)
         lines.append(json_format.MessageToJson(m, indent=None))
-    lines.insert(10, '{"status": "NOT_A_STATUS"')          # broken JSON
-    lines.insert(20, '{"no_such_field": 1}')                 # not this message
+    lines.insert(10, '{"status": "NOT_A_STATUS"')  # broken JSON
+    lines.insert(20, '{"no_such_field": 1}')  # not this message
     path = tmp_path / "bookings.jsonl"
     path.write_text("\n".join(lines) + "\n")
     binary = write_events(tmp_path, "bookings.bin", traffic.BOOKING, events, dset)
@@ -178,15 +233,29 @@ def test_a_file_of_another_message_type_stops_preview_with_a_hint(tmp_path, dset
     path = write_events(tmp_path, "api.bin", traffic.API_LOG, events, dset)
     env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
-         "--input", f"data_stream={path}"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "dagger_runtime",
+            "preview",
+            str(EXAMPLES / "completed_bookings_by_s2.yaml"),
+            "--input",
+            f"data_stream={path}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stdout == ""
     # protobuf reads API logs as bookings (their field numbers and wire types fit), with fields a
     # booking does not have: the refusal says so and what they read as
-    assert f"the messages in {path} do not look like gojek.esb.booking.BookingLogMessage: 200 of the first " \
-           "200 carry fields it does not have, while they read as gojek.esb.apilog.ApiLogMessage" in proc.stderr
+    assert (
+        f"the messages in {path} do not look like gojek.esb.booking.BookingLogMessage: 200 of the first "
+        "200 carry fields it does not have, while they read as gojek.esb.apilog.ApiLogMessage" in proc.stderr
+    )
     assert "python -m protos show gojek.esb.booking.BookingLogMessage" in proc.stderr
 
 
@@ -195,9 +264,21 @@ def test_a_file_that_does_not_decode_stops_preview_after_ten_lines_and_a_count(t
     write_delimited([b"\xff\xff\xff\xff" for _ in range(300)], path)
     env = {k: v for k, v in os.environ.items()} | {"PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "dagger_runtime", "preview", str(EXAMPLES / "completed_bookings_by_s2.yaml"),
-         "--input", f"data_stream={path}"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "dagger_runtime",
+            "preview",
+            str(EXAMPLES / "completed_bookings_by_s2.yaml"),
+            "--input",
+            f"data_stream={path}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
     assert proc.stderr.count(" skipped: ") == 10 and "... and 290 more skipped" in proc.stderr, proc.stderr[-3000:]
     assert f"0 of the 300 messages in {path} decoded as gojek.esb.booking.BookingLogMessage" in proc.stderr

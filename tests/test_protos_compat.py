@@ -28,7 +28,9 @@ def compile_text(root: Path, files: dict[str, str]) -> bytes:
 
 HEADER = 'syntax = "proto3";\npackage t.v1;\nimport "google/protobuf/timestamp.proto";\n'
 
-BASE = HEADER + """
+BASE = (
+    HEADER
+    + """
 enum Status { UNKNOWN_STATUS = 0; CREATED = 1; COMPLETED = 2; }
 enum Unused { UNUSED_UNKNOWN = 0; }
 message Driver { string driver_id = 1; }
@@ -44,6 +46,7 @@ message Booking {
   map<string, string> metadata = 7;
 }
 """
+)
 
 
 def edit(old: str, new: str, text: str = BASE) -> str:
@@ -71,51 +74,152 @@ def one_file(text: str) -> dict[str, str]:
 
 
 BREAKING = [
-    ("scalar type change", one_file(edit("int32 city_id", "int64 city_id")),
-     "field_type_changed", "t.v1.Booking.city_id (field 3)", "from int32 to int64"),
-    ("message type change", one_file(edit("Location pickup", "google.protobuf.Timestamp pickup")),
-     "field_type_changed", "t.v1.Booking.pickup (field 4)", "t.v1.Booking.Location to google.protobuf.Timestamp"),
-    ("enum type change", one_file(edit("Status status", "Unused status")),
-     "field_type_changed", "t.v1.Booking.status (field 2)", "t.v1.Status to t.v1.Unused"),
-    ("repeated to singular", one_file(edit("repeated string items", "string items")),
-     "field_label_changed", "t.v1.Booking.items (field 6)", "repeated string to string"),
-    ("singular to repeated", one_file(edit("string order_number", "repeated string order_number")),
-     "field_label_changed", "t.v1.Booking.order_number (field 1)", "string to repeated string"),
-    ("map value type change", one_file(edit("map<string, string> metadata", "map<string, int64> metadata")),
-     "field_type_changed", "t.v1.Booking.metadata (field 7)", "map<string, string> to map<string, int64>"),
-    ("map to repeated", one_file(edit("map<string, string> metadata", "repeated string metadata")),
-     "field_type_changed", "t.v1.Booking.metadata (field 7)", "map<string, string> to repeated string"),
-    ("field number change", one_file(edit("int32 city_id = 3;", "int32 city_id = 8;")),
-     "field_number_changed", "t.v1.Booking.city_id (field 8)", "from number 3 to 8"),
-    ("field number reused by another name",
-     one_file(edit("int32 city_id = 3;", "int32 city_id = 8; string vehicle_type = 3;")),
-     "field_number_reused", "t.v1.Booking.vehicle_type (field 3)", "number 3 used to be 'city_id' (int32)"),
-    ("reserved number reused", one_file(edit("reserved 9;", "string note = 9;")),
-     "field_number_reused", "t.v1.Booking.note (field 9)", "which was reserved"),
-    ("field removed without reservation", one_file(edit("int32 city_id = 3;", "")),
-     "field_removed", "t.v1.Booking.city_id (field 3)", "without reserving its number 3"),
-    ("field renamed", one_file(edit("int32 city_id = 3;", "int32 city = 3;")),
-     "field_renamed", "t.v1.Booking.city (field 3)", "SQL queries and JSON refer to fields by name"),
-    ("message removed", one_file(edit("message Driver { string driver_id = 1; }", "")),
-     "message_removed", "t.v1.Driver", "'t.v1.Driver' (in t/booking.proto) was removed"),
-    ("message moved to another package",
-     {"t/booking.proto": edit("message Driver { string driver_id = 1; }", ""),
-      "t2/driver.proto": 'syntax = "proto3";\npackage t.v2;\nmessage Driver { string driver_id = 1; }\n'},
-     "message_removed", "t.v1.Driver", "t.v2.Driver is new: moving a message to another package is a removal"),
-    ("message moved to another file",
-     {"t/booking.proto": edit("message Driver { string driver_id = 1; }", ""),
-      "t/driver.proto": 'syntax = "proto3";\npackage t.v1;\nmessage Driver { string driver_id = 1; }\n'},
-     "message_moved", "t.v1.Driver", "moved from t/booking.proto to t/driver.proto"),
-    ("enum removed", one_file(edit("enum Unused { UNUSED_UNKNOWN = 0; }", "")),
-     "enum_removed", "t.v1.Unused", "enum 't.v1.Unused' (in t/booking.proto) was removed"),
-    ("enum value number change", one_file(edit("COMPLETED = 2;", "COMPLETED = 3;")),
-     "enum_value_number_changed", "t.v1.Status.COMPLETED (value 3)", "changed from 2 to 3"),
-    ("enum value removed without reservation", one_file(edit("COMPLETED = 2;", "")),
-     "enum_value_removed", "t.v1.Status.COMPLETED (value 2)", "without reserving its number 2"),
-    ("enum value renamed", one_file(edit("COMPLETED = 2;", "DONE = 2;")),
-     "enum_value_renamed", "t.v1.Status.DONE (value 2)", "SQL compares enum values by name"),
-    ("enum value number reused", one_file(edit("COMPLETED = 2;", "COMPLETED = 3; CANCELLED = 2;")),
-     "enum_value_number_reused", "t.v1.Status.CANCELLED (value 2)", "number 2 used to mean COMPLETED"),
+    (
+        "scalar type change",
+        one_file(edit("int32 city_id", "int64 city_id")),
+        "field_type_changed",
+        "t.v1.Booking.city_id (field 3)",
+        "from int32 to int64",
+    ),
+    (
+        "message type change",
+        one_file(edit("Location pickup", "google.protobuf.Timestamp pickup")),
+        "field_type_changed",
+        "t.v1.Booking.pickup (field 4)",
+        "t.v1.Booking.Location to google.protobuf.Timestamp",
+    ),
+    (
+        "enum type change",
+        one_file(edit("Status status", "Unused status")),
+        "field_type_changed",
+        "t.v1.Booking.status (field 2)",
+        "t.v1.Status to t.v1.Unused",
+    ),
+    (
+        "repeated to singular",
+        one_file(edit("repeated string items", "string items")),
+        "field_label_changed",
+        "t.v1.Booking.items (field 6)",
+        "repeated string to string",
+    ),
+    (
+        "singular to repeated",
+        one_file(edit("string order_number", "repeated string order_number")),
+        "field_label_changed",
+        "t.v1.Booking.order_number (field 1)",
+        "string to repeated string",
+    ),
+    (
+        "map value type change",
+        one_file(edit("map<string, string> metadata", "map<string, int64> metadata")),
+        "field_type_changed",
+        "t.v1.Booking.metadata (field 7)",
+        "map<string, string> to map<string, int64>",
+    ),
+    (
+        "map to repeated",
+        one_file(edit("map<string, string> metadata", "repeated string metadata")),
+        "field_type_changed",
+        "t.v1.Booking.metadata (field 7)",
+        "map<string, string> to repeated string",
+    ),
+    (
+        "field number change",
+        one_file(edit("int32 city_id = 3;", "int32 city_id = 8;")),
+        "field_number_changed",
+        "t.v1.Booking.city_id (field 8)",
+        "from number 3 to 8",
+    ),
+    (
+        "field number reused by another name",
+        one_file(edit("int32 city_id = 3;", "int32 city_id = 8; string vehicle_type = 3;")),
+        "field_number_reused",
+        "t.v1.Booking.vehicle_type (field 3)",
+        "number 3 used to be 'city_id' (int32)",
+    ),
+    (
+        "reserved number reused",
+        one_file(edit("reserved 9;", "string note = 9;")),
+        "field_number_reused",
+        "t.v1.Booking.note (field 9)",
+        "which was reserved",
+    ),
+    (
+        "field removed without reservation",
+        one_file(edit("int32 city_id = 3;", "")),
+        "field_removed",
+        "t.v1.Booking.city_id (field 3)",
+        "without reserving its number 3",
+    ),
+    (
+        "field renamed",
+        one_file(edit("int32 city_id = 3;", "int32 city = 3;")),
+        "field_renamed",
+        "t.v1.Booking.city (field 3)",
+        "SQL queries and JSON refer to fields by name",
+    ),
+    (
+        "message removed",
+        one_file(edit("message Driver { string driver_id = 1; }", "")),
+        "message_removed",
+        "t.v1.Driver",
+        "'t.v1.Driver' (in t/booking.proto) was removed",
+    ),
+    (
+        "message moved to another package",
+        {
+            "t/booking.proto": edit("message Driver { string driver_id = 1; }", ""),
+            "t2/driver.proto": 'syntax = "proto3";\npackage t.v2;\nmessage Driver { string driver_id = 1; }\n',
+        },
+        "message_removed",
+        "t.v1.Driver",
+        "t.v2.Driver is new: moving a message to another package is a removal",
+    ),
+    (
+        "message moved to another file",
+        {
+            "t/booking.proto": edit("message Driver { string driver_id = 1; }", ""),
+            "t/driver.proto": 'syntax = "proto3";\npackage t.v1;\nmessage Driver { string driver_id = 1; }\n',
+        },
+        "message_moved",
+        "t.v1.Driver",
+        "moved from t/booking.proto to t/driver.proto",
+    ),
+    (
+        "enum removed",
+        one_file(edit("enum Unused { UNUSED_UNKNOWN = 0; }", "")),
+        "enum_removed",
+        "t.v1.Unused",
+        "enum 't.v1.Unused' (in t/booking.proto) was removed",
+    ),
+    (
+        "enum value number change",
+        one_file(edit("COMPLETED = 2;", "COMPLETED = 3;")),
+        "enum_value_number_changed",
+        "t.v1.Status.COMPLETED (value 3)",
+        "changed from 2 to 3",
+    ),
+    (
+        "enum value removed without reservation",
+        one_file(edit("COMPLETED = 2;", "")),
+        "enum_value_removed",
+        "t.v1.Status.COMPLETED (value 2)",
+        "without reserving its number 2",
+    ),
+    (
+        "enum value renamed",
+        one_file(edit("COMPLETED = 2;", "DONE = 2;")),
+        "enum_value_renamed",
+        "t.v1.Status.DONE (value 2)",
+        "SQL compares enum values by name",
+    ),
+    (
+        "enum value number reused",
+        one_file(edit("COMPLETED = 2;", "COMPLETED = 3; CANCELLED = 2;")),
+        "enum_value_number_reused",
+        "t.v1.Status.CANCELLED (value 2)",
+        "number 2 used to mean COMPLETED",
+    ),
 ]
 
 
@@ -128,25 +232,68 @@ def test_each_breaking_change_is_reported_as_breaking(tmp_path, base_set, files,
 
 
 COMPATIBLE = [
-    ("field added", one_file(edit("int32 city_id = 3;", "int32 city_id = 3; string driver_id = 8;")),
-     "field_added", "t.v1.Booking.driver_id (field 8)", "new field 'driver_id' (string)"),
-    ("message added", one_file(BASE + "message Rating { int32 stars = 1; }\n"),
-     "message_added", "t.v1.Rating", "new message 't.v1.Rating'"),
-    ("enum added", one_file(BASE + "enum Tier { TIER_UNKNOWN = 0; }\n"),
-     "enum_added", "t.v1.Tier", "new enum 't.v1.Tier'"),
-    ("enum value added", one_file(edit("COMPLETED = 2;", "COMPLETED = 2; CANCELLED = 3;")),
-     "enum_value_added", "t.v1.Status.CANCELLED (value 3)", "new value 'CANCELLED' = 3"),
-    ("field removed with its number reserved",
-     one_file(edit("int32 city_id = 3;", 'reserved 3; reserved "city_id";')),
-     "field_removed", "t.v1.Booking.city_id (field 3)", "its number 3 is reserved"),
-    ("enum value removed with its number reserved", one_file(edit("COMPLETED = 2;", "reserved 2;")),
-     "enum_value_removed", "t.v1.Status.COMPLETED (value 2)", "its number 2 is reserved"),
-    ("enum alias added",
-     one_file(edit("COMPLETED = 2;", "COMPLETED = 2; FINISHED = 2;",
-                   edit("enum Status {", "enum Status { option allow_alias = true;"))),
-     "enum_value_added", "t.v1.Status.FINISHED (value 2)", "new alias 'FINISHED' for COMPLETED"),
-    ("nested message added", one_file(edit("message Driver {", "message Driver { message Car { string plate = 1; }")),
-     "message_added", "t.v1.Driver.Car", "new message 't.v1.Driver.Car'"),
+    (
+        "field added",
+        one_file(edit("int32 city_id = 3;", "int32 city_id = 3; string driver_id = 8;")),
+        "field_added",
+        "t.v1.Booking.driver_id (field 8)",
+        "new field 'driver_id' (string)",
+    ),
+    (
+        "message added",
+        one_file(BASE + "message Rating { int32 stars = 1; }\n"),
+        "message_added",
+        "t.v1.Rating",
+        "new message 't.v1.Rating'",
+    ),
+    (
+        "enum added",
+        one_file(BASE + "enum Tier { TIER_UNKNOWN = 0; }\n"),
+        "enum_added",
+        "t.v1.Tier",
+        "new enum 't.v1.Tier'",
+    ),
+    (
+        "enum value added",
+        one_file(edit("COMPLETED = 2;", "COMPLETED = 2; CANCELLED = 3;")),
+        "enum_value_added",
+        "t.v1.Status.CANCELLED (value 3)",
+        "new value 'CANCELLED' = 3",
+    ),
+    (
+        "field removed with its number reserved",
+        one_file(edit("int32 city_id = 3;", 'reserved 3; reserved "city_id";')),
+        "field_removed",
+        "t.v1.Booking.city_id (field 3)",
+        "its number 3 is reserved",
+    ),
+    (
+        "enum value removed with its number reserved",
+        one_file(edit("COMPLETED = 2;", "reserved 2;")),
+        "enum_value_removed",
+        "t.v1.Status.COMPLETED (value 2)",
+        "its number 2 is reserved",
+    ),
+    (
+        "enum alias added",
+        one_file(
+            edit(
+                "COMPLETED = 2;",
+                "COMPLETED = 2; FINISHED = 2;",
+                edit("enum Status {", "enum Status { option allow_alias = true;"),
+            )
+        ),
+        "enum_value_added",
+        "t.v1.Status.FINISHED (value 2)",
+        "new alias 'FINISHED' for COMPLETED",
+    ),
+    (
+        "nested message added",
+        one_file(edit("message Driver {", "message Driver { message Car { string plate = 1; }")),
+        "message_added",
+        "t.v1.Driver.Car",
+        "new message 't.v1.Driver.Car'",
+    ),
 ]
 
 
@@ -178,8 +325,9 @@ def test_swapping_two_field_numbers_reports_both_fields(tmp_path, base_set):
 def test_removing_a_message_reports_it_once_not_also_its_nested_messages(tmp_path, base_set):
     text = edit("message Driver {", "message Driver { message Car { string plate = 1; }")
     old = compile_text(tmp_path, one_file(text))
-    new = compile_text(tmp_path, one_file(edit("message Driver { message Car { string plate = 1; } "
-                                                "string driver_id = 1; }", "", text)))
+    new = compile_text(
+        tmp_path, one_file(edit("message Driver { message Car { string plate = 1; } string driver_id = 1; }", "", text))
+    )
     assert [c.where for c in compat.check(old, new) if c.kind == "message_removed"] == ["t.v1.Driver"]
 
 
@@ -199,8 +347,9 @@ def test_check_accepts_bytes_file_descriptor_sets_and_descriptor_sets(base_set):
 
 def test_the_current_sources_are_compatible_with_the_released_set():
     changes = compat.check(RELEASED_PATH.read_bytes(), compile_sources(SRC_DIR))
-    assert compat.breaking(changes) == [], (
-        "protos/src breaks protos/released/daggers.desc:\n" + compat.format_report(changes))
+    assert compat.breaking(changes) == [], "protos/src breaks protos/released/daggers.desc:\n" + compat.format_report(
+        changes
+    )
 
 
 def test_the_check_command_exits_1_and_lists_breaking_changes(tmp_path, base_set, capsys):

@@ -112,8 +112,9 @@ def test_publishing_keeps_old_versions_and_moves_latest(tmp_path, booking_set):
     back = publish(booking_set, out)  # reverting the sources reuses the old version
     assert (back.created, back.latest_changed) == (False, True)
     assert read_index(out).latest == first.version
-    assert sorted(p.name for p in out.iterdir()) == sorted([f"{first.version}.desc", f"{second.version}.desc",
-                                                           "index.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{first.version}.desc", f"{second.version}.desc", "index.json"]
+    )
 
 
 def test_the_index_lists_messages_and_files_but_not_map_entries(tmp_path, booking_set):
@@ -140,8 +141,11 @@ def test_the_released_set_is_one_of_the_committed_versions():
 
 def test_every_log_message_has_event_timestamp_as_field_5():
     ds = load()
-    for name in ("gojek.esb.booking.BookingLogMessage", "gojek.esb.driverlocation.DriverLocationLogMessage",
-                 "gojek.esb.apilog.ApiLogMessage"):
+    for name in (
+        "gojek.esb.booking.BookingLogMessage",
+        "gojek.esb.driverlocation.DriverLocationLogMessage",
+        "gojek.esb.apilog.ApiLogMessage",
+    ):
         f = ds.message_descriptor(name).fields_by_number[5]
         assert (f.name, f.message_type.full_name) == ("event_timestamp", "google.protobuf.Timestamp")
 
@@ -155,8 +159,12 @@ def test_a_message_class_round_trips_a_booking(booking_set):
     msg.long = 106.8  # `long` is a field name here, as in the analysts' queries
     msg.event_timestamp.seconds = 1_700_000_000
     back = cls.FromString(msg.SerializeToString())
-    assert (back.order_number, back.long, back.metadata["k"], back.event_timestamp.seconds) == \
-        ("A-1", 106.8, "v", 1_700_000_000)
+    assert (back.order_number, back.long, back.metadata["k"], back.event_timestamp.seconds) == (
+        "A-1",
+        106.8,
+        "v",
+        1_700_000_000,
+    )
 
 
 def test_an_unknown_message_error_names_it_and_suggests_close_matches(booking_set):
@@ -223,8 +231,12 @@ def test_find_version_accepts_prefixes_of_eight_or_more_hex_digits(local_version
 
 
 def test_find_version_reports_an_ambiguous_prefix(tmp_path):
-    index = {"latest": "abcdef0011111111", "versions": {
-        v: {"sha256": v + "0" * 48, "messages": [], "files": []} for v in ("abcdef0011111111", "abcdef0022222222")}}
+    index = {
+        "latest": "abcdef0011111111",
+        "versions": {
+            v: {"sha256": v + "0" * 48, "messages": [], "files": []} for v in ("abcdef0011111111", "abcdef0022222222")
+        },
+    }
     (tmp_path / "index.json").write_text(json.dumps(index))
     with pytest.raises(SchemaError, match="ambiguous: abcdef0011111111, abcdef0022222222"):
         find_version("abcdef00", tmp_path)
@@ -372,8 +384,12 @@ def test_show_lists_the_values_of_every_enum_a_field_uses(capsys):
     query compares the field with these names."""
     assert cli(["show", "gojek.esb.booking.BookingLogMessage"]) == 0
     shown = capsys.readouterr().out
-    status = registry.load(None, None).message_descriptor("gojek.esb.booking.BookingLogMessage") \
-        .fields_by_name["status"].enum_type
+    status = (
+        registry.load(None, None)
+        .message_descriptor("gojek.esb.booking.BookingLogMessage")
+        .fields_by_name["status"]
+        .enum_type
+    )
     line = next(line for line in shown.splitlines() if f"enum {status.full_name}:" in line)
     assert line.split(": ", 1)[1] == ", ".join(f"{v.name}={v.number}" for v in status.values)
     assert shown.count(f"enum {status.full_name}:") == 1
@@ -396,12 +412,14 @@ def test_java_class_names_follow_protocs_java_rules():
             setattr(f.options, k, v)
         return f
 
-    files = descriptor_pb2.FileDescriptorSet(file=[
-        file("a/multi.proto", "p.a", ["Multi"], java_package="com.x.a", java_multiple_files=True),
-        file("b/ride_log.proto", "p.b", ["Ride"], java_package="com.x.b"),
-        file("c/named.proto", "p.c", ["Named"], java_outer_classname="Outer"),
-        file("d/clash.proto", "p.d", ["Clash"]),
-    ])
+    files = descriptor_pb2.FileDescriptorSet(
+        file=[
+            file("a/multi.proto", "p.a", ["Multi"], java_package="com.x.a", java_multiple_files=True),
+            file("b/ride_log.proto", "p.b", ["Ride"], java_package="com.x.b"),
+            file("c/named.proto", "p.c", ["Named"], java_outer_classname="Outer"),
+            file("d/clash.proto", "p.d", ["Clash"]),
+        ]
+    )
     names = DescriptorSet(files.SerializeToString()).java_names
     assert names["com.x.a.Multi"] == "p.a.Multi"
     assert names["com.x.a.Multi.Inner"] == names["com.x.a.Multi$Inner"] == "p.a.Multi.Inner"
@@ -409,7 +427,7 @@ def test_java_class_names_follow_protocs_java_rules():
     assert names["com.x.b.RideLog.Ride.Inner"] == names["com.x.b.RideLog$Ride$Inner"] == "p.b.Ride.Inner"
     assert names["p.c.Outer.Named"] == "p.c.Named"
     assert names["p.d.ClashOuterClass.Clash"] == "p.d.Clash"
-    assert "com.x.b.Ride" not in names             # not a class of its own without java_multiple_files
+    assert "com.x.b.Ride" not in names  # not a class of its own without java_multiple_files
     ds = DescriptorSet(files.SerializeToString())
     assert ds.message_descriptor("com.x.b.RideLog$Ride").full_name == "p.b.Ride"
 
@@ -422,8 +440,10 @@ def test_show_takes_the_names_loadtest_takes_a_simple_a_java_and_an_ambiguous_on
     assert cli(["show", "com.gojek.esb.booking.BookingLogMessage"]) == 0
     assert capsys.readouterr().out.startswith("gojek.esb.booking.BookingLogMessage (")
 
-    two = {"a/x.proto": 'syntax = "proto3";\npackage a;\nmessage Ping { string id = 1; }\n',
-           "b/x.proto": 'syntax = "proto3";\npackage b;\nmessage Ping { int64 id = 1; }\n'}
+    two = {
+        "a/x.proto": 'syntax = "proto3";\npackage a;\nmessage Ping { string id = 1; }\n',
+        "b/x.proto": 'syntax = "proto3";\npackage b;\nmessage Ping { int64 id = 1; }\n',
+    }
     out = tmp_path / "out"
     assert cli(["compile", "--src", str(write_src(tmp_path, two)), "--out", str(out)]) == 0
     capsys.readouterr()
@@ -439,8 +459,7 @@ def test_list_show_and_check_answer_json_with_what_the_text_says(capsys):
     assert cli(["show", "BookingLogMessage", "--json"]) == 0
     shown = _json.loads(capsys.readouterr().out)
     descriptor = registry.load(None, None).message_descriptor("gojek.esb.booking.BookingLogMessage")
-    assert [(f["number"], f["name"]) for f in shown["fields"]] == \
-        sorted((f.number, f.name) for f in descriptor.fields)
+    assert [(f["number"], f["name"]) for f in shown["fields"]] == sorted((f.number, f.name) for f in descriptor.fields)
     status = descriptor.fields_by_name["status"].enum_type
     assert shown["enums"][status.full_name] == {v.name: v.number for v in status.values}
 

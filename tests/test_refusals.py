@@ -1,6 +1,7 @@
 """Every error an analyst can cause is a refusal (issue 21, part 3): exit 2 naming the construct
 and its line, never a traceback, an out-of-memory, a stack overflow or a hang. Each case sits
 next to a legitimate query that still passes, so a check that refuses everything fails here."""
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,16 @@ FOLDING = [
     ("element_at(array(1), 0) = 1", "element_at() fails on its constant arguments", "element_at(array(1), 1) = 1"),
     ("printf('%d', 'x') <> ''", "printf() fails on its constant arguments", "printf('%d', 1) <> ''"),
     ("size(sequence(1, 10, 0)) > 0", "sequence() fails on its constant arguments", "size(sequence(1, 10, 1)) > 0"),
-    ("regexp_extract('a', '(', 1) <> ''", "regexp_extract() fails on its constant arguments",
-     "regexp_extract('a', '(a)', 1) <> ''"),
-    ("from_json('{', 'a INT', map('mode','FAILFAST')) IS NOT NULL", "from_json() fails on its constant arguments",
-     "from_json('{\"a\": 1}', 'a INT', map('mode','FAILFAST')) IS NOT NULL"),
+    (
+        "regexp_extract('a', '(', 1) <> ''",
+        "regexp_extract() fails on its constant arguments",
+        "regexp_extract('a', '(a)', 1) <> ''",
+    ),
+    (
+        "from_json('{', 'a INT', map('mode','FAILFAST')) IS NOT NULL",
+        "from_json() fails on its constant arguments",
+        "from_json('{\"a\": 1}', 'a INT', map('mode','FAILFAST')) IS NOT NULL",
+    ),
 ]
 
 
@@ -75,42 +82,87 @@ def test_a_constant_spark_cannot_evaluate_is_refused_at_the_call(tmp_path, spark
 SIZES = [
     ("length(repeat('x', 2000000000)) > 0", "repeat(): its count is 2000000000", "length(repeat('x', 100000)) > 0"),
     ("length(space(2000000000)) > 0", "its count is 2000000000", "length(space(10)) > 0"),
-    ("lpad(vehicle_type, 2000000000, 'y') <> ''", "lpad(): its length is 2000000000", "lpad(vehicle_type, 12, '0') <> ''"),
-    ("rpad(vehicle_type, 2000000000, ' ') <> ''", "rpad(): its length is 2000000000",
-     "rpad(vehicle_type, 12, ' ') <> ''"),
-    ("size(sequence(1, 2000000000)) > 0", "sequence(): it would have 2000000000 elements",
-     "size(sequence(1, 100000)) > 0"),
-    ("size(sequence(to_timestamp('1970-01-01'), to_timestamp('2020-01-01'), interval 1 second)) > 0",
-     "sequence(): it would have 1577836801 elements",
-     "size(sequence(to_date('2020-01-01'), to_date('2020-12-31'), interval 1 day)) > 0"),
-    ("size(array_repeat(vehicle_type, 2000000000)) > 0", "array_repeat(): its count is 2000000000",
-     "size(array_repeat(vehicle_type, 3)) > 0"),
-    ("size(array_insert(array(1), 2000000000, 2)) > 0", "array_insert(): its position is 2000000000",
-     "size(array_insert(array(1), 2, 2)) > 0"),
+    (
+        "lpad(vehicle_type, 2000000000, 'y') <> ''",
+        "lpad(): its length is 2000000000",
+        "lpad(vehicle_type, 12, '0') <> ''",
+    ),
+    (
+        "rpad(vehicle_type, 2000000000, ' ') <> ''",
+        "rpad(): its length is 2000000000",
+        "rpad(vehicle_type, 12, ' ') <> ''",
+    ),
+    (
+        "size(sequence(1, 2000000000)) > 0",
+        "sequence(): it would have 2000000000 elements",
+        "size(sequence(1, 100000)) > 0",
+    ),
+    (
+        "size(sequence(to_timestamp('1970-01-01'), to_timestamp('2020-01-01'), interval 1 second)) > 0",
+        "sequence(): it would have 1577836801 elements",
+        "size(sequence(to_date('2020-01-01'), to_date('2020-12-31'), interval 1 day)) > 0",
+    ),
+    (
+        "size(array_repeat(vehicle_type, 2000000000)) > 0",
+        "array_repeat(): its count is 2000000000",
+        "size(array_repeat(vehicle_type, 3)) > 0",
+    ),
+    (
+        "size(array_insert(array(1), 2000000000, 2)) > 0",
+        "array_insert(): its position is 2000000000",
+        "size(array_insert(array(1), 2, 2)) > 0",
+    ),
     ("printf('%2000000000d', city_id) <> ''", "a field 2000000000 characters wide", "printf('%05d', city_id) <> ''"),
-    ("format_number(1.5, 2000000000) <> ''", "its number of decimal places is 2000000000",
-     "format_number(1.5, 2) <> ''"),
+    (
+        "format_number(1.5, 2000000000) <> ''",
+        "its number of decimal places is 2000000000",
+        "format_number(1.5, 2) <> ''",
+    ),
     # within each cap, but multiplied: built from constants, nested
-    ("length(repeat(repeat('x', 100000), 100000)) > 0", "would build about 10000000000",
-     "length(repeat(repeat('x', 100), 1000)) > 0"),
-    ("size(transform(sequence(1, 100000), x -> repeat('a', 100000))) > 0", "for every row",
-     "size(transform(sequence(1, 100), x -> repeat('a', 100))) > 0"),
-    ("length(aggregate(sequence(1, 40), 'x', (acc, y) -> concat(acc, acc))) > 0", "would build about",
-     "length(aggregate(sequence(1, 40), 'x', (acc, y) -> concat(acc, 'y'))) > 0"),
+    (
+        "length(repeat(repeat('x', 100000), 100000)) > 0",
+        "would build about 10000000000",
+        "length(repeat(repeat('x', 100), 1000)) > 0",
+    ),
+    (
+        "size(transform(sequence(1, 100000), x -> repeat('a', 100000))) > 0",
+        "for every row",
+        "size(transform(sequence(1, 100), x -> repeat('a', 100))) > 0",
+    ),
+    (
+        "length(aggregate(sequence(1, 40), 'x', (acc, y) -> concat(acc, acc))) > 0",
+        "would build about",
+        "length(aggregate(sequence(1, 40), 'x', (acc, y) -> concat(acc, 'y'))) > 0",
+    ),
     # functions that build more than they read (hex, replace, array_join...)
-    ("length(" + "hex(" * 14 + "repeat('a', 100000)" + ")" * 15 + " > 0",
-     "would build about", "length(hex(hex(repeat('a', 1000)))) > 0"),
-    ("length(array_join(array_repeat('x', 100000), repeat('y', 100000))) > 0", "would build about",
-     "length(array_join(array_repeat('x', 100), repeat('y', 10))) > 0"),
-    ("length(replace(repeat('a', 50000), 'a', repeat('b', 50000))) > 0", "would build about",
-     "length(replace(repeat('a', 500), 'a', repeat('b', 50))) > 0"),
+    (
+        "length(" + "hex(" * 14 + "repeat('a', 100000)" + ")" * 15 + " > 0",
+        "would build about",
+        "length(hex(hex(repeat('a', 1000)))) > 0",
+    ),
+    (
+        "length(array_join(array_repeat('x', 100000), repeat('y', 100000))) > 0",
+        "would build about",
+        "length(array_join(array_repeat('x', 100), repeat('y', 10))) > 0",
+    ),
+    (
+        "length(replace(repeat('a', 50000), 'a', repeat('b', 50000))) > 0",
+        "would build about",
+        "length(replace(repeat('a', 500), 'a', repeat('b', 50))) > 0",
+    ),
     # an accumulator inside something that multiplies it
-    ("length(aggregate(sequence(1, 40), vehicle_type, (acc, y) -> repeat(acc, 2))) > 0", "would build about",
-     "length(aggregate(sequence(1, 40), vehicle_type, (acc, y) -> concat(acc, 'y'))) > 0"),
+    (
+        "length(aggregate(sequence(1, 40), vehicle_type, (acc, y) -> repeat(acc, 2))) > 0",
+        "would build about",
+        "length(aggregate(sequence(1, 40), vehicle_type, (acc, y) -> concat(acc, 'y'))) > 0",
+    ),
     # the count computed rather than written
     ("length(repeat('x', 20000 * 100000)) > 0", "its count is 2000000000", "length(repeat('x', 200 * 10)) > 0"),
-    ("length(repeat('x', CAST('2000000000' AS INT))) > 0", "its count is 2000000000",
-     "length(repeat('x', CAST('20' AS INT))) > 0"),
+    (
+        "length(repeat('x', CAST('2000000000' AS INT))) > 0",
+        "its count is 2000000000",
+        "length(repeat('x', CAST('20' AS INT))) > 0",
+    ),
 ]
 
 
@@ -133,8 +185,10 @@ def test_a_string_literal_over_1_mb_is_refused_before_spark(tmp_path, capsys):
     tree = parse("SELECT vehicle_type FROM t WHERE vehicle_type <> 'x'")  # only a built tree holds it now
     tree.find(exp.Literal).set("this", big)
     refusals = guard.check(f"SELECT vehicle_type FROM t WHERE vehicle_type <> '{big}'", tree, ["t"])
-    assert any(f"a string literal of {len(big):,} characters; literals may have at most 1,048,576 (1 MB)"
-               in r.what for r in refusals)
+    assert any(
+        f"a string literal of {len(big):,} characters; literals may have at most 1,048,576 (1 MB)" in r.what
+        for r in refusals
+    )
     # in a job, the query text's own cap refuses it first, before it is parsed
     assert main(["validate", "--no-spark", str(job(tmp_path, f"vehicle_type <> '{big}'"))]) == 2
     assert "a dagger's query may have at most 262,144 (256 KB)" in capsys.readouterr().err
@@ -154,6 +208,7 @@ HANG_GUARD_S = 120
 
 
 # --- the query's size: what takes minutes to parse and analyse ----------------------------------
+
 
 def test_a_query_text_over_256_kb_is_refused_before_it_is_parsed(tmp_path, capsys):
     values = ",".join(["1"] * 600_000)
@@ -186,6 +241,7 @@ def test_a_built_regex_over_10000_characters_is_refused(tmp_path, spark, capsys)
 
 # --- nesting: what overflows a stack ------------------------------------------------------------
 
+
 def test_3000_ands_are_refused_with_the_nesting_limit(tmp_path, capsys):
     chain = " AND ".join(["city_id = 1"] * 3000)
     assert main(["validate", "--no-spark", str(job(tmp_path, f"({chain})"))]) == 2
@@ -209,11 +265,14 @@ def test_3000_nested_parentheses_are_refused_with_the_limit_not_a_recursion_erro
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("path,said", [
-    ("$" + ".a" * 5000, "a JSON path may have at most 1,024"),
-    ("$" + "[0]" * 400, "it has 1,201 characters; a JSON path may have at most 1,024"),
-    ("$[?(" + "(" * 200 + "@.a == 1" + ")" * 200 + ")]", "nested 202 deep; at most 32"),
-])
+@pytest.mark.parametrize(
+    "path,said",
+    [
+        ("$" + ".a" * 5000, "a JSON path may have at most 1,024"),
+        ("$" + "[0]" * 400, "it has 1,201 characters; a JSON path may have at most 1,024"),
+        ("$[?(" + "(" * 200 + "@.a == 1" + ")" * 200 + ")]", "nested 202 deep; at most 32"),
+    ],
+)
 def test_a_deeply_nested_json_path_is_refused_with_the_limit(tmp_path, spark, capsys, path, said):
     code, err = validate(spark, capsys, job(tmp_path, f"JsonQuery(order_url, '{path}') IS NOT NULL"))
     assert_refused(code, err, "JsonQuery: bad JSON path")
@@ -223,6 +282,7 @@ def test_a_deeply_nested_json_path_is_refused_with_the_limit(tmp_path, spark, ca
 
 
 # --- DART numbers -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("hours", ["-1.5", "1.5", "2e3"])
 def test_a_dart_refresh_rate_that_is_not_whole_hours_is_refused(tmp_path, capsys, hours):
@@ -238,7 +298,7 @@ def test_a_dart_refresh_rate_that_is_not_whole_hours_is_refused(tmp_path, capsys
 
 STARS = "a*a*a*a*a*a*a*a*a*a*b"
 REGEXES = [
-    f"'aaaaaaaaaaaaaaaaaaaaaaaa' RLIKE '{STARS}'",                 # the issue's 7 seconds
+    f"'aaaaaaaaaaaaaaaaaaaaaaaa' RLIKE '{STARS}'",  # the issue's 7 seconds
     f"vehicle_type RLIKE '{STARS}'",
     f"vehicle_type REGEXP '{STARS}'",
     f"vehicle_type rlike '{STARS}'",
@@ -313,8 +373,11 @@ def test_an_ordinary_regex_still_passes(tmp_path, spark, capsys, condition):
 def test_a_regex_that_reaches_rlike_through_a_subquery_column_is_refused(tmp_path, spark, capsys):
     def through_subquery(pattern: str) -> Path:
         path = tmp_path / "job.yaml"
-        path.write_text(BASE.replace("FROM `data_stream`", f"FROM (SELECT *, '{pattern}' AS p FROM `data_stream`) t")
-                        .replace(WHERE, f"{WHERE} AND vehicle_type RLIKE p"))
+        path.write_text(
+            BASE.replace("FROM `data_stream`", f"FROM (SELECT *, '{pattern}' AS p FROM `data_stream`) t").replace(
+                WHERE, f"{WHERE} AND vehicle_type RLIKE p"
+            )
+        )
         return path
 
     code, err = validate(spark, capsys, through_subquery("(a+)+$"))
@@ -323,17 +386,50 @@ def test_a_regex_that_reaches_rlike_through_a_subquery_column_is_refused(tmp_pat
     assert validate(spark, capsys, through_subquery("GO_(RIDE|CAR)"))[0] == 0
 
 
-@pytest.mark.parametrize("regex", ["^q(a{1,2}){40}$", "^q(a?){40}a{40}", "(?s).*a.*b.*c.*d", "(.*x){1,4}.*y.*",
-                                   "a*a*a*a*b", "(a+)+", "(a|aa)*", "(x+x+)+y", "(\\d+)*\\.", "(a*)*",
-                                   "(?i)A*a*A*a*", "^(\\s*\\w+)+$", "(a|b|ab)*c"])
+@pytest.mark.parametrize(
+    "regex",
+    [
+        "^q(a{1,2}){40}$",
+        "^q(a?){40}a{40}",
+        "(?s).*a.*b.*c.*d",
+        "(.*x){1,4}.*y.*",
+        "a*a*a*a*b",
+        "(a+)+",
+        "(a|aa)*",
+        "(x+x+)+y",
+        "(\\d+)*\\.",
+        "(a*)*",
+        "(?i)A*a*A*a*",
+        "^(\\s*\\w+)+$",
+        "(a|b|ab)*c",
+    ],
+)
 def test_the_static_check_names_the_costly_shape(regex):
     assert regexes.problem(regex) is not None
 
 
-@pytest.mark.parametrize("regex", ["a*a*a*b", "(ab+)*", "(a++)+", "(?>a+)+", "([^,]*,)*x", "(GO_RIDE|GO_CAR)+",
-                                   "[a-z]+@[a-z]+\\.com", "\\Qa*a*a*a*b\\E", "A*a*A*a*", "(,|, )*x",
-                                   "([a-z]+\\.)+[a-z]+", "(", "[unclosed", "\\d{10}", ".*a.*b.*",
-                                   "(\\d{1,3}\\.){3}\\d{1,3}", "(GO_RIDE|GO_CAR){1,12}"])
+@pytest.mark.parametrize(
+    "regex",
+    [
+        "a*a*a*b",
+        "(ab+)*",
+        "(a++)+",
+        "(?>a+)+",
+        "([^,]*,)*x",
+        "(GO_RIDE|GO_CAR)+",
+        "[a-z]+@[a-z]+\\.com",
+        "\\Qa*a*a*a*b\\E",
+        "A*a*A*a*",
+        "(,|, )*x",
+        "([a-z]+\\.)+[a-z]+",
+        "(",
+        "[unclosed",
+        "\\d{10}",
+        ".*a.*b.*",
+        "(\\d{1,3}\\.){3}\\d{1,3}",
+        "(GO_RIDE|GO_CAR){1,12}",
+    ],
+)
 def test_the_static_check_passes_ordinary_regexes(regex):
     assert regexes.problem(regex) is None
 
@@ -347,11 +443,14 @@ def test_translate_refuses_a_literal_regex_with_its_position():
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("bad,good", [
-    ("vehicle_type SIMILAR TO '[\\]'", "vehicle_type SIMILAR TO '[a]'"),
-    ("vehicle_type RLIKE '[\\]'", "vehicle_type RLIKE '[a]'"),
-    ("vehicle_type RLIKE concat('(', 'a')", "vehicle_type RLIKE concat('(', 'a)')"),
-])
+@pytest.mark.parametrize(
+    "bad,good",
+    [
+        ("vehicle_type SIMILAR TO '[\\]'", "vehicle_type SIMILAR TO '[a]'"),
+        ("vehicle_type RLIKE '[\\]'", "vehicle_type RLIKE '[a]'"),
+        ("vehicle_type RLIKE concat('(', 'a')", "vehicle_type RLIKE concat('(', 'a)')"),
+    ],
+)
 def test_an_invalid_regex_is_refused_with_javas_message(tmp_path, spark, capsys, bad, good):
     code, err = validate(spark, capsys, job(tmp_path, bad))
     assert_refused(code, err, "fails on its constant arguments, so it would fail on every row", "is not valid")
@@ -360,6 +459,7 @@ def test_an_invalid_regex_is_refused_with_javas_message(tmp_path, spark, capsys,
 
 
 # --- a time budget on Spark's own constant folding ----------------------------------------------
+
 
 @pytest.mark.spark
 def test_constants_too_slow_to_fold_are_refused_within_the_budget(tmp_path, spark, capsys, monkeypatch):
@@ -424,6 +524,7 @@ def test_a_failure_of_the_constant_check_itself_is_a_refusal(monkeypatch):
 
 # --- the warm process's time limit per command --------------------------------------------------
 
+
 class _Jobs:
     def __init__(self):
         self.cancelled = threading.Event()
@@ -457,8 +558,17 @@ def test_a_warm_command_past_its_time_limit_has_its_jobs_cancelled_and_the_proce
         ours, theirs = socket.socketpair()
         spark.sparkContext.cancelled.clear()
         with ours, theirs:
-            wire.send_request(theirs, {"op": "run", "argv": ["preview", "job.yaml"], "cwd": "/", "env": {},
-                                       "umask": 0o22, "fingerprint": wire.fingerprint()})
+            wire.send_request(
+                theirs,
+                {
+                    "op": "run",
+                    "argv": ["preview", "job.yaml"],
+                    "cwd": "/",
+                    "env": {},
+                    "umask": 0o22,
+                    "fingerprint": wire.fingerprint(),
+                },
+            )
             began = time.monotonic()
             assert warm._handle(ours) is True
             frames = []

@@ -3,6 +3,7 @@ query runs once over the topics' recent records, in a session of its own, and le
 no dead letter sent (counted only), no result written, the real checkpoint untouched, its own
 folder removed once stopped. Counts compared with the produced records. A rehearsal on topics
 with nothing recent reads nothing and says so."""
+
 from __future__ import annotations
 
 import io
@@ -24,10 +25,12 @@ def test_a_rehearsal_runs_the_query_on_recent_records_and_leaves_no_trace(kafka_
         kafka_broker.create_topic(topic, partitions=2)
     events = traffic.bookings(600, minutes=3, seed=5)
     produced = produce(kafka_broker, topics, events, dset.message_class(traffic.BOOKING), bad=bad_records(dset))
-    job = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink={"type": "log"},
-                   name="rehearse")
-    job.write_text(job.read_text().replace("- GO_RIDE-booking-log", f"- {topics[0]}")
-                   .replace("- GO_CAR-booking-log", f"- {topics[1]}"))
+    job = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink={"type": "log"}, name="rehearse")
+    job.write_text(
+        job.read_text()
+        .replace("- GO_RIDE-booking-log", f"- {topics[0]}")
+        .replace("- GO_CAR-booking-log", f"- {topics[1]}")
+    )
     plan = plan_job(load_job(job))
     checkpoint = tmp_path / "daggers" / "rehearse" / "v1"
     checkpoint.parent.mkdir(parents=True)
@@ -63,13 +66,17 @@ def test_a_rehearsal_runs_the_query_on_recent_records_and_leaves_no_trace(kafka_
 def test_a_rehearsal_on_quiet_topics_reads_nothing_and_says_so(kafka_broker, spark, tmp_path):
     for topic in ("rehearse-quiet-1", "rehearse-quiet-2"):
         kafka_broker.create_topic(topic, partitions=2)
-    job = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink={"type": "log"},
-                   name="rehearse-quiet")
-    job.write_text(job.read_text().replace("- GO_RIDE-booking-log", "- rehearse-quiet-1")
-                   .replace("- GO_CAR-booking-log", "- rehearse-quiet-2"))
+    job = job_file(
+        tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink={"type": "log"}, name="rehearse-quiet"
+    )
+    job.write_text(
+        job.read_text()
+        .replace("- GO_RIDE-booking-log", "- rehearse-quiet-1")
+        .replace("- GO_CAR-booking-log", "- rehearse-quiet-2")
+    )
     checkpoint = tmp_path / "daggers" / "rehearse-quiet" / "v1"
     checkpoint.parent.mkdir(parents=True)
     rehearsal = rehearse(plan_job(load_job(job)), spark, checkpoint, out=io.StringIO())
     assert rehearsal is not None
-    assert rehearsal.wait(240) is None          # nothing to rehearse on: neither warm nor failed
+    assert rehearsal.wait(240) is None  # nothing to rehearse on: neither warm nor failed
     assert rehearsal.sink.stats.rows == 0 and rehearsal.query.exception() is None

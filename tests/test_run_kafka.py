@@ -1,6 +1,7 @@
 """`dagger run` on a real Kafka: the seeds' surge query end to end into each real sink, with
 corrupt messages, tombstones and messages without event time among the traffic. Every
 expectation is computed independently from the produced events (plain Python and s2sphere)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,7 +16,7 @@ from tests.reference import group, s2id, window_end
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e]
 
-DELAY_S = 60      # the example's watermark_delay
+DELAY_S = 60  # the example's watermark_delay
 WINDOW_S = 60
 TOPICS = ["surge-GO_RIDE-booking-log", "surge-GO_CAR-booking-log"]
 
@@ -25,8 +26,16 @@ def closed_windows_expected(events):
     (the latest event time minus the delay) has passed: what append mode may have written."""
     watermark = max(e["event_timestamp"] for e in events) - dt.timedelta(seconds=DELAY_S)
     completed = [e for e in events if e["status"] == "COMPLETED"]
-    counts = group(completed, key=lambda e: (window_end(e["event_timestamp"], WINDOW_S), e["city_id"],
-                                             s2id(e["lat"], e["long"], 13), e["vehicle_type"]), agg=len)
+    counts = group(
+        completed,
+        key=lambda e: (
+            window_end(e["event_timestamp"], WINDOW_S),
+            e["city_id"],
+            s2id(e["lat"], e["long"], 13),
+            e["vehicle_type"],
+        ),
+        agg=len,
+    )
     return {k: n for k, n in counts.items() if k[0] <= watermark}
 
 
@@ -34,11 +43,13 @@ def bad_records(dset):
     no_time = traffic.bookings(1, seed=99)[0]
     del no_time["event_timestamp"]
     valid = traffic.encode(traffic.bookings(1, seed=98), dset.message_class(traffic.BOOKING))[0]
-    return [(b"corrupt-1", b"\xff\xff\xff\xff", "unparsable"),
-            (b"corrupt-2", valid[:7], "unparsable"),
-            (b"tombstone-1", None, "tombstone"),
-            (b"tombstone-2", None, "tombstone"),
-            (b"no-time", traffic.encode([no_time], dset.message_class(traffic.BOOKING))[0], "no_event_time")]
+    return [
+        (b"corrupt-1", b"\xff\xff\xff\xff", "unparsable"),
+        (b"corrupt-2", valid[:7], "unparsable"),
+        (b"tombstone-1", None, "tombstone"),
+        (b"tombstone-2", None, "tombstone"),
+        (b"no-time", traffic.encode([no_time], dset.message_class(traffic.BOOKING))[0], "no_event_time"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +64,26 @@ def surge(kafka_broker):
 
 def surge_job(tmp_path, kafka_broker, name, sink):
     path = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, sink=sink, name=name)
-    path.write_text(path.read_text().replace("- GO_RIDE-booking-log", f"- {TOPICS[0]}")
-                    .replace("- GO_CAR-booking-log", f"- {TOPICS[1]}"))
+    path.write_text(
+        path.read_text()
+        .replace("- GO_RIDE-booking-log", f"- {TOPICS[0]}")
+        .replace("- GO_CAR-booking-log", f"- {TOPICS[1]}")
+    )
     return path
 
 
 def run_surge(tmp_path, kafka_broker, surge, name, sink, env=None):
     job = surge_job(tmp_path, kafka_broker, name, sink)
-    result = run_cli("run", str(job), "--available-now", "--checkpoint", str(tmp_path / "ck"),
-                     "--log", str(tmp_path / "progress.jsonl"), env=env)
+    result = run_cli(
+        "run",
+        str(job),
+        "--available-now",
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--log",
+        str(tmp_path / "progress.jsonl"),
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert_dead_letters(kafka_broker, f"{name}-dlq", name, surge.bad)
     lines = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
@@ -81,8 +103,11 @@ def assert_dead_letters(kafka_broker, topic, job, bad):
     seen = {}
     for record in records:
         headers = {k: v.decode() for k, v in record.headers}
-        where = (headers["dagger.errors.topic"], int(headers["dagger.errors.partition"]),
-                 int(headers["dagger.errors.offset"]))
+        where = (
+            headers["dagger.errors.topic"],
+            int(headers["dagger.errors.partition"]),
+            int(headers["dagger.errors.offset"]),
+        )
         seen[where] = {"key": record.key, "value": record.value, "kind": headers["dagger.errors.kind"]}
         assert headers["dagger.errors.job"] == job
         assert headers["dagger.errors.reason"]
@@ -94,12 +119,18 @@ def utc_ms(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
-def test_influxdb_1x_holds_exactly_the_closed_windows_read_back_with_influxql(kafka_broker, influxdb, surge,
-                                                                            tmp_path):
+def test_influxdb_1x_holds_exactly_the_closed_windows_read_back_with_influxql(kafka_broker, influxdb, surge, tmp_path):
     influxdb.create_database("surge")
-    run_surge(tmp_path, kafka_broker, surge, "surge-influx",
-              {"type": "influx", "influx": {"url": influxdb.url, "db_name": "surge",
-                                            "measurement_name": "completed_bookings"}})
+    run_surge(
+        tmp_path,
+        kafka_broker,
+        surge,
+        "surge-influx",
+        {
+            "type": "influx",
+            "influx": {"url": influxdb.url, "db_name": "surge", "measurement_name": "completed_bookings"},
+        },
+    )
     series = influxdb.query("SELECT * FROM completed_bookings", db="surge")
     assert len(series) == 1
     assert series[0]["columns"] == ["time", "num_of_bookings", "tag_city_id", "tag_s2id", "tag_vehicle_type"]
@@ -110,11 +141,24 @@ def test_influxdb_1x_holds_exactly_the_closed_windows_read_back_with_influxql(ka
 
 
 def test_a_v2_write_api_server_holds_exactly_the_closed_windows(kafka_broker, victoria_metrics, surge, tmp_path):
-    run_surge(tmp_path, kafka_broker, surge, "surge-v2",
-              {"type": "influx", "influx": {"url": victoria_metrics.url, "api": "v2", "db_name": "surge",
-                                            "username": victoria_metrics.user, "password": "${V2_PASSWORD}",
-                                            "measurement_name": "completed_bookings"}},
-              env={"V2_PASSWORD": victoria_metrics.password})
+    run_surge(
+        tmp_path,
+        kafka_broker,
+        surge,
+        "surge-v2",
+        {
+            "type": "influx",
+            "influx": {
+                "url": victoria_metrics.url,
+                "api": "v2",
+                "db_name": "surge",
+                "username": victoria_metrics.user,
+                "password": "${V2_PASSWORD}",
+                "measurement_name": "completed_bookings",
+            },
+        },
+        env={"V2_PASSWORD": victoria_metrics.password},
+    )
     got = {}
     for series in victoria_metrics.export('{__name__="completed_bookings_num_of_bookings"}'):
         labels = series["metric"]
@@ -127,17 +171,26 @@ def test_a_v2_write_api_server_holds_exactly_the_closed_windows(kafka_broker, vi
 
 def test_postgres_holds_exactly_the_closed_windows_in_a_table_it_created(kafka_broker, postgres, surge, tmp_path):
     postgres.create_database("surge")
-    sink = {"type": "postgres", "postgres": {"url": f"postgresql://127.0.0.1:{postgres.port}/surge",
-                                             "table": "public.completed_bookings", "user": "dagger_admin",
-                                             "password": "${PG_PASSWORD}"}}
+    sink = {
+        "type": "postgres",
+        "postgres": {
+            "url": f"postgresql://127.0.0.1:{postgres.port}/surge",
+            "table": "public.completed_bookings",
+            "user": "dagger_admin",
+            "password": "${PG_PASSWORD}",
+        },
+    }
     result = run_surge(tmp_path, kafka_broker, surge, "surge-pg", sink, env={"PG_PASSWORD": postgres.password})
     assert postgres.password not in result.stderr + result.stdout
     with postgres.connect("surge") as conn:
-        rows = conn.execute("SELECT window_timestamp, tag_city_id, tag_s2id, tag_vehicle_type, num_of_bookings "
-                            "FROM completed_bookings").fetchall()
-        key = conn.execute("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                           "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'completed_bookings'::regclass "
-                           "AND i.indisprimary").fetchall()
+        rows = conn.execute(
+            "SELECT window_timestamp, tag_city_id, tag_s2id, tag_vehicle_type, num_of_bookings FROM completed_bookings"
+        ).fetchall()
+        key = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'completed_bookings'::regclass "
+            "AND i.indisprimary"
+        ).fetchall()
     got = {(w, city, s2, vehicle): n for w, city, s2, vehicle, n in rows}
     assert len(got) == len(rows)
     assert got == closed_windows_expected(surge.events)
@@ -145,8 +198,9 @@ def test_postgres_holds_exactly_the_closed_windows_in_a_table_it_created(kafka_b
 
 
 @pytest.mark.parametrize("data_type", ["PROTO", "JSON"])
-def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(kafka_broker, surge, tmp_path,
-                                                                              data_type, spark):
+def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(
+    kafka_broker, surge, tmp_path, data_type, spark
+):
     import io
 
     from dagger_runtime.config import load_job
@@ -157,9 +211,11 @@ def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(k
     name = f"surge-kafka-{data_type.lower()}"
     out_topic = f"{name}-out"
     if data_type == "PROTO":
-        kafka_broker.create_topic(out_topic, partitions=1)     # JSON's the run creates: it says so below
-    sink = {"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
-                                       "data_type": data_type}}
+        kafka_broker.create_topic(out_topic, partitions=1)  # JSON's the run creates: it says so below
+    sink = {
+        "type": "kafka",
+        "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic, "data_type": data_type},
+    }
     if data_type == "PROTO":
         sink["kafka"].update(proto_message=OUT_MESSAGE, proto_key=OUT_KEY)
     # the output messages came in a later descriptor set: the job pins it
@@ -183,8 +239,12 @@ def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(k
             key = dset.message_class(OUT_KEY).FromString(record.key)
             window = value.window_timestamp.ToDatetime(dt.timezone.utc)
             row = (window, value.tag_city_id, value.tag_s2id, value.tag_vehicle_type)
-            assert (key.window_timestamp.ToDatetime(dt.timezone.utc), key.tag_city_id, key.tag_s2id,
-                    key.tag_vehicle_type) == row
+            assert (
+                key.window_timestamp.ToDatetime(dt.timezone.utc),
+                key.tag_city_id,
+                key.tag_s2id,
+                key.tag_vehicle_type,
+            ) == row
             got[row] = value.num_of_bookings
         else:
             value, key = json.loads(record.value), json.loads(record.key)
@@ -193,7 +253,7 @@ def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(k
             assert key == {k: v for k, v in value.items() if k != "num_of_bookings"}
             got[row] = value["num_of_bookings"]
         keys.add(record.key)
-    assert len(keys) == len(records)      # one key per window and cell: a compacted topic keeps each
+    assert len(keys) == len(records)  # one key per window and cell: a compacted topic keeps each
     assert got == want
 
 

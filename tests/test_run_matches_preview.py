@@ -2,6 +2,7 @@
 every example dagger: the same query, through two ways in (Kafka and files). A stream writes a
 window only once the watermark has passed it, so the comparison is over those windows, the
 watermark computed from the produced events (their latest event time minus the job's delay)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,8 +39,11 @@ def kafka_copy(example: str, kafka, prefix: str, tmp_path):
     if example.endswith(".properties"):
         text = text.replace("127.0.0.1:9092", kafka.bootstrap_servers)
         text = re.sub(r'("SOURCE_KAFKA_CONSUMER_CONFIG_AUTO_OFFSET_RESET": )"latest"', r'\1"earliest"', text)
-        text = re.sub(r'("SOURCE_KAFKA_TOPIC_NAMES": ")([^"]+)"',
-                      lambda m: m.group(1) + "|".join(prefix + t for t in m.group(2).split("|")) + '"', text)
+        text = re.sub(
+            r'("SOURCE_KAFKA_TOPIC_NAMES": ")([^"]+)"',
+            lambda m: m.group(1) + "|".join(prefix + t for t in m.group(2).split("|")) + '"',
+            text,
+        )
         text = re.sub(r"(?m)^SINK_TYPE = .*$", "SINK_TYPE = log", text)
     else:
         job = yaml.safe_load(text)
@@ -75,16 +79,26 @@ def test_run_available_now_gives_the_rows_preview_gives(example, kafka_broker, s
     # rows into a buffer
     out = io.StringIO()
     plan = plan_job(job)
-    assert run(plan, RunOptions(checkpoint=str(tmp_path / "ck"), available_now=True), spark=spark,
-               out=io.StringIO(), sink_factory=lambda p, columns: create_sink(p, columns, out=out)) == 0
+    assert (
+        run(
+            plan,
+            RunOptions(checkpoint=str(tmp_path / "ck"), available_now=True),
+            spark=spark,
+            out=io.StringIO(),
+            sink_factory=lambda p, columns: create_sink(p, columns, out=out),
+        )
+        == 0
+    )
     ran = [json.loads(line) for line in out.getvalue().splitlines()]
 
     previewed = run_preview(plan_job(job), inputs, spark=spark).rows
     # Spark's watermark is the smallest of the streams' (latest event time - delay)
-    watermark = min(latest) - dt.timedelta(milliseconds=job.watermark_delay_ms) - JOIN_BOUND.get(example, dt.timedelta())
+    watermark = (
+        min(latest) - dt.timedelta(milliseconds=job.watermark_delay_ms) - JOIN_BOUND.get(example, dt.timedelta())
+    )
     closed = [r for r in previewed if _utc(r["window_timestamp"]) <= watermark]
     assert len(closed) >= 3
-    assert len(closed) < len(previewed)          # some windows were still open when the topics ended
+    assert len(closed) < len(previewed)  # some windows were still open when the topics ended
     assert sorted(map(_key, ran)) == sorted(map(_key, closed))
 
 

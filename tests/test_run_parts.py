@@ -1,6 +1,7 @@
 """The pure parts of `run`: Kafka source options, the influx mapping, progress arithmetic, the new
 job keys. Expectations are written out by hand from the contracts (raystack/dagger's influx
 mapping, Spark's Kafka source options)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -71,20 +72,29 @@ def test_the_influx_mapping_is_raystack_daggers(tmp_path):
 
 
 def test_messages_read_come_from_offsets_and_lag_from_the_latest_offsets():
-    sources = [{"description": "KafkaV2[Subscribe[a]]", "numInputRows": 20,
-                "startOffset": '{"a":{"0":5,"1":10}}', "endOffset": '{"a":{"0":9,"1":16}}',
-                "latestOffset": '{"a":{"0":12,"1":16}}'}]
+    sources = [
+        {
+            "description": "KafkaV2[Subscribe[a]]",
+            "numInputRows": 20,
+            "startOffset": '{"a":{"0":5,"1":10}}',
+            "endOffset": '{"a":{"0":9,"1":16}}',
+            "latestOffset": '{"a":{"0":12,"1":16}}',
+        }
+    ]
     assert messages_read(sources) == 10
     assert lag_by_partition(sources) == {"a-0": 3, "a-1": 0}
     first = [{**sources[0], "startOffset": None}]
-    assert messages_read(first, scans=2.0) == 10          # 20 scanned rows / 2 scans
+    assert messages_read(first, scans=2.0) == 10  # 20 scanned rows / 2 scans
 
 
-@pytest.mark.parametrize("extra, message", [
-    ("checkpoint_location: hdfs:/x", "expected a local directory, a file:// URL or gs://bucket/path"),
-    ("checkpoint_location: \"/tmp/a\\nb\"", "no control characters"),
-    ("dead_letter_topic: 'bad topic'", "dead_letter_topic"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("checkpoint_location: hdfs:/x", "expected a local directory, a file:// URL or gs://bucket/path"),
+        ('checkpoint_location: "/tmp/a\\nb"', "no control characters"),
+        ("dead_letter_topic: 'bad topic'", "dead_letter_topic"),
+    ],
+)
 def test_bad_run_keys_are_refused_with_the_key_named(tmp_path, monkeypatch, extra, message):
     monkeypatch.setenv("JAAS", SCRAM_JAAS)
     with pytest.raises(ConfigError) as e:
@@ -92,18 +102,26 @@ def test_bad_run_keys_are_refused_with_the_key_named(tmp_path, monkeypatch, extr
     assert message in str(e.value)
 
 
-@pytest.mark.parametrize("sink, message", [
-    ("{type: postgres, postgres: {url: 'postgresql://h/db?passfile=/etc/shadow', table: t}}", "'passfile' is not allowed"),
-    ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, org: o}}", "api: v2 only"),
-    ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, password: x}}", "no username"),
-    # found by an attacker's look: a local socket instead of a network host; a URL that redirects /write
-    ("{type: postgres, postgres: {url: 'postgresql://%2Ftmp/db', table: t}}", "must name a network host"),
-    ("{type: postgres, postgres: {url: 'postgresql://user@/db', table: t}}", "must name a network host"),
-    ("{type: influx, influx: {url: 'http://h:8086/write?db=other&u=admin&', db_name: d, measurement_name: m}}",
-     "no user, query, fragment or escapes"),
-    ("{type: influx, influx: {url: 'http://h:8086#', db_name: d, measurement_name: m}}", "no user, query"),
-    ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: '#m'}}", "starts with '#'"),
-])
+@pytest.mark.parametrize(
+    "sink, message",
+    [
+        (
+            "{type: postgres, postgres: {url: 'postgresql://h/db?passfile=/etc/shadow', table: t}}",
+            "'passfile' is not allowed",
+        ),
+        ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, org: o}}", "api: v2 only"),
+        ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: m, password: x}}", "no username"),
+        # found by an attacker's look: a local socket instead of a network host; a URL that redirects /write
+        ("{type: postgres, postgres: {url: 'postgresql://%2Ftmp/db', table: t}}", "must name a network host"),
+        ("{type: postgres, postgres: {url: 'postgresql://user@/db', table: t}}", "must name a network host"),
+        (
+            "{type: influx, influx: {url: 'http://h:8086/write?db=other&u=admin&', db_name: d, measurement_name: m}}",
+            "no user, query, fragment or escapes",
+        ),
+        ("{type: influx, influx: {url: 'http://h:8086#', db_name: d, measurement_name: m}}", "no user, query"),
+        ("{type: influx, influx: {url: 'http://h:8086', db_name: d, measurement_name: '#m'}}", "starts with '#'"),
+    ],
+)
 def test_bad_sink_settings_are_refused(tmp_path, monkeypatch, sink, message):
     monkeypatch.setenv("JAAS", SCRAM_JAAS)
     with pytest.raises(ConfigError) as e:
@@ -113,6 +131,9 @@ def test_bad_sink_settings_are_refused(tmp_path, monkeypatch, sink, message):
 
 def test_a_v2_influx_sink_may_use_a_token_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("JAAS", SCRAM_JAAS)
-    spec = job(tmp_path, sink="{type: influx, influx: {url: 'http://h:8086', api: v2, db_name: d, "
-                              "measurement_name: m, password: tok, org: o}}").sink.influx
+    spec = job(
+        tmp_path,
+        sink="{type: influx, influx: {url: 'http://h:8086', api: v2, db_name: d, "
+        "measurement_name: m, password: tok, org: o}}",
+    ).sink.influx
     assert (spec.api, spec.org, spec.password.get_secret_value()) == ("v2", "o", "tok")

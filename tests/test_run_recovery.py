@@ -1,6 +1,7 @@
 """Nothing lost, nothing doubled: a dagger restarted from its checkpoint, a sink that goes down for
 a while, and a driver killed with SIGKILL in the middle of a batch all end with the sink holding
 exactly the aggregates computed independently from the produced messages."""
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,16 @@ def setup_job(tmp_path, kafka_broker, influxdb, name, topics, per_batch=None):
     influxdb.create_database(db)
     for topic in topics:
         kafka_broker.create_topic(topic, partitions=2)
-    path = job_file(tmp_path, "completed_bookings_by_s2.yaml", kafka=kafka_broker, name=name,
-                    sink={"type": "influx", "influx": {"url": influxdb.url, "db_name": db,
-                                                       "measurement_name": "completed_bookings"}})
+    path = job_file(
+        tmp_path,
+        "completed_bookings_by_s2.yaml",
+        kafka=kafka_broker,
+        name=name,
+        sink={
+            "type": "influx",
+            "influx": {"url": influxdb.url, "db_name": db, "measurement_name": "completed_bookings"},
+        },
+    )
     job = yaml.safe_load(path.read_text())
     job["streams"][0]["topics"] = topics
     if per_batch:
@@ -57,23 +65,28 @@ def test_a_job_stopped_and_restarted_from_its_checkpoint_loses_and_doubles_nothi
     log, progress = tmp_path / "run1.log", tmp_path / "progress.jsonl"
     proc = start_cli("run", str(job), "--checkpoint", str(tmp_path / "ck"), "--log", str(progress), log=log)
     try:
-        wait_for("windows written", lambda: any(p["rows_written_total"] for p in progress_lines(progress)),
-                 proc=proc, log=log)
-        produce(kafka_broker, topics, second[:1000], message)     # arrives while the job runs
-        os.kill(proc.pid, signal.SIGTERM)                          # finish the batch, stop
+        wait_for(
+            "windows written",
+            lambda: any(p["rows_written_total"] for p in progress_lines(progress)),
+            proc=proc,
+            log=log,
+        )
+        produce(kafka_broker, topics, second[:1000], message)  # arrives while the job runs
+        os.kill(proc.pid, signal.SIGTERM)  # finish the batch, stop
         assert proc.wait(120) == 0, log.read_text()[-3000:]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert "stopping after the current batch" in log.read_text()
-    produce(kafka_broker, topics, second[1000:], message)        # arrives while the job is down
+    produce(kafka_broker, topics, second[1000:], message)  # arrives while the job is down
     result = run_cli("run", str(job), "--available-now", "--checkpoint", str(tmp_path / "ck"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert influx_windows(influxdb, db) == closed_windows_expected(first + second)
 
 
-def test_a_sink_down_for_a_while_is_retried_and_ends_with_exactly_the_expected_windows(kafka_broker, influxdb,
-                                                                                     tmp_path):
+def test_a_sink_down_for_a_while_is_retried_and_ends_with_exactly_the_expected_windows(
+    kafka_broker, influxdb, tmp_path
+):
     topics = ["outage-a", "outage-b"]
     job, db = setup_job(tmp_path, kafka_broker, influxdb, "outage", topics)
     message = registry.load().message_class(traffic.BOOKING)
@@ -81,24 +94,42 @@ def test_a_sink_down_for_a_while_is_retried_and_ends_with_exactly_the_expected_w
     produce(kafka_broker, topics, first, message)
     log, progress = tmp_path / "run.log", tmp_path / "progress.jsonl"
     metrics_port = _free_port()
-    proc = start_cli("run", str(job), "--checkpoint", str(tmp_path / "ck"), "--log", str(progress),
-                     "--metrics-port", str(metrics_port), log=log)
+    proc = start_cli(
+        "run",
+        str(job),
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--log",
+        str(progress),
+        "--metrics-port",
+        str(metrics_port),
+        log=log,
+    )
     try:
-        wait_for("windows written", lambda: any(p["rows_written_total"] for p in progress_lines(progress)),
-                 proc=proc, log=log)
+        wait_for(
+            "windows written",
+            lambda: any(p["rows_written_total"] for p in progress_lines(progress)),
+            proc=proc,
+            log=log,
+        )
         influxdb.stop()
         produce(kafka_broker, topics, second, message)
         wait_for("a failed write being retried", lambda: "retry" in log.read_text(), proc=proc, log=log)
-        errors = wait_for("sink errors in the metrics",
-                          lambda: _metric(metrics_port, "dagger_sink_errors_total"), proc=proc, log=log)
+        errors = wait_for(
+            "sink errors in the metrics", lambda: _metric(metrics_port, "dagger_sink_errors_total"), proc=proc, log=log
+        )
         assert errors >= 1
         influxdb.start()
         want = closed_windows_expected(first + second)
         wait_for("every closed window written", lambda: influx_windows(influxdb, db) == want, proc=proc, log=log)
         # the batch is counted just after its write returns
-        wait_for("the written rows counted", lambda: _metric(metrics_port, "dagger_result_rows_written_total")
-                 == len(want), proc=proc, log=log)
-        assert _metric(metrics_port, "dagger_dead_letters_total") is None     # no bad message, no series
+        wait_for(
+            "the written rows counted",
+            lambda: _metric(metrics_port, "dagger_result_rows_written_total") == len(want),
+            proc=proc,
+            log=log,
+        )
+        assert _metric(metrics_port, "dagger_dead_letters_total") is None  # no bad message, no series
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(120) == 0, log.read_text()[-3000:]
     finally:
@@ -109,8 +140,7 @@ def test_a_sink_down_for_a_while_is_retried_and_ends_with_exactly_the_expected_w
     assert influx_windows(influxdb, db) == closed_windows_expected(first + second)
 
 
-def test_a_driver_killed_with_sigkill_mid_batch_resumes_from_its_checkpoint_exactly(kafka_broker, influxdb,
-                                                                                   tmp_path):
+def test_a_driver_killed_with_sigkill_mid_batch_resumes_from_its_checkpoint_exactly(kafka_broker, influxdb, tmp_path):
     topics = ["kill-a", "kill-b"]
     job, db = setup_job(tmp_path, kafka_broker, influxdb, "killed", topics, per_batch=400)
     message = registry.load().message_class(traffic.BOOKING)
@@ -122,6 +152,7 @@ def test_a_driver_killed_with_sigkill_mid_batch_resumes_from_its_checkpoint_exac
         # small batches run back to back: a moment after a batch ends, the next one is running
         wait_for("three batches", lambda: len(progress_lines(progress)) >= 3, proc=proc, log=log)
         import time
+
         time.sleep(random.Random(23).uniform(0.2, 1.0))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
@@ -137,6 +168,7 @@ def test_a_driver_killed_with_sigkill_mid_batch_resumes_from_its_checkpoint_exac
 
 def _free_port() -> int:
     from lab.process import free_ports
+
     return free_ports(1)[0]
 
 

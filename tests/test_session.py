@@ -1,6 +1,7 @@
 """The Spark session every command builds: its JVM's stderr reaches the user's, less the one line
 the JVM prints on every start; a JVM that cannot start still says why; a short-lived command's JVM
 runs the JIT's first tier only, a dagger's keeps the JVM's default."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.spark]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import json, sys
 from dagger_runtime.session import build_session
 args = json.loads(sys.argv[1])
@@ -25,7 +26,7 @@ err.flush()
 flags = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
 print(json.dumps({"n": spark.sql("SELECT 6 * 7 AS n").collect()[0].n, "flags": flags}))
 spark.stop()
-'''
+"""
 
 
 def session_script(tmp_path, **args) -> subprocess.CompletedProcess:
@@ -34,8 +35,9 @@ def session_script(tmp_path, **args) -> subprocess.CompletedProcess:
     # no spark-defaults.conf: the tests' own (tests/spark-conf) would add the flag looked for
     (tmp_path / "conf").mkdir()
     env = {**os.environ, "SPARK_CONF_DIR": str(tmp_path / "conf")}
-    return subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(args)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_a_short_lived_commands_jvm_is_quiet_and_runs_the_first_jit_tier_only(tmp_path):
@@ -59,6 +61,6 @@ def test_a_daggers_jvm_keeps_the_jvms_default_jit(tmp_path):
 
 
 def test_a_jvm_that_cannot_start_says_why_on_stderr(tmp_path):
-    proc = session_script(tmp_path, extra_conf={"spark.driver.memory": "12zz"})   # -Xmx12zz: refused
+    proc = session_script(tmp_path, extra_conf={"spark.driver.memory": "12zz"})  # -Xmx12zz: refused
     assert proc.returncode != 0
     assert "Invalid maximum heap size: -Xmx12zz" in proc.stderr, proc.stderr[-3000:]

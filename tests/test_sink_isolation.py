@@ -7,6 +7,7 @@ the registry. InfluxDB: authentication on, a user per team with READ and WRITE o
 database only. Every other database, spelling and statement is tried and must be refused; the
 team's own write must go through, through the sinks' own code with the credential from the spec.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,30 +32,43 @@ pytestmark = [pytest.mark.e2e]
 
 TEAM, OTHER = "api-health", "allocations"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "daggers" / "api_health.yaml"
-COLUMNS = [{"name": "label_path", "type": "string"}, {"name": "label_status_code", "type": "string"},
-           {"name": "requests", "type": "bigint"}, {"name": "window_timestamp", "type": "timestamp"}]
+COLUMNS = [
+    {"name": "label_path", "type": "string"},
+    {"name": "label_status_code", "type": "string"},
+    {"name": "requests", "type": "bigint"},
+    {"name": "window_timestamp", "type": "timestamp"},
+]
 
 
 @pytest.fixture(scope="module")
 def lab(lab_env):
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
-    return SimpleNamespace(dir=Path(lab_env["DAGGER_LAB_DIR"]), pg_port=base + 4432,
-                           influx=f"http://127.0.0.1:{base + 4086}")
+    return SimpleNamespace(
+        dir=Path(lab_env["DAGGER_LAB_DIR"]), pg_port=base + 4432, influx=f"http://127.0.0.1:{base + 4086}"
+    )
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------
 
+
 def pg_login(lab, db: str, team: str = TEAM, user: str | None = None, password: str | None = None):
     user = user or access.sink_user(team)
     password = password if password is not None else access.postgres_password(access.sink_user(team), lab.dir)
-    return psycopg.connect(host="127.0.0.1", port=lab.pg_port, dbname=db, user=user, password=password,
-                           connect_timeout=10, autocommit=True)
+    return psycopg.connect(
+        host="127.0.0.1", port=lab.pg_port, dbname=db, user=user, password=password, connect_timeout=10, autocommit=True
+    )
 
 
 def superuser(lab, db: str):
     """The platform's tooling: the superuser through the server's socket (peer authentication)."""
-    return psycopg.connect(host=str(lab.dir / "postgresql" / "run"), port=lab.pg_port, dbname=db, user="postgres",
-                           connect_timeout=10, autocommit=True)
+    return psycopg.connect(
+        host=str(lab.dir / "postgresql" / "run"),
+        port=lab.pg_port,
+        dbname=db,
+        user="postgres",
+        connect_timeout=10,
+        autocommit=True,
+    )
 
 
 def registry_url(lab) -> str:
@@ -62,8 +76,10 @@ def registry_url(lab) -> str:
 
 
 def test_the_sinks_passwords_are_private_files_of_the_lab(lab):
-    for server, names in (("postgresql", ["daggers", "dagger-allocations", "dagger-api-health"]),
-                          ("influxdb", ["admin", "dagger-allocations", "dagger-api-health"])):
+    for server, names in (
+        ("postgresql", ["daggers", "dagger-allocations", "dagger-api-health"]),
+        ("influxdb", ["admin", "dagger-allocations", "dagger-api-health"]),
+    ):
         folder = lab.dir / "secrets" / server
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         for name in names:
@@ -89,8 +105,21 @@ def test_a_teams_role_writes_and_reads_its_own_database(lab):
 
 # every database a team's role is not to reach, in several spellings: the registry's, the other
 # team's, the server's own, and case or quote variants that would name them if folded or unquoted
-FOREIGN_DATABASES = ["daggers", "allocations", "postgres", "template1", "template0", "DAGGERS", "Daggers",
-                     '"daggers"', "Allocations", "API-HEALTH", "api_health", "api-health ", "daggers\x00"]
+FOREIGN_DATABASES = [
+    "daggers",
+    "allocations",
+    "postgres",
+    "template1",
+    "template0",
+    "DAGGERS",
+    "Daggers",
+    '"daggers"',
+    "Allocations",
+    "API-HEALTH",
+    "api_health",
+    "api-health ",
+    "daggers\x00",
+]
 
 
 @pytest.mark.parametrize("db", FOREIGN_DATABASES)
@@ -100,14 +129,17 @@ def test_a_teams_role_cannot_log_in_to_any_other_database(lab, db):
     assert "no pg_hba.conf entry" in str(refused.value) or "NUL" in str(refused.value), str(refused.value)
 
 
-@pytest.mark.parametrize("user, db", [
-    ("daggers", "daggers"),                       # the registry's role, with the team's password
-    ("daggers", "api-health"),
-    ("dagger-allocations", "allocations"),        # the other team's role, with the team's password
-    ("DAGGER-API-HEALTH", "api-health"),          # another spelling of the team's own role
-    ("postgres", "postgres"),                     # the superuser over TCP
-    ("postgres", "api-health"),
-])
+@pytest.mark.parametrize(
+    "user, db",
+    [
+        ("daggers", "daggers"),  # the registry's role, with the team's password
+        ("daggers", "api-health"),
+        ("dagger-allocations", "allocations"),  # the other team's role, with the team's password
+        ("DAGGER-API-HEALTH", "api-health"),  # another spelling of the team's own role
+        ("postgres", "postgres"),  # the superuser over TCP
+        ("postgres", "api-health"),
+    ],
+)
 def test_the_teams_password_opens_no_other_role(lab, user, db):
     password = access.postgres_password(access.sink_user(TEAM), lab.dir)
     with pytest.raises(psycopg.OperationalError, match="password authentication failed|no pg_hba.conf entry"):
@@ -119,7 +151,7 @@ def test_even_past_pg_hba_a_teams_role_holds_no_privilege_on_the_registry_or_the
     could neither connect to another database nor read or write a table there."""
     from dagger_runtime.lifecycle.registry import Registry
 
-    Registry(registry_url(lab)).close()          # the registry's tables exist
+    Registry(registry_url(lab)).close()  # the registry's tables exist
     other_table = f"t_{uuid.uuid4().hex[:8]}"
     with pg_login(lab, access.sink_database(OTHER), team=OTHER) as conn:
         conn.execute(f"CREATE TABLE {other_table} (k int PRIMARY KEY)")
@@ -128,45 +160,59 @@ def test_even_past_pg_hba_a_teams_role_holds_no_privilege_on_the_registry_or_the
             connect = conn.execute(
                 "SELECT datname, has_database_privilege(%s, datname, 'CONNECT'), "
                 "has_database_privilege(%s, datname, 'TEMP') FROM pg_database WHERE datallowconn",
-                (access.sink_user(TEAM), access.sink_user(TEAM))).fetchall()
-            attrs = conn.execute("SELECT rolname, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls "
-                                 "FROM pg_roles WHERE rolname IN ('daggers', 'dagger-api-health', "
-                                 "'dagger-allocations') ORDER BY rolname").fetchall()
+                (access.sink_user(TEAM), access.sink_user(TEAM)),
+            ).fetchall()
+            attrs = conn.execute(
+                "SELECT rolname, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls "
+                "FROM pg_roles WHERE rolname IN ('daggers', 'dagger-api-health', "
+                "'dagger-allocations') ORDER BY rolname"
+            ).fetchall()
         assert {d: (c, t) for d, c, t in connect} == {
-            "postgres": (False, False), "template1": (False, False), "daggers": (False, False),
-            "keycloak": (False, False),     # the sign-in's own database
-            "allocations": (False, False), "api-health": (True, True)}
+            "postgres": (False, False),
+            "template1": (False, False),
+            "daggers": (False, False),
+            "keycloak": (False, False),  # the sign-in's own database
+            "allocations": (False, False),
+            "api-health": (True, True),
+        }
         assert all(not any(flags) for _, *flags in attrs) and len(attrs) == 3, attrs
         privileges = "SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER"
         with superuser(lab, "daggers") as conn:
             for table in ("daggers", "versions", "events"):
-                assert conn.execute("SELECT has_table_privilege(%s, %s, %s)",
-                                    (access.sink_user(TEAM), f"public.{table}", privileges)).fetchone() == (False,)
-            owner = conn.execute("SELECT DISTINCT tableowner FROM pg_tables WHERE tablename IN "
-                                 "('daggers', 'versions', 'events')").fetchall()
+                assert conn.execute(
+                    "SELECT has_table_privilege(%s, %s, %s)", (access.sink_user(TEAM), f"public.{table}", privileges)
+                ).fetchone() == (False,)
+            owner = conn.execute(
+                "SELECT DISTINCT tableowner FROM pg_tables WHERE tablename IN ('daggers', 'versions', 'events')"
+            ).fetchall()
             assert owner == [("daggers",)]
         with superuser(lab, "allocations") as conn:
-            assert conn.execute("SELECT has_table_privilege(%s, %s, %s)",
-                                (access.sink_user(TEAM), f"public.{other_table}", privileges)).fetchone() == (False,)
-            assert conn.execute("SELECT has_schema_privilege(%s, 'public', 'CREATE')",
-                                (access.sink_user(TEAM),)).fetchone() == (False,)
+            assert conn.execute(
+                "SELECT has_table_privilege(%s, %s, %s)", (access.sink_user(TEAM), f"public.{other_table}", privileges)
+            ).fetchone() == (False,)
+            assert conn.execute(
+                "SELECT has_schema_privilege(%s, 'public', 'CREATE')", (access.sink_user(TEAM),)
+            ).fetchone() == (False,)
     finally:
         with pg_login(lab, access.sink_database(OTHER), team=OTHER) as conn:
             conn.execute(f"DROP TABLE {other_table}")
 
 
-@pytest.mark.parametrize("statement, refusal", [
-    ("SET ROLE daggers", "permission denied"),
-    ("SET SESSION AUTHORIZATION daggers", "permission denied"),
-    ('ALTER ROLE "dagger-api-health" CREATEDB', "permission denied"),
-    ('GRANT CONNECT ON DATABASE daggers TO "dagger-api-health"', "permission denied"),
-    ("CREATE DATABASE daggers2", "permission denied"),
-    ("CREATE ROLE helper LOGIN", "permission denied"),
-    ("CREATE EXTENSION dblink", "permission denied"),
-    ("COPY (SELECT 1) TO PROGRAM 'true'", "pg_execute_server_program"),
-    ("SELECT pg_read_file('secrets/registry.url')", "permission denied"),
-    ("SELECT * FROM daggers.public.daggers", "cross-database references"),
-])
+@pytest.mark.parametrize(
+    "statement, refusal",
+    [
+        ("SET ROLE daggers", "permission denied"),
+        ("SET SESSION AUTHORIZATION daggers", "permission denied"),
+        ('ALTER ROLE "dagger-api-health" CREATEDB', "permission denied"),
+        ('GRANT CONNECT ON DATABASE daggers TO "dagger-api-health"', "permission denied"),
+        ("CREATE DATABASE daggers2", "permission denied"),
+        ("CREATE ROLE helper LOGIN", "permission denied"),
+        ("CREATE EXTENSION dblink", "permission denied"),
+        ("COPY (SELECT 1) TO PROGRAM 'true'", "pg_execute_server_program"),
+        ("SELECT pg_read_file('secrets/registry.url')", "permission denied"),
+        ("SELECT * FROM daggers.public.daggers", "cross-database references"),
+    ],
+)
 def test_inside_its_own_database_a_teams_role_cannot_reach_out(lab, statement, refusal):
     with pg_login(lab, access.sink_database(TEAM)) as conn:
         with pytest.raises(psycopg.Error, match=refusal):
@@ -186,6 +232,7 @@ def test_the_registry_refuses_a_teams_credential_with_a_clear_error(lab):
 
 
 # -- the sinks' own code, with the credential from the spec ------------------------------------
+
 
 def job_with_sink(sink: dict, env: dict):
     """The api-health example with this sink, loaded as a dagger loads it (${VAR} from env)."""
@@ -235,13 +282,19 @@ def test_the_postgres_sink_pointed_elsewhere_is_refused_at_once_naming_the_sink(
     password = sink.spec.password.get_secret_value()
     started = time.monotonic()
     with pytest.raises(Exception) as refused:
-        sink._retry("batch 0", lambda: sink._upsert(upsert_statement(sink.spec.table, sink.names, sink.keys),
-                                                      [sink._values(r) for r in rows()]))
+        sink._retry(
+            "batch 0",
+            lambda: sink._upsert(
+                upsert_statement(sink.spec.table, sink.names, sink.keys), [sink._values(r) for r in rows()]
+            ),
+        )
     message = str(refused.value)
     # a refused login is not retried: it would be refused again
     assert time.monotonic() - started < 15 and sink.stats.retries == 0
-    assert message.startswith(f"sink postgres: PostgreSQL at 127.0.0.1:{lab.pg_port} database {database!r} "
-                              "as role 'dagger-api-health' refused the login"), message
+    assert message.startswith(
+        f"sink postgres: PostgreSQL at 127.0.0.1:{lab.pg_port} database {database!r} "
+        "as role 'dagger-api-health' refused the login"
+    ), message
     assert "no pg_hba.conf entry" in message and password not in message
 
 
@@ -252,19 +305,24 @@ def test_the_postgres_sink_refused_a_table_says_which_sink_role_and_table(lab, t
     sink = postgres_sink(lab, TEAM, access.sink_database(TEAM))
     sink.spec = sink.spec.model_copy(update={"table": table})
     with pytest.raises(Exception) as refused:
-        sink._retry("batch 0", lambda: sink._upsert(upsert_statement(table, sink.names, sink.keys),
-                                                      [sink._values(r) for r in rows()]))
+        sink._retry(
+            "batch 0",
+            lambda: sink._upsert(upsert_statement(table, sink.names, sink.keys), [sink._values(r) for r in rows()]),
+        )
     sink.close()
     assert sink.stats.retries == 0
     assert str(refused.value).startswith(
         f"sink postgres: PostgreSQL at 127.0.0.1:{lab.pg_port} database 'api-health' as role 'dagger-api-health' "
-        f"may not write table {table!r}: permission denied"), str(refused.value)
+        f"may not write table {table!r}: permission denied"
+    ), str(refused.value)
 
 
 # -- InfluxDB ----------------------------------------------------------------------------------
 
-def influx(lab, path: str, params: dict, *, user: str | None = None, password: str | None = None,
-           body: str | None = None) -> tuple[int, dict]:
+
+def influx(
+    lab, path: str, params: dict, *, user: str | None = None, password: str | None = None, body: str | None = None
+) -> tuple[int, dict]:
     """POST to the HTTP API; (status, JSON answer)."""
     data = body.encode() if body is not None else urllib.parse.urlencode(params).encode()
     url = f"{lab.influx}{path}" + ("?" + urllib.parse.urlencode(params) if body is not None else "")
@@ -314,18 +372,21 @@ def test_influxdb_has_each_teams_database_and_an_admin(lab):
     assert users["dagger-allocations"] is False and users["dagger-api-health"] is False
 
 
-@pytest.mark.parametrize("path, params, body", [
-    ("/query", {"q": "SHOW DATABASES"}, None),
-    ("/query", {"q": "SELECT * FROM m", "db": "api-health"}, None),
-    ("/query", {"q": "SELECT * FROM m", "db": "allocations"}, None),
-    ("/query", {"q": 'DROP DATABASE "allocations"'}, None),
-    ("/query", {"q": "CREATE USER x WITH PASSWORD 'y' WITH ALL PRIVILEGES"}, None),
-    ("/write", {"db": "api-health"}, "anon value=1"),
-    ("/write", {"db": "allocations"}, "anon value=1"),
-    ("/write", {"db": "api-health", "u": "", "p": ""}, "anon value=1"),
-    ("/write", {"db": "api-health", "u": "dagger-api-health", "p": "wrong"}, "anon value=1"),
-    ("/write", {"db": "api-health", "u": "admin"}, "anon value=1"),
-])
+@pytest.mark.parametrize(
+    "path, params, body",
+    [
+        ("/query", {"q": "SHOW DATABASES"}, None),
+        ("/query", {"q": "SELECT * FROM m", "db": "api-health"}, None),
+        ("/query", {"q": "SELECT * FROM m", "db": "allocations"}, None),
+        ("/query", {"q": 'DROP DATABASE "allocations"'}, None),
+        ("/query", {"q": "CREATE USER x WITH PASSWORD 'y' WITH ALL PRIVILEGES"}, None),
+        ("/write", {"db": "api-health"}, "anon value=1"),
+        ("/write", {"db": "allocations"}, "anon value=1"),
+        ("/write", {"db": "api-health", "u": "", "p": ""}, "anon value=1"),
+        ("/write", {"db": "api-health", "u": "dagger-api-health", "p": "wrong"}, "anon value=1"),
+        ("/write", {"db": "api-health", "u": "admin"}, "anon value=1"),
+    ],
+)
 def test_influxdb_refuses_anonymous_and_wrong_logins(lab, path, params, body):
     before = databases(lab)
     status, answer = influx(lab, path, params, body=body)
@@ -336,11 +397,11 @@ def test_influxdb_refuses_anonymous_and_wrong_logins(lab, path, params, body):
 
 def test_a_teams_user_writes_and_reads_its_own_database(lab):
     measurement = f"own_{uuid.uuid4().hex[:6]}"
-    status, answer = influx(lab, "/write", {"db": "api-health", "precision": "ms"}, body=f"{measurement} v=1 1000",
-                            **as_team(lab))
+    status, answer = influx(
+        lab, "/write", {"db": "api-health", "precision": "ms"}, body=f"{measurement} v=1 1000", **as_team(lab)
+    )
     assert status == 204, answer
-    status, answer = influx(lab, "/query", {"q": f'SELECT v FROM "{measurement}"', "db": "api-health"},
-                            **as_team(lab))
+    status, answer = influx(lab, "/query", {"q": f'SELECT v FROM "{measurement}"', "db": "api-health"}, **as_team(lab))
     assert status == 200 and series(answer)[0]["values"] == [["1970-01-01T00:00:01Z", 1]]
     # and sees no other database
     status, answer = influx(lab, "/query", {"q": "SHOW DATABASES"}, **as_team(lab))
@@ -349,8 +410,19 @@ def test_a_teams_user_writes_and_reads_its_own_database(lab):
 
 # the other team's database, the spellings that would name it if InfluxDB folded case or quotes,
 # and databases no team has
-@pytest.mark.parametrize("db", ["allocations", "Allocations", "ALLOCATIONS", '"allocations"', "allocations ",
-                                "_internal", "daggers", "API-HEALTH"])
+@pytest.mark.parametrize(
+    "db",
+    [
+        "allocations",
+        "Allocations",
+        "ALLOCATIONS",
+        '"allocations"',
+        "allocations ",
+        "_internal",
+        "daggers",
+        "API-HEALTH",
+    ],
+)
 def test_a_teams_user_cannot_write_another_database(lab, db):
     measurement = f"cross_{uuid.uuid4().hex[:6]}"
     before = databases(lab)
@@ -363,25 +435,28 @@ def test_a_teams_user_cannot_write_another_database(lab, db):
         assert count(lab, existing, measurement) == 0
 
 
-@pytest.mark.parametrize("q, refusal", [
-    ("SELECT * FROM m", "requires READ on allocations"),
-    ('SELECT * FROM "allocations"."autogen"."m"', "requires READ on allocations"),
-    ('SELECT * INTO "allocations"."autogen"."x" FROM "api-health"."autogen"."m"', "requires WRITE on allocations"),
-    ('SHOW MEASUREMENTS ON "allocations"', "requires READ on allocations"),
-    ('DROP SERIES FROM "m"', "requires WRITE on allocations"),
-    ('DROP MEASUREMENT "m"', "requires admin privilege"),
-    ('DROP DATABASE "allocations"', "requires admin privilege"),
-    ('CREATE DATABASE "api-health2"', "requires admin privilege"),
-    ('GRANT ALL ON "allocations" TO "dagger-api-health"', "requires admin privilege"),
-    ('GRANT ALL PRIVILEGES TO "dagger-api-health"', "requires admin privilege"),
-    ("CREATE USER helper WITH PASSWORD 'x' WITH ALL PRIVILEGES", "requires admin privilege"),
-    ("SET PASSWORD FOR admin = 'x'", "requires admin privilege"),
-    ("SHOW USERS", "requires admin privilege"),
-])
+@pytest.mark.parametrize(
+    "q, refusal",
+    [
+        ("SELECT * FROM m", "requires READ on allocations"),
+        ('SELECT * FROM "allocations"."autogen"."m"', "requires READ on allocations"),
+        ('SELECT * INTO "allocations"."autogen"."x" FROM "api-health"."autogen"."m"', "requires WRITE on allocations"),
+        ('SHOW MEASUREMENTS ON "allocations"', "requires READ on allocations"),
+        ('DROP SERIES FROM "m"', "requires WRITE on allocations"),
+        ('DROP MEASUREMENT "m"', "requires admin privilege"),
+        ('DROP DATABASE "allocations"', "requires admin privilege"),
+        ('CREATE DATABASE "api-health2"', "requires admin privilege"),
+        ('GRANT ALL ON "allocations" TO "dagger-api-health"', "requires admin privilege"),
+        ('GRANT ALL PRIVILEGES TO "dagger-api-health"', "requires admin privilege"),
+        ("CREATE USER helper WITH PASSWORD 'x' WITH ALL PRIVILEGES", "requires admin privilege"),
+        ("SET PASSWORD FOR admin = 'x'", "requires admin privilege"),
+        ("SHOW USERS", "requires admin privilege"),
+    ],
+)
 def test_a_teams_user_cannot_query_or_administer_another_database(lab, q, refusal):
     status, answer = influx(lab, "/query", {"q": q, "db": "allocations"}, **as_team(lab))
     assert status == 403 and refusal in answer["error"], answer
-    assert "'x'" not in answer["error"]          # passwords in statements are redacted in the answer
+    assert "'x'" not in answer["error"]  # passwords in statements are redacted in the answer
 
 
 def influx_sink(lab, team: str, database: str, user_of: str | None = None):
@@ -401,17 +476,21 @@ def test_the_influx_sink_writes_its_teams_database_with_the_credential_from_the_
     sink = influx_sink(lab, TEAM, "api-health")
     try:
         assert sink.spec.username == "dagger-api-health"
-        sink._retry("batch 0", lambda: sink._post(points(sink.spec.measurement_name, [c["name"] for c in COLUMNS],
-                                                         rows())))
+        sink._retry(
+            "batch 0", lambda: sink._post(points(sink.spec.measurement_name, [c["name"] for c in COLUMNS], rows()))
+        )
     finally:
         sink.close()
     assert count(lab, "api-health", sink.spec.measurement_name) == 3
 
 
-@pytest.mark.parametrize("database, user_of, status, says", [
-    ("allocations", None, 403, "does not let user 'dagger-api-health' write there (database 'allocations'"),
-    ("api-health", OTHER, 401, "refused the login of user 'dagger-api-health'"),   # another team's password
-])
+@pytest.mark.parametrize(
+    "database, user_of, status, says",
+    [
+        ("allocations", None, 403, "does not let user 'dagger-api-health' write there (database 'allocations'"),
+        ("api-health", OTHER, 401, "refused the login of user 'dagger-api-health'"),  # another team's password
+    ],
+)
 def test_the_influx_sink_refused_says_which_sink_user_and_database_at_once(lab, database, user_of, status, says):
     from dagger_runtime.sinks.influx import points
 
@@ -419,8 +498,9 @@ def test_the_influx_sink_refused_says_which_sink_user_and_database_at_once(lab, 
     password = sink.spec.password.get_secret_value()
     started = time.monotonic()
     with pytest.raises(Exception) as refused:
-        sink._retry("batch 0", lambda: sink._post(points(sink.spec.measurement_name, [c["name"] for c in COLUMNS],
-                                                         rows())))
+        sink._retry(
+            "batch 0", lambda: sink._post(points(sink.spec.measurement_name, [c["name"] for c in COLUMNS], rows()))
+        )
     message = str(refused.value)
     assert time.monotonic() - started < 15 and sink.stats.retries == 0
     assert message.startswith(f"sink influx: InfluxDB at {lab.influx} ") and says in message, message
@@ -430,6 +510,7 @@ def test_the_influx_sink_refused_says_which_sink_user_and_database_at_once(lab, 
 
 
 # -- the demo hands each dagger its team's sink credential only ---------------------------------
+
 
 def test_the_demos_specs_name_their_teams_sink_identity_and_secret_only(lab, lab_env, tmp_path, monkeypatch):
     from dagger_runtime.config import load_job
@@ -449,7 +530,7 @@ def test_the_demos_specs_name_their_teams_sink_identity_and_secret_only(lab, lab
         names = referenced_env(text, team)
         assert all(n.startswith(f"DAGGER_SECRET_{team.upper().replace('-', '_')}__") for n in names), names
         for secret in env.values():
-            assert secret not in text                    # only ${VAR} references are written
+            assert secret not in text  # only ${VAR} references are written
         job = load_job(path, env=env)
         sinks[name] = (team, job.sink.type, job.sink.influx or job.sink.postgres)
     for name, (team, kind, spec) in sinks.items():
@@ -466,24 +547,30 @@ def test_the_demos_specs_name_their_teams_sink_identity_and_secret_only(lab, lab
 
 # -- the influxdb role's module: what it accepts before any statement is sent -------------------
 
+
 def _influxdb_access():
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "playbooks" / "roles" / "influxdb" / "library" / "influxdb_access.py"
+    path = (
+        Path(__file__).resolve().parent.parent / "playbooks" / "roles" / "influxdb" / "library" / "influxdb_access.py"
+    )
     spec = importlib.util.spec_from_file_location("influxdb_access", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-@pytest.mark.parametrize("users, databases, problem", [
-    ([{"name": 'x" WITH ALL PRIVILEGES', "grants": {}}], [], "is not a user name"),
-    ([{"name": "x\nSHOW USERS", "grants": {}}], [], "is not a user name"),
-    ([{"name": "x", "grants": {"a": "READ"}}], ["a;DROP DATABASE b"], "is not a database name"),
-    ([{"name": "x", "grants": {"b": "READ"}}], ["a"], "'b' is not one of the declared databases"),
-    ([{"name": "x", "grants": {"a": "ADMIN"}}], ["a"], "'ADMIN': one of READ, WRITE, ALL"),
-    ([{"name": "admin", "grants": {}}], [], "is the administrator or declared twice"),
-])
+@pytest.mark.parametrize(
+    "users, databases, problem",
+    [
+        ([{"name": 'x" WITH ALL PRIVILEGES', "grants": {}}], [], "is not a user name"),
+        ([{"name": "x\nSHOW USERS", "grants": {}}], [], "is not a user name"),
+        ([{"name": "x", "grants": {"a": "READ"}}], ["a;DROP DATABASE b"], "is not a database name"),
+        ([{"name": "x", "grants": {"b": "READ"}}], ["a"], "'b' is not one of the declared databases"),
+        ([{"name": "x", "grants": {"a": "ADMIN"}}], ["a"], "'ADMIN': one of READ, WRITE, ALL"),
+        ([{"name": "admin", "grants": {}}], [], "is the administrator or declared twice"),
+    ],
+)
 def test_the_influxdb_module_refuses_hostile_declarations(users, databases, problem):
     _, problems = _influxdb_access().declared(users, databases, "admin")
     assert any(problem in p for p in problems), problems

@@ -7,6 +7,7 @@ window, so every window is written (Spark alone would let only the rows that pas
 move the watermark, and the last windows would stay open until the next COMPLETED booking).
 Expected windows come from plain Python over the produced events (tests/reference.py).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -57,13 +58,29 @@ def expected(events) -> dict:
 
 def job(tmp_path, kafka_broker, name: str, topic: str, out_topic: str):
     spec = {
-        "name": name, "team": "growth",
-        "streams": [{"table": "data_stream", "proto": traffic.BOOKING, "topics": [topic], "event_time": "event_timestamp",
-                     "kafka": {"cluster": "test", "bootstrap_servers": kafka_broker.bootstrap_servers,
-                               "group_id": f"dagger-{name}", "auto_offset_reset": "earliest"}}],
-        "sql": SQL, "watermark_delay": f"{DELAY_S}s", "parallelism": 2,
-        "sink": {"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
-                                            "data_type": "JSON"}},
+        "name": name,
+        "team": "growth",
+        "streams": [
+            {
+                "table": "data_stream",
+                "proto": traffic.BOOKING,
+                "topics": [topic],
+                "event_time": "event_timestamp",
+                "kafka": {
+                    "cluster": "test",
+                    "bootstrap_servers": kafka_broker.bootstrap_servers,
+                    "group_id": f"dagger-{name}",
+                    "auto_offset_reset": "earliest",
+                },
+            }
+        ],
+        "sql": SQL,
+        "watermark_delay": f"{DELAY_S}s",
+        "parallelism": 2,
+        "sink": {
+            "type": "kafka",
+            "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic, "data_type": "JSON"},
+        },
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -139,17 +156,21 @@ def _wait_written(running, rows: int) -> None:
     """Until the sink has stored `rows` rows: the batch that closes the last windows runs when
     Spark next triggers, which on a loaded machine may be minutes after the records were read.
     A query that failed fails the wait at once, with its error."""
+
     def written():
         error = running.query.exception()
         assert error is None, f"the query failed: {error}"
         return running.sink.stats.rows >= rows
+
     wait_for(f"{rows} rows in the sink", written)
 
 
 def _read(running) -> int:
     """Input rows of the batches committed so far."""
-    return sum(p["numInputRows"] for p in (json.loads(q.json) if not isinstance(q, dict) else q
-                                           for q in running.query.recentProgress))
+    return sum(
+        p["numInputRows"]
+        for p in (json.loads(q.json) if not isinstance(q, dict) else q for q in running.query.recentProgress)
+    )
 
 
 # --- idle streams (Flink's table.exec.source.idle-timeout) ------------------------------------
@@ -164,13 +185,31 @@ GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), service_type
 
 def union_job(tmp_path, kafka_broker, name: str, busy: str, quiet: str, out_topic: str, idle_timeout: str | None):
     def stream(table, topic):
-        return {"table": table, "proto": traffic.BOOKING, "topics": [topic], "event_time": "event_timestamp",
-                "kafka": {"cluster": "test", "bootstrap_servers": kafka_broker.bootstrap_servers,
-                          "group_id": f"dagger-{name}", "auto_offset_reset": "earliest"}}
-    spec = {"name": name, "team": "growth", "streams": [stream("busy", busy), stream("quiet", quiet)],
-            "sql": UNION_SQL, "watermark_delay": f"{DELAY_S}s", "parallelism": 2,
-            "sink": {"type": "kafka", "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic,
-                                                "data_type": "JSON"}}}
+        return {
+            "table": table,
+            "proto": traffic.BOOKING,
+            "topics": [topic],
+            "event_time": "event_timestamp",
+            "kafka": {
+                "cluster": "test",
+                "bootstrap_servers": kafka_broker.bootstrap_servers,
+                "group_id": f"dagger-{name}",
+                "auto_offset_reset": "earliest",
+            },
+        }
+
+    spec = {
+        "name": name,
+        "team": "growth",
+        "streams": [stream("busy", busy), stream("quiet", quiet)],
+        "sql": UNION_SQL,
+        "watermark_delay": f"{DELAY_S}s",
+        "parallelism": 2,
+        "sink": {
+            "type": "kafka",
+            "kafka": {"brokers": kafka_broker.bootstrap_servers, "topic": out_topic, "data_type": "JSON"},
+        },
+    }
     if idle_timeout:
         spec["idle_timeout"] = idle_timeout
     path = tmp_path / f"{name}.yaml"
@@ -193,8 +232,10 @@ def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka
     busy_events = traffic.bookings(720, minutes=6, seed=51)
     quiet_events = traffic.bookings(40, minutes=1, seed=52)
     half = min(e["event_timestamp"] for e in busy_events) + dt.timedelta(minutes=3)
-    first, second = ([e for e in busy_events if e["event_timestamp"] < half],
-                     [e for e in busy_events if e["event_timestamp"] >= half])
+    first, second = (
+        [e for e in busy_events if e["event_timestamp"] < half],
+        [e for e in busy_events if e["event_timestamp"] >= half],
+    )
     busy, quiet, out_default, out_idle = ("idle-busy", "idle-quiet", "idle-default-out", "idle-timeout-out")
     for topic in (busy, quiet):
         kafka_broker.create_topic(topic, partitions=2)
@@ -208,7 +249,7 @@ def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka
     running = start(plan, RunOptions(checkpoint=str(tmp_path / "ck-idle")), spark, out=log)
     try:
         wait_for("the first messages to be read", lambda: _read(running) >= len(quiet_events) + len(first))
-        time.sleep(3)     # quiet reads nothing for longer than its idle timeout
+        time.sleep(3)  # quiet reads nothing for longer than its idle timeout
         produce(kafka_broker, [busy], second, message)
         watermark = max(e["event_timestamp"] for e in busy_events) - dt.timedelta(seconds=DELAY_S)
         want = union_windows(busy_events + quiet_events, watermark)
@@ -221,8 +262,7 @@ def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka
         written = running.heartbeats.written
         beats = Path(running.heartbeats.directories["quiet"].removeprefix("file:"))
         assert written >= 1
-        wait_for("the heartbeats read to be deleted",
-                 lambda: len(list(beats.glob("heartbeat-*.json"))) < written)
+        wait_for("the heartbeats read to be deleted", lambda: len(list(beats.glob("heartbeat-*.json"))) < written)
     finally:
         running.query.stop()
         for listener in running.listeners():
@@ -233,8 +273,15 @@ def test_an_idle_stream_stops_holding_the_watermark_after_the_idle_timeout(kafka
 
     # the same topics without the timeout: quiet's watermark holds every later window open
     default = union_job(tmp_path, kafka_broker, "idle-default", busy, quiet, out_default, idle_timeout=None)
-    assert run(default, RunOptions(checkpoint=str(tmp_path / "ck-default"), available_now=True), spark=spark,
-               out=io.StringIO()) == 0
+    assert (
+        run(
+            default,
+            RunOptions(checkpoint=str(tmp_path / "ck-default"), available_now=True),
+            spark=spark,
+            out=io.StringIO(),
+        )
+        == 0
+    )
     held = max(e["event_timestamp"] for e in quiet_events) - dt.timedelta(seconds=DELAY_S)
     want = union_windows(busy_events + quiet_events, held)
     records = consume_all(kafka_broker, out_default, expected=len(want) + 1, timeout_s=10)

@@ -11,6 +11,7 @@ shows in a log or a command line.
 
 Each refusal is checked against a positive control (the platform's own client, token or read), so
 a probe that fails for an unrelated reason does not pass as a wall."""
+
 from __future__ import annotations
 
 import base64
@@ -69,8 +70,19 @@ def submit(cluster, env_extra: dict, conf: dict, name: str) -> subprocess.Comple
     fail: its script does not exist)."""
     home = spark_api.spark_home(cluster)
     jar = next(Path(home, "jars").glob("spark-core_*.jar"))
-    argv = [f"{home}/bin/spark-submit", "--master", cluster.master, "--deploy-mode", "cluster", "--name", name,
-            "--driver-memory", "256m", "--class", "org.apache.spark.deploy.PythonRunner"]
+    argv = [
+        f"{home}/bin/spark-submit",
+        "--master",
+        cluster.master,
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        name,
+        "--driver-memory",
+        "256m",
+        "--class",
+        "org.apache.spark.deploy.PythonRunner",
+    ]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     argv += [str(jar), "/nonexistent/intruder.py", ""]
@@ -89,8 +101,10 @@ def test_spark_submit_without_the_clusters_secret_is_refused(lab_env):
         "no authentication": ({}, {}),
         "a wrong secret": ({spark_api.AUTH_SECRET_ENV: "x" * 48}, spark_api.auth_conf(cluster)),
         "the team's other cluster's secret": (spark_api.client_env(other), spark_api.auth_conf(cluster)),
-        "another team's cluster's secret": (spark_api.client_env(clusters(lab_env, NEIGHBOUR)[CLUSTER]),
-                                            spark_api.auth_conf(cluster)),
+        "another team's cluster's secret": (
+            spark_api.client_env(clusters(lab_env, NEIGHBOUR)[CLUSTER]),
+            spark_api.auth_conf(cluster),
+        ),
         "a wrong secret, no encryption": ({spark_api.AUTH_SECRET_ENV: "y" * 48}, {"spark.authenticate": "true"}),
     }
     for what, (env_extra, conf) in attempts.items():
@@ -113,9 +127,18 @@ def listening_ports(pid: int) -> set[int]:
 
 def supervised_pid(env, program: str) -> int:
     lab = Path(env["DAGGER_LAB_DIR"])
-    done = subprocess.run([str(Path(sys.executable).parent / "supervisorctl"), "-c",
-                           str(lab / "supervisor" / "supervisord.conf"), "pid", program],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "supervisorctl"),
+            "-c",
+            str(lab / "supervisor" / "supervisord.conf"),
+            "pid",
+            program,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.stdout.strip().isdigit(), done.stdout + done.stderr
     return int(done.stdout.strip())
 
@@ -137,12 +160,16 @@ def jws(key: bytes, claims: dict, alg: str = "HS256") -> str:
 def answer(url: str, token: str | None = None, data: dict | None = None) -> int:
     """The HTTP status of a GET, redirects followed with the same token (Jetty sends /log to
     /log/), or of a form POST, its redirect not followed (Spark's kill answers with one)."""
+
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
             return None
 
-    request = urllib.request.Request(url, data=urllib.parse.urlencode(data).encode() if data else None,
-                                     headers={"Authorization": f"Bearer {token}"} if token else {})
+    request = urllib.request.Request(
+        url,
+        data=urllib.parse.urlencode(data).encode() if data else None,
+        headers={"Authorization": f"Bearer {token}"} if token else {},
+    )
     handlers = [NoRedirect] if data else []
     try:
         with urllib.request.build_opener(*handlers).open(request, timeout=10) as response:
@@ -166,6 +193,7 @@ def forged_tokens(cluster) -> dict[str, str]:
 
 # --- a dagger deployed as team allocations ---------------------------------------------------
 
+
 def bootstrap(port_base: int) -> str:
     return ",".join(f"127.0.0.1:{port_base + 100 * n + 92}" for n in (1, 2, 3))
 
@@ -184,15 +212,20 @@ def deploy_example(lab_env, folder: Path, team: str, example: str, prefix: str, 
     job = yaml.safe_load((EXAMPLES / example).read_text())
     job.update(name=name, team=team, parallelism=1, dead_letter_topic=f"{team}-{name}-dlq")
     job["streams"][0]["topics"] = [topic]
-    job["streams"][0]["kafka"].update(bootstrap_servers=servers, group_id=access.consumer_group(team, name),
-                                      client=access.team_client(team))
-    job["sink"] = {"type": "kafka", "kafka": {"brokers": servers, "topic": out, "data_type": "JSON",
-                                              "client": access.team_client(team)}}
+    job["streams"][0]["kafka"].update(
+        bootstrap_servers=servers, group_id=access.consumer_group(team, name), client=access.team_client(team)
+    )
+    job["sink"] = {
+        "type": "kafka",
+        "kafka": {"brokers": servers, "topic": out, "data_type": "JSON", "client": access.team_client(team)},
+    }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
-    env = {"DAGGER_CLUSTERS": str(lab / "clusters"),
-           "DAGGER_REGISTRY_URL": (lab / "secrets" / "registry.url").read_text().strip(),
-           **access.team_env(team, lab=lab)}
+    env = {
+        "DAGGER_CLUSTERS": str(lab / "clusters"),
+        "DAGGER_REGISTRY_URL": (lab / "secrets" / "registry.url").read_text().strip(),
+        **access.team_env(team, lab=lab),
+    }
     done = run_cli("deploy", str(path), "--cluster", CLUSTER, "--as", "isolation-test", "--json", env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     driver_id = re.search(r"driver-[0-9]+-[0-9]+", done.stdout).group(0)
@@ -214,8 +247,14 @@ def stop_dagger(dagger: dict) -> None:
 def deployed(lab_env, tmp_path_factory):
     """A dagger of team allocations deployed with `dagger deploy`, RUNNING, and its driver's
     processes (the DriverWrapper JVM and its Python); stopped with `dagger stop` at the end."""
-    dagger = deploy_example(lab_env, tmp_path_factory.mktemp("isolation"), TEAM, "completed_bookings_by_s2.yaml",
-                            "isolation", "bookings-{run_id}-iso")
+    dagger = deploy_example(
+        lab_env,
+        tmp_path_factory.mktemp("isolation"),
+        TEAM,
+        "completed_bookings_by_s2.yaml",
+        "isolation",
+        "bookings-{run_id}-iso",
+    )
     try:
         dagger["app"] = application(clusters(lab_env)[CLUSTER], f"dagger-{dagger['name']}")
         yield dagger
@@ -227,8 +266,9 @@ def deployed(lab_env, tmp_path_factory):
 def neighbour(lab_env, tmp_path_factory):
     """A dagger of team api-health (its API-health example on a topic of its own), RUNNING on
     api-health's own blue cluster, and its driver's processes; stopped at the end."""
-    dagger = deploy_example(lab_env, tmp_path_factory.mktemp("neighbour"), NEIGHBOUR, "api_health.yaml",
-                            "neighbour", "p-logstream-{run_id}")
+    dagger = deploy_example(
+        lab_env, tmp_path_factory.mktemp("neighbour"), NEIGHBOUR, "api_health.yaml", "neighbour", "p-logstream-{run_id}"
+    )
     try:
         yield dagger
     finally:
@@ -247,8 +287,9 @@ def application(cluster, name: str, timeout_s: float = 180) -> str:
     raise AssertionError(f"application {name} is not RUNNING on {cluster.name}")
 
 
-def driver_processes(lab_env, driver_id: str, timeout_s: float = 180,
-                     team: str = TEAM) -> tuple[psutil.Process, psutil.Process]:
+def driver_processes(
+    lab_env, driver_id: str, timeout_s: float = 180, team: str = TEAM
+) -> tuple[psutil.Process, psutil.Process]:
     """The driver's JVM (a DriverWrapper working in the driver's folder of the worker) and the
     Python it starts (the runtime's driver.py)."""
     worker = psutil.Process(supervised_pid(lab_env, program("worker", team)))
@@ -268,7 +309,7 @@ def driver_processes(lab_env, driver_id: str, timeout_s: float = 180,
 
 def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env, deployed):
     cluster = clusters(lab_env)[CLUSTER]
-    state = spark_api.master_json(cluster, timeout=10)       # the platform's token: answered
+    state = spark_api.master_json(cluster, timeout=10)  # the platform's token: answered
     assert state["status"] == "ALIVE"
     worker_ui = next(w["webuiaddress"] for w in state["workers"] if w["state"] == "ALIVE")
     app_id = deployed["app"]
@@ -283,16 +324,20 @@ def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env,
     for what, token in forged_tokens(cluster).items():
         for page, url in pages.items():
             assert answer(url, token) in (401, 403), f"{page} answered {what}"
-        for kill, form in {"/driver/kill/": {"id": driver_id, "terminate": "true"},
-                           "/app/kill/": {"id": app_id, "terminate": "true"}}.items():
+        for kill, form in {
+            "/driver/kill/": {"id": driver_id, "terminate": "true"},
+            "/app/kill/": {"id": app_id, "terminate": "true"},
+        }.items():
             assert answer(cluster.web_ui + kill, token, form) in (401, 403), f"{kill} took {what}"
     # positive control: the platform's token opens each page
     platform = spark_api.ui_headers(cluster)["Authorization"].removeprefix("Bearer ")
     for page, url in pages.items():
         assert answer(url, platform) == 200, page
     # and even the platform's token kills nothing through the UI (spark.ui.killEnabled=false)
-    for kill, form in {"/driver/kill/": {"id": driver_id, "terminate": "true"},
-                       "/app/kill/": {"id": app_id, "terminate": "true"}}.items():
+    for kill, form in {
+        "/driver/kill/": {"id": driver_id, "terminate": "true"},
+        "/app/kill/": {"id": app_id, "terminate": "true"},
+    }.items():
         answer(cluster.web_ui + kill, platform, form)
     time.sleep(5)
     state = spark_api.master_json(cluster, timeout=10)
@@ -304,7 +349,7 @@ def test_the_ui_refuses_anonymous_and_forged_requests_and_kills_nothing(lab_env,
     assert status.returncode == 0, status.stderr[-2000:]
     deadline = time.monotonic() + 180
     checkpoint = f"checkpoint {deployed['lab']}/checkpoints/{TEAM}/{deployed['name']}/v1"
-    while True:     # the driver prints where it checkpoints once its query has started
+    while True:  # the driver prints where it checkpoints once its query has started
         logs = run_cli("logs", deployed["name"], env=deployed["env"])
         assert logs.returncode == 0, logs.stderr[-2000:]
         if checkpoint in logs.stdout or time.monotonic() > deadline:
@@ -337,15 +382,20 @@ def test_the_driver_runs_unprivileged_and_reads_no_secret_of_the_lab(lab_env, de
         assert re.search(r"^Umask:\s+0077$", Path(f"/proc/{proc.pid}/status").read_text(), re.M)
         scratch = Path(environ(proc)["SPARK_LOCAL_DIRS"])
         assert scratch.stat().st_uid == uid and scratch.stat().st_mode & 0o777 == 0o700, scratch
-        assert scratch.is_relative_to(lab / "spark"), scratch      # the worker's own, not the machine's /tmp
+        assert scratch.is_relative_to(lab / "spark"), scratch  # the worker's own, not the machine's /tmp
     ident = identity(deployed["python"])
     secrets = sorted(p for p in (lab / "secrets").rglob("*") if p.is_file())
     # every kind of the lab's secret is there to be tried: another team's and the admin's Kafka
     # passwords, the registry's URL, both clusters' Spark secrets and UI keys
     names = {p.relative_to(lab / "secrets").as_posix() for p in secrets}
-    assert {"kafka/primary/dagger-api-health.password", "kafka/primary/admin.password", "registry.url",
-            f"spark/{CLUSTER}.{TEAM}.secret", f"spark/{OTHER}.{TEAM}.ui.key",
-            f"spark/{CLUSTER}.{NEIGHBOUR}.secret"} <= names
+    assert {
+        "kafka/primary/dagger-api-health.password",
+        "kafka/primary/admin.password",
+        "registry.url",
+        f"spark/{CLUSTER}.{TEAM}.secret",
+        f"spark/{OTHER}.{TEAM}.ui.key",
+        f"spark/{CLUSTER}.{NEIGHBOUR}.secret",
+    } <= names
     for path in secrets:
         done = read_as(ident, path)
         assert done.returncode != 0 and "Permission denied" in done.stderr, f"the driver's user reads {path}"
@@ -393,10 +443,14 @@ def test_neither_secret_shows_in_a_log_or_a_command_line(lab_env, deployed):
     for cluster in load_all(str(lab / "clusters")):
         values[f"{cluster.name} {cluster.team} secret"] = Path(cluster.auth_secret_file).read_text().strip()
         values[f"{cluster.name} {cluster.team} UI key"] = Path(cluster.ui_key_file).read_text().strip()
-    assert len(values) == 8      # blue and green, a cluster of each of the two teams in each
+    assert len(values) == 8  # blue and green, a cluster of each of the two teams in each
     assert all(len(v) >= 43 for v in values.values())
-    logs = [p for folder in (lab / "supervisor" / "logs", lab / "spark", lab / ".runner")
-            for p in folder.rglob("*") if p.is_file() and p.suffix not in (".jar",) and "conf" not in p.parts]
+    logs = [
+        p
+        for folder in (lab / "supervisor" / "logs", lab / "spark", lab / ".runner")
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix not in (".jar",) and "conf" not in p.parts
+    ]
     assert any(p.name == "worker.log" for p in logs) and any(p.name == "stderr" for p in logs)
     for path in logs:
         text = path.read_bytes()
@@ -419,8 +473,16 @@ def test_another_teams_driver_can_neither_read_nor_signal_this_teams_driver(lab_
     # the two drivers run on different clusters: each team's master placed its own
     assert clusters(lab_env)[CLUSTER].master != clusters(lab_env, NEIGHBOUR)[CLUSTER].master
     spec = Path(next(a for a in deployed["python"].cmdline() if a.endswith(f"{deployed['name']}.yaml")))
-    worker_conf = Path(next(a for a in psutil.Process(supervised_pid(lab_env, program("worker"))).environ().values()
-                            if a.endswith("/conf") and program("worker") in a)) / "spark-defaults.conf"
+    worker_conf = (
+        Path(
+            next(
+                a
+                for a in psutil.Process(supervised_pid(lab_env, program("worker"))).environ().values()
+                if a.endswith("/conf") and program("worker") in a
+            )
+        )
+        / "spark-defaults.conf"
+    )
     targets = {
         "the driver JVM's environment": Path(f"/proc/{deployed['jvm'].pid}/environ"),
         "the driver Python's environment": Path(f"/proc/{deployed['python'].pid}/environ"),
@@ -485,20 +547,27 @@ def test_another_teams_driver_cannot_call_this_drivers_python_callbacks(lab_env,
     metrics = range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        ports = [c.laddr.port for c in deployed["python"].net_connections(kind="inet")
-                 if c.status == psutil.CONN_LISTEN and c.laddr.port not in metrics]
+        ports = [
+            c.laddr.port
+            for c in deployed["python"].net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port not in metrics
+        ]
         if ports:
             break
         time.sleep(2)
     # PySpark's two servers in the driver (its callback server and its accumulator server, which
     # checks a token of its own), both on loopback
-    assert 1 <= len(ports) <= 2 and all(c.laddr.ip == "127.0.0.1" for c in deployed["python"].net_connections(
-        kind="inet") if c.status == psutil.CONN_LISTEN), ports
+    assert 1 <= len(ports) <= 2 and all(
+        c.laddr.ip == "127.0.0.1"
+        for c in deployed["python"].net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ), ports
     message = protos.load().message_class(traffic.BOOKING)
 
     def feed(seed: int) -> None:
-        producer = KafkaProducer(bootstrap_servers=deployed["servers"], acks="all",
-                                 **access.kafka_python("admin", lab=deployed["lab"]))
+        producer = KafkaProducer(
+            bootstrap_servers=deployed["servers"], acks="all", **access.kafka_python("admin", lab=deployed["lab"])
+        )
         for value in traffic.encode(traffic.bookings(200, minutes=1, seed=seed), message):
             producer.send(deployed["topic"], value=value)
         producer.flush()
@@ -512,12 +581,17 @@ def test_another_teams_driver_cannot_call_this_drivers_python_callbacks(lab_env,
     assert before >= 1, "the dagger committed no batch: its callbacks never ran"
     # its listeners as they are once the query runs (the callback server PySpark starts first is
     # replaced by one that checks a token before the query starts: dagger_runtime/callbacks.py)
-    ports = [c.laddr.port for c in deployed["python"].net_connections(kind="inet")
-             if c.status == psutil.CONN_LISTEN and c.laddr.port not in metrics]
+    ports = [
+        c.laddr.port
+        for c in deployed["python"].net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port not in metrics
+    ]
     assert 1 <= len(ports) <= 2, ports
     for port in ports:
-        probe = as_identity(identity(neighbour["python"]),
-                            [neighbour["python"].exe(), "-c", PROBE, str(port), *(f"p{i}" for i in range(8))])
+        probe = as_identity(
+            identity(neighbour["python"]),
+            [neighbour["python"].exe(), "-c", PROBE, str(port), *(f"p{i}" for i in range(8))],
+        )
         assert probe.returncode == 0, probe.stderr
         # the port is reachable (the wall is the token, not the network) and nothing was answered
         assert probe.stdout.splitlines() == ["connected", "b''"], (port, probe.stdout)
@@ -532,5 +606,9 @@ def test_another_teams_driver_cannot_call_this_drivers_python_callbacks(lab_env,
 def as_identity(ident: tuple[int, int, list[int]], argv: list[str]) -> subprocess.CompletedProcess:
     uid, gid, groups = ident
     group_args = [f"--groups={','.join(map(str, groups))}"] if groups else ["--clear-groups"]
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", *group_args, "--", *argv],
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", *group_args, "--", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )

@@ -1,4 +1,5 @@
 """Only read-only queries over the job's own streams are accepted; refusals say what and where."""
+
 import pytest
 
 from dagger_runtime.errors import QueryError
@@ -13,15 +14,18 @@ def refused(sql: str, tables=TABLES) -> QueryError:
     return info.value
 
 
-@pytest.mark.parametrize("sql, what", [
-    ("DROP TABLE data_stream", "only a SELECT query is allowed"),
-    ("CREATE TABLE x AS SELECT * FROM data_stream", "only a SELECT query is allowed"),
-    ("INSERT INTO data_stream SELECT * FROM data_stream", "only a SELECT query is allowed"),
-    ("DELETE FROM data_stream", "only a SELECT query is allowed"),
-    ("CREATE FUNCTION f AS 'com.evil.F'", "only a SELECT query is allowed"),
-    ("ADD JAR '/tmp/evil.jar'", "only a SELECT query is allowed"),
-    ("SET spark.sql.runSQLOnFiles=true", "only a SELECT query is allowed"),
-])
+@pytest.mark.parametrize(
+    "sql, what",
+    [
+        ("DROP TABLE data_stream", "only a SELECT query is allowed"),
+        ("CREATE TABLE x AS SELECT * FROM data_stream", "only a SELECT query is allowed"),
+        ("INSERT INTO data_stream SELECT * FROM data_stream", "only a SELECT query is allowed"),
+        ("DELETE FROM data_stream", "only a SELECT query is allowed"),
+        ("CREATE FUNCTION f AS 'com.evil.F'", "only a SELECT query is allowed"),
+        ("ADD JAR '/tmp/evil.jar'", "only a SELECT query is allowed"),
+        ("SET spark.sql.runSQLOnFiles=true", "only a SELECT query is allowed"),
+    ],
+)
 def test_statements_other_than_select_are_refused(sql, what):
     assert what in str(refused(sql))
 
@@ -73,8 +77,7 @@ def test_a_syntax_error_names_line_and_column_and_points_at_it():
 
 
 def test_ctes_and_subqueries_over_own_streams_are_accepted():
-    t = translate("WITH c AS (SELECT city_id FROM data_stream) SELECT count(1) AS n FROM (SELECT * FROM c) s",
-                  TABLES)
+    t = translate("WITH c AS (SELECT city_id FROM data_stream) SELECT count(1) AS n FROM (SELECT * FROM c) s", TABLES)
     assert "data_stream" in t.spark_sql
 
 
@@ -84,8 +87,8 @@ def test_table_names_are_matched_case_insensitively_like_spark():
 
 def test_string_literals_follow_calcite_doubled_quotes_and_literal_backslashes():
     out = translate("SELECT 'it''s' AS a, Split(order_url, '\\s+') AS b FROM data_stream", TABLES).spark_sql
-    assert "'it\\'s' AS a" in out          # one string, as Flink reads it
-    assert "'\\\\s+'" in out                # the backslash survives into Spark's escaping
+    assert "'it\\'s' AS a" in out  # one string, as Flink reads it
+    assert "'\\\\s+'" in out  # the backslash survives into Spark's escaping
 
 
 def _balanced_or(lo: int, hi: int) -> str:

@@ -2,6 +2,7 @@
 
 Both checks are attacked with the same hostile queries (tests/hostile_queries.py): through the
 commands analysts use, and each check on its own, so neither hides a hole in the other."""
+
 from __future__ import annotations
 
 import re
@@ -37,6 +38,7 @@ sql: |
 @dataclass(frozen=True)
 class RawQuery:
     """A query handed to the plan check as Spark SQL, with the first check bypassed."""
+
     spark_sql: str
     source: str
 
@@ -76,19 +78,19 @@ def test_there_are_enough_hostile_queries_over_enough_spellings():
 
 @pytest.mark.parametrize("command", ["validate", "preview"])
 @pytest.mark.parametrize("sql, what", HOSTILE, ids=[f"{i:02d}" for i in range(len(HOSTILE))])
-def test_a_hostile_query_is_refused_cleanly_and_runs_nothing(sql, what, command, spark, tmp_path, bookings,
-                                                              capsys):
+def test_a_hostile_query_is_refused_cleanly_and_runs_nothing(sql, what, command, spark, tmp_path, bookings, capsys):
     marker = tmp_path / "ran"
     job = _job(tmp_path, sql.format(marker=marker))
-    args = ["validate", str(job)] if command == "validate" else \
-        ["preview", str(job), "--input", f"data_stream={bookings}"]
+    args = (
+        ["validate", str(job)] if command == "validate" else ["preview", str(job), "--input", f"data_stream={bookings}"]
+    )
     assert main(args) == 2
     out, err = capsys.readouterr()
-    assert out == ""                                  # no result rows
+    assert out == ""  # no result rows
     assert "Traceback" not in err
     assert err.startswith("error: ")
     assert what.lower() in err.lower(), err
-    assert not marker.exists()                        # the shell command never ran
+    assert not marker.exists()  # the shell command never ran
 
 
 def test_the_marker_check_would_see_a_command_that_ran(spark, tmp_path):
@@ -113,7 +115,7 @@ def test_the_plan_check_alone_refuses_what_the_first_check_refuses(sql, what, sp
 @pytest.mark.parametrize("sql, what", ANALYSIS_ONLY)
 def test_the_analysed_plan_is_checked_too(sql, what, spark, stream):
     query = RawQuery(sql, sql)
-    sandbox.check_parsed(spark, query, stream)        # the parsed plan looks innocent
+    sandbox.check_parsed(spark, query, stream)  # the parsed plan looks innocent
     with pytest.raises(QueryError) as info:
         sandbox.check_analyzed(spark, spark.sql(sql), query, stream)
     assert what in str(info.value)
@@ -141,8 +143,7 @@ def test_a_secret_in_the_environment_does_not_reach_the_results(spark, stream, m
 
 
 def test_a_comment_cannot_smuggle_code_past_the_checks(spark, stream):
-    sql = ("SELECT city_id -- */, reflect('java.lang.System', 'getenv', 'HOME') AS home /*\n"
-           "FROM data_stream")
+    sql = "SELECT city_id -- */, reflect('java.lang.System', 'getenv', 'HOME') AS home /*\nFROM data_stream"
     query = translate(sql, stream)
     assert "reflect" not in query.spark_sql.lower() and "--" not in query.spark_sql
     sandbox.check_parsed(spark, query, stream)
@@ -150,8 +151,9 @@ def test_a_comment_cannot_smuggle_code_past_the_checks(spark, stream):
 
 
 def test_a_stream_table_is_found_whatever_its_case_even_behind_a_cte():
-    query = translate("WITH recent AS (SELECT city_id FROM DATA_STREAM) SELECT count(1) AS n FROM recent",
-                      ["data_stream"])
+    query = translate(
+        "WITH recent AS (SELECT city_id FROM DATA_STREAM) SELECT count(1) AS n FROM recent", ["data_stream"]
+    )
     assert query.tables == ("data_stream",)
 
 
@@ -174,6 +176,7 @@ def test_preview_refuses_an_unknown_function_as_validate_does(spark, tmp_path, b
 
 # --- the classification of Spark's functions ------------------------------------------------------
 
+
 def _spark_functions(spark) -> set[str]:
     names = {r[0] for r in spark.sql("SHOW SYSTEM FUNCTIONS").collect()}
     table_functions = spark._jsparkSession.sessionState().tableFunctionRegistry().listFunction()
@@ -190,15 +193,20 @@ def test_every_function_spark_lists_is_classified(spark):
 
 def test_no_refused_function_is_built_from_a_class_an_allowed_one_lets_through(spark):
     guard = spark._jvm.dev.daggers.runtime.PlanGuard
-    shared = list(guard.sharedClasses(sandbox.java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)),
-                                      sandbox.java_strings(spark, sorted(allowlist.REFUSED_SPARK_FUNCTIONS))))
+    shared = list(
+        guard.sharedClasses(
+            sandbox.java_strings(spark, sorted(allowlist.ALLOWED_SPARK_FUNCTIONS)),
+            sandbox.java_strings(spark, sorted(allowlist.REFUSED_SPARK_FUNCTIONS)),
+        )
+    )
     assert shared == []
 
 
 def _examples(spark, name: str) -> list[str]:
     jvm = spark._jvm
     info = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin().lookupFunction(
-        jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(name))
+        jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(name)
+    )
     text = info.get().getExamples() if info.isDefined() else ""
     return [m.strip() for m in re.findall(r">\s*(SELECT[^;]*);", text or "")]
 
@@ -218,8 +226,9 @@ def _over_a_view(spark, example: str, n: int) -> tuple[str, str] | None:
     if source is None:
         spark.sql("SELECT 1 AS one").createOrReplaceTempView(view)
         tree = tree.from_(view)
-    elif isinstance(source.this, exp.Values) or (isinstance(source.this, exp.Table)
-                                                  and isinstance(source.this.this, exp.Values)):
+    elif isinstance(source.this, exp.Values) or (
+        isinstance(source.this, exp.Table) and isinstance(source.this.this, exp.Values)
+    ):
         alias = source.this.args.get("alias")
         spark.sql(f"SELECT * FROM {source.this.sql('spark')}").createOrReplaceTempView(view)
         source.set("this", exp.to_table(view).as_(alias.name if alias else view))
@@ -253,7 +262,7 @@ def _verdicts(spark, sql: str, view: str, analysed=None) -> tuple[bool, bool] | 
 
 def _analysed_in_plain_spark(spark, sql: str):
     try:
-        return spark.sql(sql)       # analysed eagerly: an example Spark refuses raises here
+        return spark.sql(sql)  # analysed eagerly: an example Spark refuses raises here
     except Exception:  # noqa: BLE001 - Spark's own analysis errors: not an example we can use
         return None
 
@@ -276,7 +285,10 @@ def test_spark_documented_examples_of_refused_functions_are_refused_by_both_chec
 # Allowed functions whose documented examples cannot pass for reasons outside the sandbox.
 _EXAMPLE_GAPS = {
     # sqlglot drops parse_json() when it writes Spark SQL, so the variant is a string
-    "schema_of_variant", "schema_of_variant_agg", "variant_get", "try_variant_get",
+    "schema_of_variant",
+    "schema_of_variant_agg",
+    "variant_get",
+    "try_variant_get",
 }
 
 

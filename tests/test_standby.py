@@ -4,6 +4,7 @@ lease by itself and goes on from the last committed batch; the registry follows 
 (`dagger status`), the killed driver started again by --supervise becomes the standby, and a
 second kill moves the dagger back. `dagger stop` leaves no driver on either cluster and fences the
 checkpoint. Every window is checked against counts computed here from the fed bookings."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -41,8 +42,11 @@ def wait_standby(lab, cluster: str, timeout_s: float = 240) -> dict:
     deadline, row = time.monotonic() + timeout_s, None
     while time.monotonic() < deadline:
         row = status(lab)
-        if row["cluster"] != cluster and (row.get("standby") or {}).get("cluster") == cluster \
-                and row["standby"]["state"] == "READY":
+        if (
+            row["cluster"] != cluster
+            and (row.get("standby") or {}).get("cluster") == cluster
+            and row["standby"]["state"] == "READY"
+        ):
             return row
         assert (row.get("standby") or {}).get("state") in (None, "STARTING", "WARMING", "READY"), row
         time.sleep(3)
@@ -53,16 +57,30 @@ def expected(sent: list[dict]) -> dict:
     """The windows the fed bookings close, with their counts (tests/reference.py)."""
     completed = [e for e in sent if e["status"] == "COMPLETED"]
     watermark = max(e["event_timestamp"] for e in sent) - dt.timedelta(seconds=DELAY_S)
-    return {k: n for k, n in group(completed, key=lambda e: (window_end(e["event_timestamp"], 60), e["city_id"],
-                                                             s2id(e["lat"], e["long"], 13), e["vehicle_type"]),
-                                   agg=len).items() if k[0] <= watermark}
+    return {
+        k: n
+        for k, n in group(
+            completed,
+            key=lambda e: (
+                window_end(e["event_timestamp"], 60),
+                e["city_id"],
+                s2id(e["lat"], e["long"], 13),
+                e["vehicle_type"],
+            ),
+            agg=len,
+        ).items()
+        if k[0] <= watermark
+    }
 
 
 def test_a_standby_takes_over_each_killed_driver_and_stop_leaves_none(lab):
     sent: list[dict] = []
     deployed_at = time.time()
-    out = json.loads(cli(lab, "deploy", str(lab["spec"]), "--cluster", "blue", "--standby", "green",
-                         "--as", "standby-test", "--json"))
+    out = json.loads(
+        cli(
+            lab, "deploy", str(lab["spec"]), "--cluster", "blue", "--standby", "green", "--as", "standby-test", "--json"
+        )
+    )
     drivers = {("blue", out["submission_id"]), ("green", out["standby"]["submission_id"])}
     try:
         sent += feed(lab, 0)
@@ -85,7 +103,7 @@ def test_a_standby_takes_over_each_killed_driver_and_stop_leaves_none(lab):
             assert row["status"] == "RUNNING", row
         sent += feed(lab, 5 + DELAY_S // 30 + 1)
         want = expected(sent)
-        got = read_all(lab, len(want), timeout_s=180)     # the last windows, before the stop
+        got = read_all(lab, len(want), timeout_s=180)  # the last windows, before the stop
     finally:
         cli(lab, "stop", lab["name"], "--as", "standby-test")
     assert got == want

@@ -1,4 +1,5 @@
 """The JVM decoder runs once per message, whatever filters the analyst's query puts on its output."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
 def test_each_stream_is_decoded_by_one_call_in_the_physical_plan(spark, example):
     plan = plan_job(load_job(EXAMPLES / example))
     # batch tables with the Kafka source's columns: a streaming plan has no physical plan until it runs
-    empty = spark.createDataFrame([], "key binary, value binary, topic string, partition int, offset long, "
-                                      "timestamp timestamp")
+    empty = spark.createDataFrame(
+        [], "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+    )
     register_tables(spark, plan, {s.table: empty for s in plan.streams})
     physical = checked_query(spark, plan)._jdf.queryExecution().executedPlan().toString()
     for stream in plan.streams:

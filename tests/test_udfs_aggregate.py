@@ -5,6 +5,7 @@ PercentileAggregatorTest, PercentileAccumulatorTest) and the contracts doc's com
 plus random samples checked against a LEGACY percentile estimator written here from
 commons-math3's description (no numpy, not the runtime's code). Each test runs one query.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -28,13 +29,13 @@ def in_one_partition(spark, rows, schema) -> DataFrame:
 
 # ================================================================ DistinctCount, CollectArray
 GROUPS = {  # group -> items in arrival order
-    "vector": ["1234", "1234", "1233"],                                   # DistinctCountTest -> 2
-    "single_null": [None],                                                # -> 0
-    "acc1": ["111", "222", "222", "333"],                                 # -> 3
-    "acc2": ["444", "555"],                                               # -> 2
-    "merged": ["1", "2", "3", "4", "5", "6", "7"],                        # {1,2,3}+{4,5}+{6,7} -> 7
-    "accumulator": ["First", "Second", "First", "Third", "Second"],       # -> 3
-    "values": [f"value{i}" for i in range(1, 8)],                         # CollectArrayTest
+    "vector": ["1234", "1234", "1233"],  # DistinctCountTest -> 2
+    "single_null": [None],  # -> 0
+    "acc1": ["111", "222", "222", "333"],  # -> 3
+    "acc2": ["444", "555"],  # -> 2
+    "merged": ["1", "2", "3", "4", "5", "6", "7"],  # {1,2,3}+{4,5}+{6,7} -> 7
+    "accumulator": ["First", "Second", "First", "Third", "Second"],  # -> 3
+    "values": [f"value{i}" for i in range(1, 8)],  # CollectArrayTest
     "nulls_and_dups": ["a", None, "a", None, "b"],
 }
 
@@ -42,20 +43,29 @@ GROUPS = {  # group -> items in arrival order
 @pytest.fixture(scope="module")
 def grouped(spark):
     rows = [(g, item) for g, items in GROUPS.items() for item in items]
-    got = run(spark, "SELECT g, DistinctCount(item) AS n, CollectArray(item) AS items FROM t GROUP BY g",
-              in_one_partition(spark, rows, "g STRING, item STRING"))
+    got = run(
+        spark,
+        "SELECT g, DistinctCount(item) AS n, CollectArray(item) AS items FROM t GROUP BY g",
+        in_one_partition(spark, rows, "g STRING, item STRING"),
+    )
     return {r["g"]: r for r in got}
 
 
 def test_distinct_count_follows_daggers_vectors_and_skips_nulls(grouped):
     assert {g: grouped[g]["n"] for g in GROUPS} == {
-        "vector": 2, "single_null": 0, "acc1": 3, "acc2": 2, "merged": 7, "accumulator": 3,
-        "values": 7, "nulls_and_dups": 2}
+        "vector": 2,
+        "single_null": 0,
+        "acc1": 3,
+        "acc2": 2,
+        "merged": 7,
+        "accumulator": 3,
+        "values": 7,
+        "nulls_and_dups": 2,
+    }
 
 
 def test_distinct_count_of_no_rows_is_zero(spark):
-    got = run(spark, "SELECT DistinctCount(item) AS n FROM t WHERE item = 'absent'",
-              [("x",)], "item STRING")
+    got = run(spark, "SELECT DistinctCount(item) AS n FROM t WHERE item = 'absent'", [("x",)], "item STRING")
     assert [r["n"] for r in got] == [0]
 
 
@@ -65,8 +75,11 @@ def test_collect_array_keeps_every_item_in_arrival_order_with_nulls_and_duplicat
 
 def test_collect_array_keeps_the_element_type(spark):
     ts = dt.datetime(2019, 7, 4, 7, 0, tzinfo=UTC)
-    got = run(spark, "SELECT CollectArray(v) AS vs, CollectArray(ts) AS tss FROM t",
-              in_one_partition(spark, [(1.5, ts), (None, ts), (2.5, None)], "v DOUBLE, ts TIMESTAMP"))[0]
+    got = run(
+        spark,
+        "SELECT CollectArray(v) AS vs, CollectArray(ts) AS tss FROM t",
+        in_one_partition(spark, [(1.5, ts), (None, ts), (2.5, None)], "v DOUBLE, ts TIMESTAMP"),
+    )[0]
     assert list(got["vs"]) == [1.5, None, 2.5]
     assert [t is None for t in got["tss"]] == [False, False, True]
 
@@ -75,13 +88,17 @@ def test_exponential_moving_average_over_collect_arrays_reproduces_daggers_vecto
     """The way daggers use it: EMA over CollectArray(rowtime) and CollectArray(value) of a window."""
     hop = dt.datetime(2019, 7, 4, 7, 0, tzinfo=UTC)
     rows = [(hop + dt.timedelta(seconds=s), v) for s, v in [(0, 1.0), (60, 4.0), (120, 3.0), (300, 7.0)]]
-    got = run(spark, """
+    got = run(
+        spark,
+        """
         SELECT ExponentialMovingAverage(CollectArray(rowtime), CollectArray(v),
                                         TIMESTAMP '2019-07-04 07:00:00', 6.0, 0.2) AS ema,
                LinearTrend(CollectArray(rowtime), CollectArray(v), TIMESTAMP '2019-07-04 07:00:00', 6) AS slope
-        FROM t""", in_one_partition(spark, rows, "rowtime TIMESTAMP, v DOUBLE"))[0]
+        FROM t""",
+        in_one_partition(spark, rows, "rowtime TIMESTAMP, v DOUBLE"),
+    )[0]
     # positions 5,4,3,0 (oldest..newest): 1*0.8^5 + 4*0.2*0.8^4 + 3*0.2*0.8^3 + 7*0.2
-    assert got["ema"] == pytest.approx(1 * 0.8 ** 5 + 4 * 0.2 * 0.8 ** 4 + 3 * 0.2 * 0.8 ** 3 + 7 * 0.2, abs=1e-12)
+    assert got["ema"] == pytest.approx(1 * 0.8**5 + 4 * 0.2 * 0.8**4 + 3 * 0.2 * 0.8**3 + 7 * 0.2, abs=1e-12)
     assert got["ema"] == pytest.approx(2.36256, abs=1e-7)
     # y = [1, 4, 3, 0, 0, 7] over x = 0..5
     y = [1, 4, 3, 0, 0, 7]
@@ -113,12 +130,15 @@ def legacy_percentile(p: float, values: list[float]) -> float:
 def percentile_cases() -> dict[str, tuple[float, list[float]]]:
     shuffled = [10, 30, 40, 20, 70, 90, 100, 80, 50, 60]
     cases = {
-        "one_to_seven": (90, list(range(1, 8))),        # {1,2,3} merged with {4,5},{6,7} -> 7.0
-        "one_to_three": (90, [1, 2, 3]),                # -> 3.0
-        "shuffled": (90, shuffled),                     # PercentileAccumulatorTest -> 99.0
-        "thousand": (90, list(range(1, 1001))),         # -> 900 (+-1); LEGACY gives 900.9
-        "p50": (50, [1, 2, 3, 4]), "p25": (25, [1, 2, 3, 4]), "p1": (1, [1, 2, 3, 4]),
-        "p100": (100, [1, 2, 3, 4]), "p0.5": (0.5, [1, 2, 3, 4]),
+        "one_to_seven": (90, list(range(1, 8))),  # {1,2,3} merged with {4,5},{6,7} -> 7.0
+        "one_to_three": (90, [1, 2, 3]),  # -> 3.0
+        "shuffled": (90, shuffled),  # PercentileAccumulatorTest -> 99.0
+        "thousand": (90, list(range(1, 1001))),  # -> 900 (+-1); LEGACY gives 900.9
+        "p50": (50, [1, 2, 3, 4]),
+        "p25": (25, [1, 2, 3, 4]),
+        "p1": (1, [1, 2, 3, 4]),
+        "p100": (100, [1, 2, 3, 4]),
+        "p0.5": (0.5, [1, 2, 3, 4]),
         "single": (37.5, [42.125]),
     }
     rnd = random.Random(1000)
@@ -126,7 +146,7 @@ def percentile_cases() -> dict[str, tuple[float, list[float]]]:
         n = rnd.randint(1, 80)
         values = [round(rnd.uniform(-5000, 5000), 3) for _ in range(n)]
         if i % 4 == 0:
-            values += values[: n // 2]                  # ties
+            values += values[: n // 2]  # ties
         p = rnd.choice([round(rnd.uniform(0.001, 100), 3), 50, 90, 95, 99, 100, 0.1])
         cases[f"random{i}"] = (p, values)
     return cases
@@ -137,8 +157,9 @@ def percentiles(spark):
     cases = percentile_cases()
     rows = [(g, float(p), float(v)) for g, (p, values) in cases.items() for v in values]
     rows += [("rounded", 1.0, 1.23456), ("rounded", 1.0, 2.0)]
-    got = run(spark, "SELECT g, PercentileAggregator(p, v) AS q FROM t GROUP BY g",
-              rows, "g STRING, p DOUBLE, v DOUBLE")
+    got = run(
+        spark, "SELECT g, PercentileAggregator(p, v) AS q FROM t GROUP BY g", rows, "g STRING, p DOUBLE, v DOUBLE"
+    )
     return {r["g"]: r["q"] for r in got}
 
 
@@ -155,7 +176,8 @@ def test_percentile_aggregator_p90_of_one_to_a_thousand_is_the_legacy_900_9(perc
 
 def test_percentile_aggregator_matches_commons_math_legacy_values_from_the_contracts_doc(percentiles):
     assert {k: percentiles[k] for k in ("p50", "p25", "p1", "p100", "p0.5", "single")} == pytest.approx(
-        {"p50": 2.5, "p25": 1.25, "p1": 1.0, "p100": 4.0, "p0.5": 1.0, "single": 42.125}, abs=1e-12)
+        {"p50": 2.5, "p25": 1.25, "p1": 1.0, "p100": 4.0, "p0.5": 1.0, "single": 42.125}, abs=1e-12
+    )
 
 
 def test_percentile_aggregator_matches_an_independent_legacy_estimator_on_random_samples(percentiles):

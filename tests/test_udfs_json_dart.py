@@ -79,11 +79,14 @@ def test_every_json_and_dart_udf_is_registered_under_its_internal_name(spark):
     assert {name.lower() for name in JAVA_UDFS} <= registered
 
 
-@pytest.mark.parametrize("json_text, path, expected", [
-    (J_NULL_K1, "$.k2", '"v2"'),
-    (J_NESTED, "$.k2", '{"key1":"value1","key2":"value2"}'),
-    (J_NULL_K1, "$.k1", None),
-])
+@pytest.mark.parametrize(
+    "json_text, path, expected",
+    [
+        (J_NULL_K1, "$.k2", '"v2"'),
+        (J_NESTED, "$.k2", '{"key1":"value1","key2":"value2"}'),
+        (J_NULL_K1, "$.k1", None),
+    ],
+)
 def test_json_query_matches_daggers_vectors(spark, json_text, path, expected):
     assert call(spark, "JsonQuery", json_text, path) == expected
 
@@ -98,27 +101,41 @@ def test_json_query_gives_null_for_a_missing_leaf(spark):
 
 def test_json_query_serialises_numbers_booleans_and_arrays_as_json(spark):
     doc = '{"i":1,"d":1.5,"t":true,"a":[1,"x",null]}'
-    assert [call(spark, "JsonQuery", doc, p) for p in ("$.i", "$.d", "$.t", "$.a", "$.a[1]")] == \
-        ["1", "1.5", "true", '[1,"x",null]', '"x"']
+    assert [call(spark, "JsonQuery", doc, p) for p in ("$.i", "$.d", "$.t", "$.a", "$.a[1]")] == [
+        "1",
+        "1.5",
+        "true",
+        '[1,"x",null]',
+        '"x"',
+    ]
 
 
-@pytest.mark.parametrize("json_text, path, value, expected", [
-    ("{}", "$.k1", "v1", '{"k1":"v1"}'),
-    (J_NULL_K1, "$.k3", "v3", '{"k1":null,"k2":"v2","k3":"v3"}'),
-    (J_NULL_K1, "$.k2", "updatedValue", '{"k1":null,"k2":"updatedValue"}'),
-    (J_NESTED, "$.k2.key3", "value3", '{"k1":null,"k2":{"key1":"value1","key2":"value2","key3":"value3"}}'),
-    (J_NULL_K1, "$.k2", None, '{"k1":null,"k2":null}'),
-])
+@pytest.mark.parametrize(
+    "json_text, path, value, expected",
+    [
+        ("{}", "$.k1", "v1", '{"k1":"v1"}'),
+        (J_NULL_K1, "$.k3", "v3", '{"k1":null,"k2":"v2","k3":"v3"}'),
+        (J_NULL_K1, "$.k2", "updatedValue", '{"k1":null,"k2":"updatedValue"}'),
+        (J_NESTED, "$.k2.key3", "value3", '{"k1":null,"k2":{"key1":"value1","key2":"value2","key3":"value3"}}'),
+        (J_NULL_K1, "$.k2", None, '{"k1":null,"k2":null}'),
+    ],
+)
 def test_json_update_matches_daggers_vectors(spark, json_text, path, value, expected):
     assert call(spark, "JsonUpdate", json_text, path, value) == expected
 
 
-@pytest.mark.parametrize("json_text, path, expected", [
-    (J_NULL_K1, "$.k2", '{"k1":null,"k2":{"key1":"value1","key2":"value2"}}'),
-    (J_NULL_K1, "$.k3", '{"k1":null,"k2":"v2","k3":{"key1":"value1","key2":"value2"}}'),
-    ('{"k1":null,"k2":"v2","k3":{"nk1":"nv1","nk2":"nv2"}}', "$.k3.nk1",
-     '{"k1":null,"k2":"v2","k3":{"nk1":{"key1":"value1","key2":"value2"},"nk2":"nv2"}}'),
-])
+@pytest.mark.parametrize(
+    "json_text, path, expected",
+    [
+        (J_NULL_K1, "$.k2", '{"k1":null,"k2":{"key1":"value1","key2":"value2"}}'),
+        (J_NULL_K1, "$.k3", '{"k1":null,"k2":"v2","k3":{"key1":"value1","key2":"value2"}}'),
+        (
+            '{"k1":null,"k2":"v2","k3":{"nk1":"nv1","nk2":"nv2"}}',
+            "$.k3.nk1",
+            '{"k1":null,"k2":"v2","k3":{"nk1":{"key1":"value1","key2":"value2"},"nk2":"nv2"}}',
+        ),
+    ],
+)
 def test_json_update_with_a_map_value_matches_daggers_vectors(spark, json_text, path, expected):
     value = "map('key1', 'value1', 'key2', 'value2')"
     assert scalar(spark, f"JsonUpdate({sql_literal(json_text)}, {sql_literal(path)}, {value})") == expected
@@ -143,13 +160,16 @@ DELETE_DOC = '{"k1":"v1","k2":{"key1":"value1","key2":"value2","key3":"value3"}}
 DELETE_ARRAY = '{"k1":"v1","k2":["value1","value2","value3"]}'
 
 
-@pytest.mark.parametrize("json_text, path, expected", [
-    ('{"k1":"v1","k2":"v2"}', "$.k2", '{"k1":"v1"}'),
-    (DELETE_DOC, "$.k2", '{"k1":"v1"}'),
-    (DELETE_DOC, "$.k2.key1", '{"k1":"v1","k2":{"key2":"value2","key3":"value3"}}'),
-    (DELETE_ARRAY, "$.k2[1]", '{"k1":"v1","k2":["value1","value3"]}'),
-    (DELETE_ARRAY, "$..*", "{}"),
-])
+@pytest.mark.parametrize(
+    "json_text, path, expected",
+    [
+        ('{"k1":"v1","k2":"v2"}', "$.k2", '{"k1":"v1"}'),
+        (DELETE_DOC, "$.k2", '{"k1":"v1"}'),
+        (DELETE_DOC, "$.k2.key1", '{"k1":"v1","k2":{"key2":"value2","key3":"value3"}}'),
+        (DELETE_ARRAY, "$.k2[1]", '{"k1":"v1","k2":["value1","value3"]}'),
+        (DELETE_ARRAY, "$..*", "{}"),
+    ],
+)
 def test_json_delete_matches_daggers_vectors(spark, json_text, path, expected):
     assert call(spark, "JsonDelete", json_text, path) == expected
 
@@ -197,13 +217,13 @@ def write_list(dart_dir, name: str, items) -> None:
 
 
 def dart_get(spark, collection, key, refresh=1, default=None):
-    return scalar(spark, f"__DartGet4({sql_literal(collection)}, {sql_literal(key)}, {refresh}, "
-                         f"{sql_literal(default)})")
+    return scalar(
+        spark, f"__DartGet4({sql_literal(collection)}, {sql_literal(key)}, {refresh}, {sql_literal(default)})"
+    )
 
 
 def dart_contains(spark, name, field, regex=None, refresh=1):
-    return scalar(spark, f"__DartContains4({sql_literal(name)}, {sql_literal(field)}, "
-                         f"{sql_literal(regex)}, {refresh})")
+    return scalar(spark, f"__DartContains4({sql_literal(name)}, {sql_literal(field)}, {sql_literal(regex)}, {refresh})")
 
 
 def test_dart_get_returns_the_value_of_a_key(spark, dart_dir):
@@ -261,9 +281,12 @@ def test_dart_get_reloads_a_changed_file_on_every_call_when_refresh_is_zero_or_l
 
 def test_dart_lookups_run_inside_executor_tasks(spark, dart_dir):
     write_map(dart_dir, "perRow", {str(i): f"v{i}" for i in range(0, 50, 2)})
-    rows = (spark.range(50).repartition(4)
-            .selectExpr("id", "__DartGet4('perRow', CAST(id AS STRING), 1, 'none') AS v")
-            .collect())
+    rows = (
+        spark.range(50)
+        .repartition(4)
+        .selectExpr("id", "__DartGet4('perRow', CAST(id AS STRING), 1, 'none') AS v")
+        .collect()
+    )
     assert {r["id"]: r["v"] for r in rows} == {i: (f"v{i}" if i % 2 == 0 else "none") for i in range(50)}
 
 
@@ -271,8 +294,10 @@ def test_dart_base_set_at_run_time_reaches_the_tasks(spark, dart_dir, tmp_path):
     (tmp_path / "dart-get").mkdir()
     write_map(tmp_path, "switch", {"k": "from-other-base"})
     write_map(dart_dir, "switch", {"k": "from-session-base"})
-    query = "SELECT __DartGet4('switch', CAST(id AS STRING), 1, NULL) AS v, __DartGet4('switch', 'k', 1, NULL) AS w " \
-            "FROM range(3)"
+    query = (
+        "SELECT __DartGet4('switch', CAST(id AS STRING), 1, NULL) AS v, __DartGet4('switch', 'k', 1, NULL) AS w "
+        "FROM range(3)"
+    )
     assert {r["w"] for r in spark.sql(query).repartition(2).collect()} == {"from-session-base"}
     spark.conf.set(DART_BASE_CONF, tmp_path.as_uri() + "/")
     try:
@@ -325,13 +350,16 @@ def test_dart_contains_checks_plain_membership_when_regex_is_null(spark, dart_di
     assert dart_contains(spark, "someList", None, None, 0) is False
 
 
-@pytest.mark.parametrize("field, regex, expected", [
-    ("a sentence with prefixsomeField and an end", ".*%s.*", True),
-    ("a sentence that ends with prefixsomeField", ".*%s", True),
-    ("prefixsomeField is the start of this sentence", "%s.*", True),
-    ("prefixsomeField", "%s", True),
-    ("preFixSomEfield", ".*%s.*", False),
-])
+@pytest.mark.parametrize(
+    "field, regex, expected",
+    [
+        ("a sentence with prefixsomeField and an end", ".*%s.*", True),
+        ("a sentence that ends with prefixsomeField", ".*%s", True),
+        ("prefixsomeField is the start of this sentence", "%s.*", True),
+        ("prefixsomeField", "%s", True),
+        ("preFixSomEfield", ".*%s.*", False),
+    ],
+)
 def test_dart_contains_regex_forms_match_daggers_vectors(spark, dart_dir, field, regex, expected):
     write_list(dart_dir, "prefixList", ["prefixsomeField"])
     assert dart_contains(spark, "prefixList", field, regex, 1) is expected
@@ -381,7 +409,7 @@ def test_clear_dart_cache_forgets_loaded_collections(spark, dart_dir):
     assert dart_get(spark, "clearable", "k", 1) == "after"
 
 
-CLUSTER_SCRIPT = r'''
+CLUSTER_SCRIPT = r"""
 import os, sys, pyspark
 os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
 from dagger_runtime.session import build_session
@@ -400,7 +428,7 @@ try:
         print("ROW", r.id, r.v, r.c, r.j, r.pid != driver)
 finally:
     spark.stop()
-'''
+"""
 
 
 @pytest.mark.e2e
@@ -417,8 +445,14 @@ def test_the_udfs_and_a_run_time_dart_base_work_in_a_separate_executor_jvm(tmp_p
     write_list(tmp_path, "l", ["k"])
     script = tmp_path / "cluster.py"
     script.write_text(CLUSTER_SCRIPT)
-    done = subprocess.run([sys.executable, str(script), tmp_path.as_uri()], capture_output=True, text=True,
-                          timeout=600, cwd=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, str(script), tmp_path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(REPO_ROOT),
+    )
     rows = [line for line in done.stdout.splitlines() if line.startswith("ROW")]
-    assert rows == [f"ROW {i} {'cluster-value' if i % 2 == 0 else 'dflt'} True \"b\" True" for i in range(4)], \
+    assert rows == [f'ROW {i} {"cluster-value" if i % 2 == 0 else "dflt"} True "b" True' for i in range(4)], (
         done.stderr[-3000:]
+    )

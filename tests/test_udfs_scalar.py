@@ -8,6 +8,7 @@ dagger_runtime/sql/catalog.py and the contracts doc) the test says so in its nam
 Spark queries are batched: each test (or module fixture) builds one table with many rows and
 evaluates every case in a single query.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -59,15 +60,18 @@ def random_points():
 
 @pytest.fixture(scope="module")
 def geo_rows(spark, random_points):
-    rows = [(i, lat, lng, level, str(signed(s2sphere_cell(lat, lng, level).id())))
-            for i, (lat, lng, level) in enumerate(random_points)]
-    rows += [(1000, *JAKARTA, 13, "3267730965564227584"),   # S2IdTest / S2AreaInKm2Test
-             (1001, None, JAKARTA[1], 13, None),             # NULL latitude
-             (1002, JAKARTA[0], None, 13, None),             # NULL longitude
-             (1003, *JAKARTA, None, "not-a-number")]         # NULL level, bad id
+    rows = [
+        (i, lat, lng, level, str(signed(s2sphere_cell(lat, lng, level).id())))
+        for i, (lat, lng, level) in enumerate(random_points)
+    ]
+    rows += [
+        (1000, *JAKARTA, 13, "3267730965564227584"),  # S2IdTest / S2AreaInKm2Test
+        (1001, None, JAKARTA[1], 13, None),  # NULL latitude
+        (1002, JAKARTA[0], None, 13, None),  # NULL longitude
+        (1003, *JAKARTA, None, "not-a-number"),
+    ]  # NULL level, bad id
     schema = "id INT, lat DOUBLE, lng DOUBLE, level INT, cell STRING"
-    return by_id(run(spark, "SELECT id, S2Id(lat, lng, level) AS s2, S2AreaInKm2(cell) AS area FROM t",
-                     rows, schema))
+    return by_id(run(spark, "SELECT id, S2Id(lat, lng, level) AS s2, S2AreaInKm2(cell) AS area FROM t", rows, schema))
 
 
 def test_s2id_of_daggers_jakarta_vector_is_3344474489181175808(geo_rows):
@@ -101,24 +105,36 @@ def test_s2_area_of_a_null_or_non_numeric_id_is_null(geo_rows):
 
 
 def test_geohash_matches_daggers_vector_and_wikipedias_examples(spark):
-    rows = [(0, *JAKARTA, 6, "qqguyu"),              # GeoHashTest
-            (1, 42.6, -5.6, 5, "ezs42"),               # en.wikipedia.org/wiki/Geohash
-            (2, 57.64911, 10.40744, 11, "u4pruydqqvj"),
-            (3, 42.605, -5.603, 5, "ezs42"),
-            (4, 0.0, 0.0, 1, "s"),
-            (5, -90.0, -180.0, 3, "000"),
-            (6, None, 106.8243203, 6, None)]
-    got = run(spark, "SELECT id, GeoHash(lat, lng, len) AS h, want FROM t ORDER BY id", rows,
-              "id INT, lat DOUBLE, lng DOUBLE, len INT, want STRING")
+    rows = [
+        (0, *JAKARTA, 6, "qqguyu"),  # GeoHashTest
+        (1, 42.6, -5.6, 5, "ezs42"),  # en.wikipedia.org/wiki/Geohash
+        (2, 57.64911, 10.40744, 11, "u4pruydqqvj"),
+        (3, 42.605, -5.603, 5, "ezs42"),
+        (4, 0.0, 0.0, 1, "s"),
+        (5, -90.0, -180.0, 3, "000"),
+        (6, None, 106.8243203, 6, None),
+    ]
+    got = run(
+        spark,
+        "SELECT id, GeoHash(lat, lng, len) AS h, want FROM t ORDER BY id",
+        rows,
+        "id INT, lat DOUBLE, lng DOUBLE, len INT, want STRING",
+    )
     assert [(r["id"], r["h"]) for r in got] == [(r["id"], r["want"]) for r in got]
 
 
 def test_distance_is_haversine_km_paris_london_and_bangalore_jakarta(spark):
-    rows = [(48.8566, 2.3522, 51.5074, 0.1278, 334.5761379805),
-            (12.9716, 77.5946, 6.1751, 106.8650, 3294.208197583382),
-            (0.0, 0.0, 0.0, 0.0, 0.0)]
-    got = run(spark, "SELECT Distance(a, b, c, d) AS km, want FROM t", rows,
-              "a DOUBLE, b DOUBLE, c DOUBLE, d DOUBLE, want DOUBLE")
+    rows = [
+        (48.8566, 2.3522, 51.5074, 0.1278, 334.5761379805),
+        (12.9716, 77.5946, 6.1751, 106.8650, 3294.208197583382),
+        (0.0, 0.0, 0.0, 0.0, 0.0),
+    ]
+    got = run(
+        spark,
+        "SELECT Distance(a, b, c, d) AS km, want FROM t",
+        rows,
+        "a DOUBLE, b DOUBLE, c DOUBLE, d DOUBLE, want DOUBLE",
+    )
     for r in got:
         assert r["km"] == pytest.approx(r["want"], rel=1e-9, abs=1e-12)
 
@@ -128,44 +144,64 @@ def test_element_at_with_two_arguments_follows_daggers_vectors(spark):
     abbva, with_null, abc = ["a", "a", "b", "v", "a"], ["a", "a", "b", None, "a"], ["a", "a", "b"]
     cases = [  # (strings, index, expected)             ElementAtTest
         (abbva, 2, "b"),
-        (with_null, 3, None),                           # a null element gives null
+        (with_null, 3, None),  # a null element gives null
         (["a", "a", "c", "d", "e"], 2, "c"),
-        (abbva, -2, "v"),                               # negative counts from the end
+        (abbva, -2, "v"),  # negative counts from the end
         (["a", "a", "c", "d", "e"], -2, "d"),
-        (abc, 5, None), (abc, -5, None),                # out of range either way
-        (abc, 3, None), (abc, -3, "a"), (abc, -1, "b"), (abc, 0, "a"),
-        ([], 0, None), ([], -1, None),
-        (None, 1, None),                                # a null array gives null
+        (abc, 5, None),
+        (abc, -5, None),  # out of range either way
+        (abc, 3, None),
+        (abc, -3, "a"),
+        (abc, -1, "b"),
+        (abc, 0, "a"),
+        ([], 0, None),
+        ([], -1, None),
+        (None, 1, None),  # a null array gives null
     ]
     rows = [(i, s, [1.0, 3.0], idx) for i, (s, idx, _) in enumerate(cases)]
-    got = by_id(run(spark, "SELECT id, ElementAt(strs, idx) AS e, ElementAt(dbls, 1) AS d FROM t", rows,
-                    "id INT, strs ARRAY<STRING>, dbls ARRAY<DOUBLE>, idx INT"))
+    got = by_id(
+        run(
+            spark,
+            "SELECT id, ElementAt(strs, idx) AS e, ElementAt(dbls, 1) AS d FROM t",
+            rows,
+            "id INT, strs ARRAY<STRING>, dbls ARRAY<DOUBLE>, idx INT",
+        )
+    )
     assert {i: got[i]["e"] for i in got} == {i: c[2] for i, c in enumerate(cases)}
     assert got[0]["d"] == "3.0"  # the element as a string, as String.valueOf(3.0D)
 
 
-ROUTES = ("ARRAY<STRUCT<start: STRUCT<latitude: DOUBLE, longitude: DOUBLE>, "
-          "end: STRUCT<latitude: DOUBLE, longitude: DOUBLE>, distance_in_kms: FLOAT>>")
+ROUTES = (
+    "ARRAY<STRUCT<start: STRUCT<latitude: DOUBLE, longitude: DOUBLE>, "
+    "end: STRUCT<latitude: DOUBLE, longitude: DOUBLE>, distance_in_kms: FLOAT>>"
+)
 
 
 def test_element_at_with_a_proto_path_reads_a_leaf_of_one_element_as_text(spark):
     route = ((JAKARTA[0], JAKARTA[1]), None, 21.5)
     cases = [  # (routes, index)
         ([route], 0),
-        ([route], 1),          # index 1 on a 1-element array
-        (None, 1),             # null array
-        ([], 1),               # empty array
-        ([route], -1),         # negative index: ArrayIndexOutOfBounds, swallowed
+        ([route], 1),  # index 1 on a 1-element array
+        (None, 1),  # null array
+        ([], 1),  # empty array
+        ([route], -1),  # negative index: ArrayIndexOutOfBounds, swallowed
         ([route, (None, None, None)], 1),  # null leaves print as "null"
     ]
     rows = [(i, routes, idx) for i, (routes, idx) in enumerate(cases)]
-    got = by_id(run(spark, """
+    got = by_id(
+        run(
+            spark,
+            """
         SELECT id,
                ElementAt(routes, 'routes', idx, 'distance_in_kms') AS km,
                ElementAt(routes, 'routes', idx, 'distance_in_kms', 'booking') AS km5,
                ElementAt(routes, 'routes', idx, 'start.latitude') AS lat,
                ElementAt(routes, 'routes', idx, 'start.longitude') AS lng
-        FROM t""", rows, f"id INT, routes {ROUTES}, idx INT"))
+        FROM t""",
+            rows,
+            f"id INT, routes {ROUTES}, idx INT",
+        )
+    )
     assert (got[0]["km"], got[0]["km5"], got[0]["lat"], got[0]["lng"]) == ("21.5", "21.5", "-6.170024", "106.8243203")
     for i in (1, 2, 3, 4):
         assert (got[i]["km"], got[i]["km5"], got[i]["lat"], got[i]["lng"]) == ("", "", "", ""), cases[i]
@@ -179,16 +215,22 @@ def test_element_at_takes_two_four_or_five_arguments():
 
 
 def test_list_contains_follows_daggers_vectors(spark):
-    cases = [(["test1", "test2"], "test1", True),
-             (["test1", "test2"], "test3", False),
-             (["test1", "test2"], None, False),
-             (None, "item1", False),
-             ([], "item1", False),
-             (["a", None, "b"], "b", True),
-             (["a", None], "b", False)]
+    cases = [
+        (["test1", "test2"], "test1", True),
+        (["test1", "test2"], "test3", False),
+        (["test1", "test2"], None, False),
+        (None, "item1", False),
+        ([], "item1", False),
+        (["a", None, "b"], "b", True),
+        (["a", None], "b", False),
+    ]
     rows = [(i, *c) for i, c in enumerate(cases)]
-    got = run(spark, "SELECT id, ListContains(list, item) AS c, want FROM t", rows,
-              "id INT, list ARRAY<STRING>, item STRING, want BOOLEAN")
+    got = run(
+        spark,
+        "SELECT id, ListContains(list, item) AS c, want FROM t",
+        rows,
+        "id INT, list ARRAY<STRING>, item STRING, want BOOLEAN",
+    )
     assert {r["id"]: r["c"] for r in got} == {r["id"]: r["want"] for r in got}
 
 
@@ -202,9 +244,15 @@ def test_map_get_returns_the_value_of_the_first_entry_with_the_key_or_null(spark
         ([], [], "k", None, None),
     ]
     rows = [(i, *c) for i, c in enumerate(cases)]
-    got = by_id(run(spark, "SELECT id, MapGet(m, k) AS s, MapGet(mi, k) AS n FROM t", rows,
-                    "id INT, m ARRAY<STRUCT<key: STRING, value: STRING>>, "
-                    "mi ARRAY<STRUCT<key: STRING, value: INT>>, k STRING, ws STRING, wi INT"))
+    got = by_id(
+        run(
+            spark,
+            "SELECT id, MapGet(m, k) AS s, MapGet(mi, k) AS n FROM t",
+            rows,
+            "id INT, m ARRAY<STRUCT<key: STRING, value: STRING>>, "
+            "mi ARRAY<STRUCT<key: STRING, value: INT>>, k STRING, ws STRING, wi INT",
+        )
+    )
     assert {i: (got[i]["s"], got[i]["n"]) for i in got} == {i: (c[3], c[4]) for i, c in enumerate(cases)}
 
 
@@ -212,17 +260,17 @@ def test_split_has_javas_string_split_semantics(spark):
     digits = "1234567890 0987654321 000000000"
     cases = [  # (input, delimiter, expected)   SplitTest, then Java's String.split rules
         (digits, " ", ["1234567890", "0987654321", "000000000"]),
-        (digits, "", ["1234567890", "0987654321", "000000000"]),   # "" means " "
+        (digits, "", ["1234567890", "0987654321", "000000000"]),  # "" means " "
         (digits, ",", [digits]),
-        (None, " ", []),                                           # null input -> empty array
-        (digits, None, []),                                        # null delimiter -> empty array
-        ("a,b,,", ",", ["a", "b"]),                                # trailing empties dropped
-        ("", ",", [""]),                                           # no match -> the input
-        (",", ",", []),                                            # only empties -> none
-        (",a,,b", ",", ["", "a", "", "b"]),                        # leading/inner empties kept
-        ("a  b", "\\s+", ["a", "b"]),                              # the delimiter is a regex
-        ("a.b", ".", []),                                          # "." matches every char
-        ("a|b", "|", ["a", "|", "b"]),                             # empty regex: every char
+        (None, " ", []),  # null input -> empty array
+        (digits, None, []),  # null delimiter -> empty array
+        ("a,b,,", ",", ["a", "b"]),  # trailing empties dropped
+        ("", ",", [""]),  # no match -> the input
+        (",", ",", []),  # only empties -> none
+        (",a,,b", ",", ["", "a", "", "b"]),  # leading/inner empties kept
+        ("a  b", "\\s+", ["a", "b"]),  # the delimiter is a regex
+        ("a.b", ".", []),  # "." matches every char
+        ("a|b", "|", ["a", "|", "b"]),  # empty regex: every char
     ]
     rows = [(i, s, d) for i, (s, d, _) in enumerate(cases)]
     got = by_id(run(spark, "SELECT id, Split(s, d) AS parts FROM t", rows, "id INT, s STRING, d STRING"))
@@ -245,18 +293,26 @@ def test_time_in_date_follows_daggers_vectors_with_and_without_a_zone(spark):
         (T0, 21, 0, "Asia/Kolkata", 1562254200),
         (T0, 21, 0, "Asia/Jakarta", 1562248800),
         (T0, 21, 0, "UTC", 1562274000),
-        (T0, 25, 0, "UTC", 1562274000 + 4 * 3600),    # lenient Calendar: 25h is 01:00 next day
-        (T0, 21, 90, "UTC", 1562274000 + 90 * 60),    # and 90 minutes roll into the hour
+        (T0, 25, 0, "UTC", 1562274000 + 4 * 3600),  # lenient Calendar: 25h is 01:00 next day
+        (T0, 21, 90, "UTC", 1562274000 + 90 * 60),  # and 90 minutes roll into the hour
         (T0, 0, 0, "Asia/Kolkata", utc_seconds(2019, 7, 3, 18, 30)),
     ]
     rows = [(i, *c[:4]) for i, c in enumerate(cases)]
-    got = by_id(run(spark, """SELECT id, TimeInDate(s, h, m, zone) AS zoned, TimeInDate(s, h, m) AS utc
-                              FROM t""", rows, "id INT, s BIGINT, h INT, m INT, zone STRING"))
+    got = by_id(
+        run(
+            spark,
+            """SELECT id, TimeInDate(s, h, m, zone) AS zoned, TimeInDate(s, h, m) AS utc
+                              FROM t""",
+            rows,
+            "id INT, s BIGINT, h INT, m INT, zone STRING",
+        )
+    )
     assert {i: got[i]["zoned"] for i in got} == {i: c[4] for i, c in enumerate(cases)}
 
     def in_utc(seconds, hour, minute):  # the 3-argument form always uses UTC
         day = dt.datetime.fromtimestamp(seconds, UTC).replace(hour=0, minute=0, second=0)
         return int((day + dt.timedelta(hours=hour, minutes=minute)).timestamp())
+
     assert {i: got[i]["utc"] for i in got} == {i: in_utc(*c[:3]) for i, c in enumerate(cases)}
 
 
@@ -270,29 +326,66 @@ CALENDAR_CASES = [
     (T0, "Asia/Kolkata", 1561919400000, 1562524199999, 1561919400, 1564597799),
     (T0, "Asia/Jakarta", 1561914000000, 1562518799999, 1561914000, 1564592399),
     (T0, "UTC", 1561939200000, 1562543999999, 1561939200, 1564617599),
-    (1561939200, "UTC", 1561939200000, 1562543999999, 1561939200, 1564617599),   # Mon 00:00Z
+    (1561939200, "UTC", 1561939200000, 1562543999999, 1561939200, 1564617599),  # Mon 00:00Z
     # the contracts doc's extra table (dagger's bodies on JDK 17, locale en); StartOfMonth is ours
-    (utc_seconds(2019, 7, 6, 12), "UTC", ms(2019, 7, 1), ms(2019, 7, 7, 23, 59, 59, 999),
-     utc_seconds(2019, 7, 1), utc_seconds(2019, 7, 31, 23, 59, 59)),
+    (
+        utc_seconds(2019, 7, 6, 12),
+        "UTC",
+        ms(2019, 7, 1),
+        ms(2019, 7, 7, 23, 59, 59, 999),
+        utc_seconds(2019, 7, 1),
+        utc_seconds(2019, 7, 31, 23, 59, 59),
+    ),
     # a Sunday belongs to the week that starts the next day, in dagger and in ours
-    (utc_seconds(2019, 7, 7, 12), "UTC", ms(2019, 7, 8), ms(2019, 7, 14, 23, 59, 59, 999),
-     utc_seconds(2019, 7, 1), utc_seconds(2019, 7, 31, 23, 59, 59)),
-    (utc_seconds(2019, 6, 30, 12), "UTC", ms(2019, 7, 1), ms(2019, 7, 7, 23, 59, 59, 999),
-     utc_seconds(2019, 6, 1), utc_seconds(2019, 6, 30, 23, 59, 59)),
-    (utc_seconds(2019, 7, 20, 12), "UTC", ms(2019, 7, 15), ms(2019, 7, 21, 23, 59, 59, 999),
-     utc_seconds(2019, 7, 1), utc_seconds(2019, 7, 31, 23, 59, 59)),
-    (utc_seconds(2020, 2, 15, 12), "UTC", ms(2020, 2, 10), ms(2020, 2, 16, 23, 59, 59, 999),
-     utc_seconds(2020, 2, 1), utc_seconds(2020, 2, 29, 23, 59, 59)),               # leap year
+    (
+        utc_seconds(2019, 7, 7, 12),
+        "UTC",
+        ms(2019, 7, 8),
+        ms(2019, 7, 14, 23, 59, 59, 999),
+        utc_seconds(2019, 7, 1),
+        utc_seconds(2019, 7, 31, 23, 59, 59),
+    ),
+    (
+        utc_seconds(2019, 6, 30, 12),
+        "UTC",
+        ms(2019, 7, 1),
+        ms(2019, 7, 7, 23, 59, 59, 999),
+        utc_seconds(2019, 6, 1),
+        utc_seconds(2019, 6, 30, 23, 59, 59),
+    ),
+    (
+        utc_seconds(2019, 7, 20, 12),
+        "UTC",
+        ms(2019, 7, 15),
+        ms(2019, 7, 21, 23, 59, 59, 999),
+        utc_seconds(2019, 7, 1),
+        utc_seconds(2019, 7, 31, 23, 59, 59),
+    ),
+    (
+        utc_seconds(2020, 2, 15, 12),
+        "UTC",
+        ms(2020, 2, 10),
+        ms(2020, 2, 16, 23, 59, 59, 999),
+        utc_seconds(2020, 2, 1),
+        utc_seconds(2020, 2, 29, 23, 59, 59),
+    ),  # leap year
 ]
 
 
 @pytest.fixture(scope="module")
 def calendar_rows(spark):
     rows = [(i, s, zone) for i, (s, zone, *_) in enumerate(CALENDAR_CASES)]
-    return by_id(run(spark, """
+    return by_id(
+        run(
+            spark,
+            """
         SELECT id, StartOfWeek(s * 1000, zone) AS sow, EndOfWeek(s * 1000, zone) AS eow,
                StartOfMonth(s, zone) AS som, EndOfMonth(s, zone) AS eom
-        FROM t""", rows, "id INT, s BIGINT, zone STRING"))
+        FROM t""",
+            rows,
+            "id INT, s BIGINT, zone STRING",
+        )
+    )
 
 
 def test_start_of_week_is_monday_midnight_local_in_millis_and_a_sunday_starts_the_next_week(calendar_rows):
@@ -318,10 +411,17 @@ def test_start_and_end_of_week_and_month_agree_with_python_zoneinfo_on_random_in
     zones = ["UTC", "Asia/Kolkata", "Asia/Jakarta", "America/New_York", "Europe/London", "Australia/Adelaide"]
     cases = [(rnd.randint(0, 2_000_000_000), rnd.choice(zones)) for _ in range(200)]
     rows = [(i, s, z) for i, (s, z) in enumerate(cases)]
-    got = by_id(run(spark, """
+    got = by_id(
+        run(
+            spark,
+            """
         SELECT id, StartOfWeek(s * 1000, zone) AS sow, EndOfWeek(s * 1000, zone) AS eow,
                StartOfMonth(s, zone) AS som, EndOfMonth(s, zone) AS eom
-        FROM t""", rows, "id INT, s BIGINT, zone STRING"))
+        FROM t""",
+            rows,
+            "id INT, s BIGINT, zone STRING",
+        )
+    )
 
     def local_midnight(day: dt.date, zone) -> dt.datetime:
         return dt.datetime(day.year, day.month, day.day, tzinfo=zone)
@@ -344,13 +444,20 @@ def test_start_and_end_of_week_and_month_agree_with_python_zoneinfo_on_random_in
 
 def test_format_time_in_zone_follows_daggers_vectors_with_simple_date_format_patterns(spark):
     rows = [(0, 1607003114, "Asia/Kolkata"), (1, 1607003114, "Asia/Jakarta"), (2, 0, "UTC")]
-    got = by_id(run(spark, """
+    got = by_id(
+        run(
+            spark,
+            """
         SELECT id,
                FormatTimeInZone(TimestampFromUnix(s), zone, 'hh:mm aa') AS hhmm,
                FormatTimeInZone(TimestampFromUnix(s), zone, 'yyyy/MM/dd') AS ymd,
                FormatTimeInZone(TimestampFromUnix(s), zone, 'hh:mm a') AS one_a,
                FormatTimeInZone(TimestampFromUnix(s), zone, 'EEE d MMM yyyy HH:mm:ss.SSS aaaa') AS long
-        FROM t""", rows, "id INT, s BIGINT, zone STRING"))
+        FROM t""",
+            rows,
+            "id INT, s BIGINT, zone STRING",
+        )
+    )
     # FormatTimeInZoneTest: Timestamp(1607003114000) = 2020-12-03T13:45:14Z
     assert (got[0]["hhmm"], got[1]["hhmm"], got[0]["ymd"]) == ("07:15 PM", "08:45 PM", "2020/12/03")
     # SimpleDateFormat takes AM/PM as any run of 'a'
@@ -359,20 +466,33 @@ def test_format_time_in_zone_follows_daggers_vectors_with_simple_date_format_pat
 
 
 def test_format_time_in_zone_keeps_quoted_text_written_with_flinks_doubled_quote(spark):
-    got = run(spark, """
+    got = run(
+        spark,
+        """
         SELECT FormatTimeInZone(TimestampFromUnix(1607003114), 'UTC', 'yyyy-MM-dd''T''HH:mm:ss') AS iso,
                FormatTimeInZone(TimestampFromUnix(1607003114), 'UTC', 'h ''aa'' aaa') AS quoted
-        FROM t""")[0]
+        FROM t""",
+    )[0]
     assert (got["iso"], got["quoted"]) == ("2020-12-03T13:45:14", "1 aa PM")
 
 
 def test_timestamp_from_unix_takes_the_absolute_value_of_epoch_seconds(spark):
     rows = [(0, 1554101494), (1, -1554101494), (2, 0), (3, None)]
-    got = by_id(run(spark, "SELECT id, DATE_FORMAT(TimestampFromUnix(s), 'yyyy-MM-dd HH:mm:ss') AS ts FROM t", rows,
-                    "id INT, s BIGINT"))
+    got = by_id(
+        run(
+            spark,
+            "SELECT id, DATE_FORMAT(TimestampFromUnix(s), 'yyyy-MM-dd HH:mm:ss') AS ts FROM t",
+            rows,
+            "id INT, s BIGINT",
+        )
+    )
     # "2019-04-01 13:51:34 WIB" in TimestampFromUnixTest; the session runs in UTC
-    assert {i: got[i]["ts"] for i in got} == {0: "2019-04-01 06:51:34", 1: "2019-04-01 06:51:34",
-                                              2: "1970-01-01 00:00:00", 3: None}
+    assert {i: got[i]["ts"] for i in got} == {
+        0: "2019-04-01 06:51:34",
+        1: "2019-04-01 06:51:34",
+        2: "1970-01-01 00:00:00",
+        3: None,
+    }
 
 
 # ===================================================== time-series helpers (contracts section 5)
@@ -394,16 +514,24 @@ def ema_reference(offsets_s, values, window, alpha) -> float:
 
 def test_exponential_moving_average_matches_daggers_vector_and_the_formula(spark):
     cases = [  # (offsets in seconds from the hop start, values, window, alpha)
-        ([0, 60, 120, 300], [1.0, 4.0, 3.0, 7.0], 6.0, 0.2),   # ExponentialMovingAverageTest: 2.36256
-        ([300, 0, 120, 60], [7.0, 1.0, 3.0, 4.0], 6.0, 0.2),   # order does not matter
-        ([0, 30, 59], [1.0, 2.0, 5.0], 3.0, 0.5),              # same minute: the later sample wins
+        ([0, 60, 120, 300], [1.0, 4.0, 3.0, 7.0], 6.0, 0.2),  # ExponentialMovingAverageTest: 2.36256
+        ([300, 0, 120, 60], [7.0, 1.0, 3.0, 4.0], 6.0, 0.2),  # order does not matter
+        ([0, 30, 59], [1.0, 2.0, 5.0], 3.0, 0.5),  # same minute: the later sample wins
         ([], [], 6.0, 0.2),
         ([0, 60, 120, 180, 240, 299], [3.0, 1.0, 4.0, 1.0, 5.0, 9.0], 6.0, 0.3),
     ]
-    rows = [(i, [HOP + dt.timedelta(seconds=o) for o in offs], vals, HOP, w, a)
-            for i, (offs, vals, w, a) in enumerate(cases)]
-    got = by_id(run(spark, "SELECT id, ExponentialMovingAverage(ts, vs, hop, w, a) AS ema FROM t", rows,
-                    "id INT, ts ARRAY<TIMESTAMP>, vs ARRAY<DOUBLE>, hop TIMESTAMP, w DOUBLE, a DOUBLE"))
+    rows = [
+        (i, [HOP + dt.timedelta(seconds=o) for o in offs], vals, HOP, w, a)
+        for i, (offs, vals, w, a) in enumerate(cases)
+    ]
+    got = by_id(
+        run(
+            spark,
+            "SELECT id, ExponentialMovingAverage(ts, vs, hop, w, a) AS ema FROM t",
+            rows,
+            "id INT, ts ARRAY<TIMESTAMP>, vs ARRAY<DOUBLE>, hop TIMESTAMP, w DOUBLE, a DOUBLE",
+        )
+    )
     assert got[0]["ema"] == pytest.approx(2.36256, abs=1e-7)
     # the vector, from the formula: 7*0.2 + 3*0.2*0.8^3 + 4*0.2*0.8^4 + 1*0.8^5
     assert ema_reference(*cases[0]) == pytest.approx(2.36256, abs=1e-12)
@@ -424,19 +552,39 @@ LINEAR_TREND_CASES = [  # (offsets in seconds, values, n, expected)     LinearTr
 
 
 def test_linear_trend_follows_every_row_of_daggers_vector_table(spark):
-    rows = [(i, [HOP + dt.timedelta(seconds=o) for o in offs], [float(v) for v in vals], HOP, n)
-            for i, (offs, vals, n, _) in enumerate(LINEAR_TREND_CASES)]
-    got = by_id(run(spark, "SELECT id, LinearTrend(ts, vs, hop, n) AS slope FROM t", rows,
-                    "id INT, ts ARRAY<TIMESTAMP>, vs ARRAY<DOUBLE>, hop TIMESTAMP, n INT"))
+    rows = [
+        (i, [HOP + dt.timedelta(seconds=o) for o in offs], [float(v) for v in vals], HOP, n)
+        for i, (offs, vals, n, _) in enumerate(LINEAR_TREND_CASES)
+    ]
+    got = by_id(
+        run(
+            spark,
+            "SELECT id, LinearTrend(ts, vs, hop, n) AS slope FROM t",
+            rows,
+            "id INT, ts ARRAY<TIMESTAMP>, vs ARRAY<DOUBLE>, hop TIMESTAMP, n INT",
+        )
+    )
     for i, case in enumerate(LINEAR_TREND_CASES):
         assert got[i]["slope"] == pytest.approx(case[3], rel=1e-12, abs=1e-12), case
 
 
 # ========================================= ArrayAggregate / ArrayOperate (contracts section 3)
 def test_array_aggregate_and_array_operate_follow_daggers_vectors(spark):
-    rows = [([1, 2, 3], [1.3, 2.3, 3.3], [1, 2, 3], [1, 1, 1, 2, 3], ["a", "a", "b", "v", "a"],
-             [1, 2, 1, 2, 1], [1.3, 2.1, 1.3, 0.1, 1.3], [])]
-    got = run(spark, """
+    rows = [
+        (
+            [1, 2, 3],
+            [1.3, 2.3, 3.3],
+            [1, 2, 3],
+            [1, 1, 1, 2, 3],
+            ["a", "a", "b", "v", "a"],
+            [1, 2, 1, 2, 1],
+            [1.3, 2.1, 1.3, 0.1, 1.3],
+            [],
+        )
+    ]
+    got = run(
+        spark,
+        """
         SELECT ArrayAggregate(ints, 'average', 'Integer') AS int_avg,
                ArrayAggregate(dbls, 'average', 'double') AS dbl_avg,
                ArrayAggregate(longs, 'average', 'long') AS long_avg,
@@ -448,26 +596,32 @@ def test_array_aggregate_and_array_operate_follow_daggers_vectors(spark):
                ArrayOperate(strs, 'distinct', 'other') AS distinct_strs,
                ArrayOperate(ints5, 'distinct.sorted', 'int') AS sorted_ints,
                ArrayOperate(dbls5, 'distinct.sorted', 'double') AS sorted_dbls
-        FROM t""", rows, "ints ARRAY<INT>, dbls ARRAY<DOUBLE>, longs ARRAY<BIGINT>, longs5 ARRAY<BIGINT>, "
-                         "strs ARRAY<STRING>, ints5 ARRAY<INT>, dbls5 ARRAY<DOUBLE>, empty ARRAY<INT>")[0]
+        FROM t""",
+        rows,
+        "ints ARRAY<INT>, dbls ARRAY<DOUBLE>, longs ARRAY<BIGINT>, longs5 ARRAY<BIGINT>, "
+        "strs ARRAY<STRING>, ints5 ARRAY<INT>, dbls5 ARRAY<DOUBLE>, empty ARRAY<INT>",
+    )[0]
     assert got["int_avg"] == 2.0
     assert got["dbl_avg"] == pytest.approx(2.3, abs=1e-12)
     assert (got["long_avg"], got["distinct_avg"]) == (2.0, 2.0)
     assert got["distinct_count"] == 3
     assert (got["int_sum"], got["chain_sum"]) == (6, 6)
-    assert got["empty_avg"] == 0.0                      # OptionalDouble.orElse(0)
+    assert got["empty_avg"] == 0.0  # OptionalDouble.orElse(0)
     assert sorted(got["distinct_strs"]) == ["a", "b", "v"]
     assert list(got["sorted_ints"]) == [1, 2]
     assert list(got["sorted_dbls"]) == [0.1, 1.3, 2.1]
 
 
-@pytest.mark.parametrize("call, message", [
-    ("ArrayAggregate(strs, 'distinct.coun', 'other')", r"ArrayAggregate.*'coun'"),
-    ("ArrayAggregate(strs, 'distinct.count', 'String')", r"no support for inputDataType: String"),
-    ("ArrayOperate(strs, 'distinct.sort', 'other')", r"ArrayOperate.*'sort'"),
-    ("ArrayAggregate(strs, 'sum', 'other')", r"ArrayAggregate.*'sum'"),   # Stream has no sum()
-    ("ArrayAggregate(strs, op, 'other')", r"string literals"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        ("ArrayAggregate(strs, 'distinct.coun', 'other')", r"ArrayAggregate.*'coun'"),
+        ("ArrayAggregate(strs, 'distinct.count', 'String')", r"no support for inputDataType: String"),
+        ("ArrayOperate(strs, 'distinct.sort', 'other')", r"ArrayOperate.*'sort'"),
+        ("ArrayAggregate(strs, 'sum', 'other')", r"ArrayAggregate.*'sum'"),  # Stream has no sum()
+        ("ArrayAggregate(strs, op, 'other')", r"string literals"),
+    ],
+)
 def test_array_functions_refuse_unknown_operations_and_input_types_when_translated(call, message):
     with pytest.raises(QueryError, match=message):
         translate(f"SELECT {call} AS x FROM t", ["t"])

@@ -1,4 +1,5 @@
 """`validate` refuses a bad job before anything runs, naming what is wrong and where."""
+
 from __future__ import annotations
 
 import re
@@ -88,7 +89,7 @@ def test_an_unknown_column_is_pointed_at_in_the_analysts_sql_with_a_suggestion(t
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
     assert "unknown column `vehicle`; did you mean `vehicle_type`?" in str(info.value)
-    assert (info.value.line, info.value.col) == (3, 8)   # where the analyst wrote it, not Spark's SQL
+    assert (info.value.line, info.value.col) == (3, 8)  # where the analyst wrote it, not Spark's SQL
 
 
 @pytest.mark.spark
@@ -99,8 +100,9 @@ def test_a_misspelled_nested_field_names_its_message_and_the_fields_it_has(tmp_p
     path = job_file(tmp_path, text.replace("request.path AS label_path", "request.pth AS label_path"))
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
-    assert info.value.reason == ("request has no field `pth`; did you mean `path`? "
-                                 "(its fields: method, path, host, headers, size_bytes)")
+    assert info.value.reason == (
+        "request has no field `pth`; did you mean `path`? (its fields: method, path, host, headers, size_bytes)"
+    )
     assert (info.value.line, info.value.col) == (1, 16)
     assert "FIELD_NOT_FOUND" not in str(info.value)
 
@@ -132,16 +134,21 @@ def test_spark_analysis_returns_the_output_columns_and_types(spark):
 
     columns = analyze(plan_job(load_job(EXAMPLES / "completed_bookings_by_s2.yaml")), spark=spark)
     assert [(c["name"], c["type"]) for c in columns] == [
-        ("tag_city_id", "int"), ("tag_s2id", "string"), ("tag_vehicle_type", "string"),
-        ("num_of_bookings", "bigint"), ("window_timestamp", "timestamp")]
+        ("tag_city_id", "int"),
+        ("tag_s2id", "string"),
+        ("tag_vehicle_type", "string"),
+        ("num_of_bookings", "bigint"),
+        ("window_timestamp", "timestamp"),
+    ]
 
 
 @pytest.mark.spark
 def test_a_malformed_literal_json_path_is_refused_before_the_job_runs(tmp_path, spark):
     from dagger_runtime.validate import analyze
 
-    path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type",
-                                           "JsonQuery(order_url, '$ .k1') AS tag_vehicle_type"))
+    path = job_file(
+        tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "JsonQuery(order_url, '$ .k1') AS tag_vehicle_type")
+    )
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
     assert "JsonQuery: bad JSON path '$ .k1'" in str(info.value) and "line 3" in str(info.value)
@@ -153,25 +160,37 @@ def test_a_properties_job_can_take_its_descriptors_from_stencil_urls(tmp_path):
     latest = registry.load()
     desc = tmp_path / "descriptors.bin"
     desc.write_bytes(latest.data)
-    text = (EXAMPLES / "supply_per_minute.properties").read_text().replace(
-        "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
-        f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{desc}")
+    text = (
+        (EXAMPLES / "supply_per_minute.properties")
+        .read_text()
+        .replace(
+            "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
+            f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{desc}",
+        )
+    )
     plan = plan_job(load_job(job_file(tmp_path, text, "job.properties")))
     assert plan.descriptor_set.digest == latest.digest
     assert plan.descriptor_set.source.endswith("descriptors.bin")
 
 
 def test_an_unreachable_stencil_url_is_named(tmp_path):
-    text = (EXAMPLES / "supply_per_minute.properties").read_text().replace(
-        "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
-        f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{tmp_path}/missing.desc")
+    text = (
+        (EXAMPLES / "supply_per_minute.properties")
+        .read_text()
+        .replace(
+            "SCHEMA_REGISTRY_STENCIL_ENABLE = false",
+            f"SCHEMA_REGISTRY_STENCIL_ENABLE = true\nSCHEMA_REGISTRY_STENCIL_URLS = file://{tmp_path}/missing.desc",
+        )
+    )
     with pytest.raises(DaggerError) as info:
         plan_job(load_job(job_file(tmp_path, text, "job.properties")))
     assert "missing.desc" in str(info.value)
 
 
 def test_a_json_stream_without_a_proto_message_is_refused_with_the_reason(tmp_path):
-    path = job_file(tmp_path, """\
+    path = job_file(
+        tmp_path,
+        """\
 name: j
 streams:
   - table: t
@@ -182,7 +201,8 @@ streams:
     kafka: {bootstrap_servers: 127.0.0.1:9092}
 sql: SELECT count(1) AS n FROM t
 sink: {type: log}
-""")
+""",
+    )
     with pytest.raises(DaggerError) as info:
         plan_job(load_job(path))
     assert "streams[0] (t): JSON input needs `proto`" in str(info.value)
@@ -205,11 +225,15 @@ def test_an_unknown_properties_key_is_a_warning_naming_the_closest_key(tmp_path,
     assert main(["validate", "--no-spark", str(path)]) == 0
     out, err = capsys.readouterr()
     # without Spark it says what it did not check
-    assert out.splitlines()[0] == ("typo: valid as far as checked (--no-spark: not checked: the query's columns "
-                                   "and their types against the messages' fields, the output columns against "
-                                   "the sink)")
-    assert ("warning: typo.properties: FLINK_WATERMARK_DELAY_MSS: unknown key, ignored "
-            "(did you mean 'FLINK_WATERMARK_DELAY_MS'?) (line 2)") in err
+    assert out.splitlines()[0] == (
+        "typo: valid as far as checked (--no-spark: not checked: the query's columns "
+        "and their types against the messages' fields, the output columns against "
+        "the sink)"
+    )
+    assert (
+        "warning: typo.properties: FLINK_WATERMARK_DELAY_MSS: unknown key, ignored "
+        "(did you mean 'FLINK_WATERMARK_DELAY_MS'?) (line 2)"
+    ) in err
 
 
 def test_strict_turns_a_warning_into_an_error(tmp_path, capsys):
@@ -263,7 +287,7 @@ def test_validate_json_prints_a_json_result_for_an_invalid_job_too(tmp_path, cap
     assert result["valid"] is False and result["job"] == str(path)
     assert [e["kind"] for e in result["errors"]] == ["config"] * 3
     assert any("sql: must not be empty" in e["message"] for e in result["errors"])
-    assert "sql: must not be empty" in err                    # and said on stderr, as without --json
+    assert "sql: must not be empty" in err  # and said on stderr, as without --json
     # an SQL refusal carries where it is
     path = job_file(tmp_path, BASE.replace("status='COMPLETED'", "status='COMPLETD'"), "sql.yaml")
     assert main(["validate", "--no-spark", "--json", str(path)]) == 2
@@ -283,9 +307,12 @@ def test_validate_says_how_a_job_was_read_its_source_sink_and_parallelism(tmp_pa
     stream = spec["streams"][0]
     assert info["streams"][0]["topics"] == stream["topics"]
     assert info["streams"][0]["bootstrap_servers"] == stream["kafka"]["bootstrap_servers"]
-    assert info["sink"] == {"type": "influx", "url": spec["sink"]["influx"]["url"],
-                            "database": spec["sink"]["influx"]["db_name"],
-                            "measurement": spec["sink"]["influx"]["measurement_name"]}
+    assert info["sink"] == {
+        "type": "influx",
+        "url": spec["sink"]["influx"]["url"],
+        "database": spec["sink"]["influx"]["db_name"],
+        "measurement": spec["sink"]["influx"]["measurement_name"],
+    }
     assert info["parallelism"] == spec["parallelism"] == 2
     assert main(["validate", "--no-spark", str(path)]) == 0
     text = capsys.readouterr().out
@@ -309,8 +336,15 @@ def test_a_kafka_sink_message_that_does_not_exist_is_refused_before_spark(tmp_pa
     import yaml
 
     spec = yaml.safe_load(BASE)
-    spec["sink"] = {"type": "kafka", "kafka": {"brokers": "127.0.0.1:9092", "topic": "out", "data_type": "PROTO",
-                                               "proto_message": "gojek.esb.booking.BookingLogMesage"}}
+    spec["sink"] = {
+        "type": "kafka",
+        "kafka": {
+            "brokers": "127.0.0.1:9092",
+            "topic": "out",
+            "data_type": "PROTO",
+            "proto_message": "gojek.esb.booking.BookingLogMesage",
+        },
+    }
     path = job_file(tmp_path, yaml.safe_dump(spec))
     assert main(["validate", "--no-spark", str(path)]) == 2
     err = capsys.readouterr().err
@@ -346,14 +380,19 @@ def test_a_config_problem_and_an_sql_problem_are_refused_together(tmp_path, caps
     path = job_file(tmp_path, bad, "supply.properties")
     assert main(["validate", "--no-spark", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "FLINK_SQL_QUERY: SQL line" in err and "reflect() is not allowed" in err and "SINK_INFLUX_MEASUREMENT_NAME" in err
+    assert (
+        "FLINK_SQL_QUERY: SQL line" in err
+        and "reflect() is not allowed" in err
+        and "SINK_INFLUX_MEASUREMENT_NAME" in err
+    )
 
 
 def test_a_misspelt_required_properties_key_is_named_beside_the_missing_one(tmp_path, capsys):
     # a properties file's unknown keys are only warnings: the one that was meant is named where the
     # required key is missing
     text = PROPERTIES_WITH_TYPO.replace("FLINK_WATERMARK_DELAY_MSS=", "FLINK_WATERMARK_DELAY_MS=").replace(
-        "FLINK_SQL_QUERY=", "FLINK_SQL_QUERI=")
+        "FLINK_SQL_QUERY=", "FLINK_SQL_QUERI="
+    )
     assert "FLINK_SQL_QUERI=" in text
     path = job_file(tmp_path, text, "misspelt.properties")
     assert main(["validate", "--no-spark", str(path)]) == 2

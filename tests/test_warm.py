@@ -1,5 +1,6 @@
 """`dagger warm`: validate and preview through a running Spark answer exactly as they answer alone,
 in the caller's directory and environment, and only for the user who started it."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("warm")]
 
 
 def dagger(*argv, env, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "dagger_runtime", *argv], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "dagger_runtime", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def start_warm(folder: Path, **extra_env) -> tuple[dict, dict]:
@@ -74,15 +81,20 @@ def test_a_refusal_is_the_same_through_the_warm_process_json_included(warm, tmp_
         cold = dagger("validate", "typo.yaml", *extra, "--no-warm", env=warm["env"], cwd=tmp_path)
         assert hot.returncode == cold.returncode == 2
         assert hot.stdout == cold.stdout
-        assert hot.stderr == cold.stderr        # the cold run's JVM says nothing more either
+        assert hot.stderr == cold.stderr  # the cold run's JVM says nothing more either
         assert "did you mean `path`?" in hot.stderr and "line 1" in hot.stderr
     assert json.loads(hot.stdout)["valid"] is False
 
 
 def test_secrets_resolve_from_the_callers_environment_not_the_warm_processs(warm, tmp_path):
-    text = (EXAMPLES / "api_health.yaml").read_text().replace(
-        "measurement_name: api_health}",
-        "measurement_name: api_health, username: dagger, password: '${DAGGER_TEST_SECRET}'}")
+    text = (
+        (EXAMPLES / "api_health.yaml")
+        .read_text()
+        .replace(
+            "measurement_name: api_health}",
+            "measurement_name: api_health, username: dagger, password: '${DAGGER_TEST_SECRET}'}",
+        )
+    )
     (tmp_path / "secret.yaml").write_text(text)
     unset = dagger("validate", "secret.yaml", env=warm["env"], cwd=tmp_path)
     assert unset.returncode == 2
@@ -130,8 +142,10 @@ def test_each_command_gets_a_session_of_its_own(spark):
 def test_only_validate_and_preview_run_there(warm):
     job = str(EXAMPLES / "api_health.yaml")
     for argv in (["run", job], ["warm", "stop"], ["deploy", job]):
-        frames = raw(warm["sock"], {"op": "run", "argv": argv, "cwd": str(ROOT), "env": {}, "umask": 0o077,
-                                     "fingerprint": wire.fingerprint()})
+        frames = raw(
+            warm["sock"],
+            {"op": "run", "argv": argv, "cwd": str(ROOT), "env": {}, "umask": 0o077, "fingerprint": wire.fingerprint()},
+        )
         assert frames[-1] == (wire.EXIT, b"2"), (argv, frames)
         assert b"runs validate and preview only" in b"".join(d for k, d in frames if k == wire.ERR)
     assert client.ask("status", warm["sock"])["pid"] == warm["pid"]
@@ -172,8 +186,9 @@ def test_another_user_is_refused_even_when_the_file_modes_let_them_in(warm):
     os.link(sock, public / "warm.sock")
     os.chmod(sock, 0o666)
     try:
-        done = subprocess.run([sys.executable, "-c", _AS_NOBODY, str(public / "warm.sock")],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", _AS_NOBODY, str(public / "warm.sock")], capture_output=True, text=True, timeout=60
+        )
     finally:
         os.chmod(sock, 0o600)
         shutil.rmtree(public)
@@ -188,11 +203,14 @@ def test_the_socket_is_the_users_alone(warm):
     assert oct(os.stat(warm["sock"].parent).st_mode & 0o777) == "0o700"
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda d: (d.mkdir(), os.chown(d, NOBODY, NOBODY)), "belongs to uid 65534"),
-    (lambda d: (d.mkdir(mode=0o755), os.chmod(d, 0o755)), "can be entered by other users (mode 755)"),
-    (lambda d: (d.with_name("real").mkdir(mode=0o700), d.symlink_to(d.with_name("real"))), "is not a directory"),
-])
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda d: (d.mkdir(), os.chown(d, NOBODY, NOBODY)), "belongs to uid 65534"),
+        (lambda d: (d.mkdir(mode=0o755), os.chmod(d, 0o755)), "can be entered by other users (mode 755)"),
+        (lambda d: (d.with_name("real").mkdir(mode=0o700), d.symlink_to(d.with_name("real"))), "is not a directory"),
+    ],
+)
 def test_the_client_tells_nothing_to_a_socket_it_cannot_trust(tmp_path, monkeypatch, capsys, make, says):
     folder = tmp_path / "daggers"
     make(folder)
@@ -236,8 +254,13 @@ def test_preview_into_a_closed_pipe_ends_quietly_as_it_does_alone(warm, tmp_path
 
     job = EXAMPLES / "driver_supply_by_s2.yaml"
     inputs = [a for i in inputs_for(job, tmp_path, 600) for a in ("--input", i)]
-    proc = subprocess.Popen([sys.executable, "-m", "dagger_runtime", "preview", str(job), *inputs],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=warm["env"], cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagger_runtime", "preview", str(job), *inputs],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=warm["env"],
+        cwd=tmp_path,
+    )
     proc.stdout.close()  # `| head -0`: the reader is gone before the first row
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -251,8 +274,17 @@ def test_a_client_that_hangs_up_has_its_spark_jobs_cancelled(warm, tmp_path):
     inputs = [a for i in inputs_for(job, tmp_path, 40000) for a in ("--input", i)]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(str(warm["sock"]))
-    wire.send_request(conn, {"op": "run", "argv": ["preview", str(job), *inputs], "cwd": str(tmp_path),
-                             "env": warm["env"], "umask": 0o077, "fingerprint": wire.fingerprint()})
+    wire.send_request(
+        conn,
+        {
+            "op": "run",
+            "argv": ["preview", str(job), *inputs],
+            "cwd": str(tmp_path),
+            "env": warm["env"],
+            "umask": 0o077,
+            "fingerprint": wire.fingerprint(),
+        },
+    )
     assert wire.recv_frame(conn)[0] == wire.ACK
     time.sleep(1.0)
     conn.close()  # Ctrl-C

@@ -9,12 +9,29 @@
 
 The kinds are the catalogue's (chaos/catalog.py); `python -m chaos.faults --help` for manual use.
 """
+
 from .base import Fault, parse_duration
 from .errors import FaultError, Interrupted, NotInScope, RollbackError
 from .journal import Faults, Journal, rollback
 from .kinds import IMPLEMENTED, fault_class, fault_from_dict, in_scope, make_fault, not_yet
 from .targets import Lab, choose
 
-__all__ = ["Fault", "FaultError", "Faults", "IMPLEMENTED", "Interrupted", "Journal", "Lab", "NotInScope",
-           "RollbackError", "choose", "fault_class", "fault_from_dict", "in_scope", "make_fault", "not_yet",
-           "parse_duration", "rollback"]
+__all__ = [
+    "Fault",
+    "FaultError",
+    "Faults",
+    "IMPLEMENTED",
+    "Interrupted",
+    "Journal",
+    "Lab",
+    "NotInScope",
+    "RollbackError",
+    "choose",
+    "fault_class",
+    "fault_from_dict",
+    "in_scope",
+    "make_fault",
+    "not_yet",
+    "parse_duration",
+    "rollback",
+]

@@ -4,6 +4,7 @@ Each fault writes down what it is about to act on *before* it acts (`affected`, 
 `on_change` into the drill's journal), so an undo after a crash restores exactly what the fault
 took down and nothing another fault or an operator stopped.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -46,24 +47,33 @@ class Fault:
 
     kind: ClassVar[str]
 
-    def __init__(self, lab: Lab, *, programs: list[str], label: str, params: dict | None = None,
-                 selection: dict | None = None, downtime_s: float = 0.0, instance_recovery: bool = True):
+    def __init__(
+        self,
+        lab: Lab,
+        *,
+        programs: list[str],
+        label: str,
+        params: dict | None = None,
+        selection: dict | None = None,
+        downtime_s: float = 0.0,
+        instance_recovery: bool = True,
+    ):
         self.lab = lab
-        self.programs = list(programs)          # the supervisord programs it acts on
-        self.label = label                      # what it hits, for people
-        self.params = dict(params or {})        # kind-specific: cluster, broker ids, driver ids...
+        self.programs = list(programs)  # the supervisord programs it acts on
+        self.label = label  # what it hits, for people
+        self.params = dict(params or {})  # kind-specific: cluster, broker ids, driver ids...
         self.selection = dict(selection or {})  # how the targets were chosen
         self.downtime_s = float(downtime_s)
         self.instance_recovery = bool(instance_recovery)
-        self.state = "new"      # new -> injecting -> active | failed -> undone
-        self.started_at: float | None = None    # inject() called
-        self.injected_at: float | None = None   # the fault in effect
-        self.undone_at: float | None = None     # undo's actions done
-        self.healthy_at: float | None = None    # health seen again after undo
-        self.affected: list[str] = []           # programs it acted on, written before each action
-        self.touched: list[dict] = []           # processes signalled: program, pid, starttime, signal, at
+        self.state = "new"  # new -> injecting -> active | failed -> undone
+        self.started_at: float | None = None  # inject() called
+        self.injected_at: float | None = None  # the fault in effect
+        self.undone_at: float | None = None  # undo's actions done
+        self.healthy_at: float | None = None  # health seen again after undo
+        self.affected: list[str] = []  # programs it acted on, written before each action
+        self.touched: list[dict] = []  # processes signalled: program, pid, starttime, signal, at
         self.errors: list[str] = []
-        self.unhealthy: list[str] = []          # what the last health wait found still wrong
+        self.unhealthy: list[str] = []  # what the last health wait found still wrong
         self.on_change: Callable[[], None] | None = None
 
     # --- the catalogue's entry ---
@@ -157,12 +167,16 @@ class Fault:
 
     def describe(self) -> str:
         entry = self.entry()
-        lines = [f"{self.kind} on {self.label}: {entry.does}; undo {entry.undo}",
-                 f"  state {self.state}; downtime {self.downtime_s:g} s, "
-                 f"instance_recovery {'true' if self.instance_recovery else 'false'}"]
+        lines = [
+            f"{self.kind} on {self.label}: {entry.does}; undo {entry.undo}",
+            f"  state {self.state}; downtime {self.downtime_s:g} s, "
+            f"instance_recovery {'true' if self.instance_recovery else 'false'}",
+        ]
         if self.selection:
             lines.append("  chosen by " + ", ".join(f"{k}={v}" for k, v in self.selection.items()))
-        lines.append(f"  injected {iso(self.injected_at)}, undone {iso(self.undone_at)}, healthy {iso(self.healthy_at)}")
+        lines.append(
+            f"  injected {iso(self.injected_at)}, undone {iso(self.undone_at)}, healthy {iso(self.healthy_at)}"
+        )
         for t in self.touched:
             lines.append(f"  {t['signal']} -> pid {t['pid']} ({t['program']}) at {iso(t['at'])}")
         lines += [f"  error: {e}" for e in self.errors] + [f"  unhealthy: {u}" for u in self.unhealthy]
@@ -170,8 +184,23 @@ class Fault:
 
     # --- the record ---
 
-    _RECORDED = ("programs", "label", "params", "selection", "downtime_s", "instance_recovery", "state",
-                 "started_at", "injected_at", "undone_at", "healthy_at", "affected", "touched", "errors", "unhealthy")
+    _RECORDED = (
+        "programs",
+        "label",
+        "params",
+        "selection",
+        "downtime_s",
+        "instance_recovery",
+        "state",
+        "started_at",
+        "injected_at",
+        "undone_at",
+        "healthy_at",
+        "affected",
+        "touched",
+        "errors",
+        "unhealthy",
+    )
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, **{name: getattr(self, name) for name in self._RECORDED}}
@@ -198,8 +227,10 @@ class Fault:
 
     def _touch(self, program: str, victims: list[procs.Proc], sig: int) -> None:
         now = time.time()
-        self.touched += [{"program": program, "pid": p.pid, "starttime": p.starttime, "signal": procs.signal_name(sig),
-                          "at": now} for p in victims]
+        self.touched += [
+            {"program": program, "pid": p.pid, "starttime": p.starttime, "signal": procs.signal_name(sig), "at": now}
+            for p in victims
+        ]
         self._changed()
 
     def _supervisor(self) -> Supervisor:
@@ -207,6 +238,7 @@ class Fault:
 
 
 # --- what the process-level kinds do to supervisord's programs --------------------------------
+
 
 def require_running(supervisor: Supervisor, programs: list[str]) -> None:
     """Refuse before touching anything when a target is not running: it is down already (another
@@ -251,12 +283,12 @@ def kill_programs(fault: Fault, programs: list[str], *, whole_group: bool) -> No
         send = procs.send_group if whole_group else procs.send
         if not send(leader, signal.SIGSTOP):
             raise FaultError(f"{program} (pid {pid}) exited before it could be killed")
-        victims = procs.group(leader.pgrp) if whole_group else [leader]   # all frozen: none can fork now
+        victims = procs.group(leader.pgrp) if whole_group else [leader]  # all frozen: none can fork now
         fault._touch(program, victims, signal.SIGSTOP)
         try:
             supervisor.stop(program)
         except BaseException:
-            for victim in victims:      # not killed after all: let it run on as it was
+            for victim in victims:  # not killed after all: let it run on as it was
                 procs.send(victim, signal.SIGCONT)
             raise
         send(leader, signal.SIGKILL)

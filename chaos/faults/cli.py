@@ -17,6 +17,7 @@ programs or addresses, driver ids or dagger names), or a sink's name (influxdb, 
 
 Exit status: 0 done and healthy, 1 something still unhealthy or not undone, 2 refused.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,8 +78,12 @@ def _show(console, faults) -> None:
         for t in f.touched:
             signals.setdefault(t["pid"], []).append(t["signal"].removeprefix("SIG"))
         pids = ", ".join(f"{pid} {'+'.join(sigs)}" for pid, sigs in signals.items()) or "-"
-        state = {"undone": "[green]undone[/green]", "active": "[red]active[/red]",
-                 "failed": "[red]failed[/red]", "injecting": "[red]injecting[/red]"}.get(f.state, f.state)
+        state = {
+            "undone": "[green]undone[/green]",
+            "active": "[red]active[/red]",
+            "failed": "[red]failed[/red]",
+            "injecting": "[red]injecting[/red]",
+        }.get(f.state, f.state)
         table.add_row(f.kind, f.label, state, iso(f.injected_at), iso(f.undone_at), iso(f.healthy_at), pids)
     console.print(table)
     for f in faults:
@@ -96,8 +101,14 @@ def cmd_kinds(args) -> int:
     for column in ("kind", "system", "hits", "does", "undo", "here"):
         table.add_column(column)
     for k in FAULT_KINDS:
-        table.add_row(k.name, k.system, k.target, k.does, k.undo,
-                      "[green]yes[/green]" if in_scope(k.name) else "[yellow]not yet[/yellow]")
+        table.add_row(
+            k.name,
+            k.system,
+            k.target,
+            k.does,
+            k.undo,
+            "[green]yes[/green]" if in_scope(k.name) else "[yellow]not yet[/yellow]",
+        )
     _console().print(table)
     return 0
 
@@ -106,8 +117,16 @@ def cmd_inject(args) -> int:
     console, err = _console(), _console(sys.stderr)
     lab = _lab(args)
     target, ids = _target(args.target, args.ids)
-    fault = make_fault(args.kind, lab, target=target, ids=ids, failure_percentage=args.failure_percentage,
-                       seed=args.seed, downtime=args.downtime, instance_recovery=True)
+    fault = make_fault(
+        args.kind,
+        lab,
+        target=target,
+        ids=ids,
+        failure_percentage=args.failure_percentage,
+        seed=args.seed,
+        downtime=args.downtime,
+        instance_recovery=True,
+    )
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = Path(args.journal or lab.dir / "chaos" / f"faults-{stamp}-{args.kind}.json")
     console.print(f"[bold]{fault.kind}[/bold] on {fault.label} (lab {lab.dir}); journal {path}")
@@ -143,8 +162,10 @@ def cmd_undo(args) -> int:
     console = _console()
     journal = Journal.load(Path(args.journal))
     if journal.drill_alive() and not args.force:
-        raise FaultError(f"the drill that wrote {args.journal} (pid {journal.drill['pid']}) still runs: it rolls "
-                         "its faults back itself; --force to undo them under it")
+        raise FaultError(
+            f"the drill that wrote {args.journal} (pid {journal.drill['pid']}) still runs: it rolls "
+            "its faults back itself; --force to undo them under it"
+        )
     left = journal.active()
     if not left:
         console.print(f"nothing to undo: every fault of {args.journal} is undone")
@@ -161,45 +182,72 @@ def cmd_undo(args) -> int:
 def cmd_show(args) -> int:
     journal = Journal.load(Path(args.journal))
     if args.json:
-        print(json.dumps({"journal": str(args.journal), "lab": journal.lab.as_dict(),
-                          "drill": {**(journal.drill or {}), "running": journal.drill_alive()},
-                          "active": [f.kind for f in journal.active()],
-                          "faults": [f.to_dict() for f in journal.faults]}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "journal": str(args.journal),
+                    "lab": journal.lab.as_dict(),
+                    "drill": {**(journal.drill or {}), "running": journal.drill_alive()},
+                    "active": [f.kind for f in journal.active()],
+                    "faults": [f.to_dict() for f in journal.faults],
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 1 if journal.active() else 0
     console = _console()
-    console.print(f"journal {args.journal}: lab {journal.lab.dir} (port base {journal.lab.port_base}), "
-                  f"drill pid {journal.drill.get('pid')}{' (still running)' if journal.drill_alive() else ''}")
+    console.print(
+        f"journal {args.journal}: lab {journal.lab.dir} (port base {journal.lab.port_base}), "
+        f"drill pid {journal.drill.get('pid')}{' (still running)' if journal.drill_alive() else ''}"
+    )
     _show(console, journal.faults)
     return 1 if journal.active() else 0
 
 
 @survives_closed_pipe
 def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     kinds = commands.add_parser("kinds", help="the catalogue's fault kinds")
     kinds.add_argument("--json", action="store_true", help="print the kinds as JSON")
 
     inject = commands.add_parser("inject", help="inject one fault, keep it for --downtime, undo it")
-    inject.add_argument("kind", choices=[k.name for k in FAULT_KINDS], metavar="KIND",
-                        help="a kind of chaos/catalog.py (see `kinds`)")
+    inject.add_argument(
+        "kind", choices=[k.name for k in FAULT_KINDS], metavar="KIND", help="a kind of chaos/catalog.py (see `kinds`)"
+    )
     inject.add_argument("--target", help="CLUSTER[:ID,...] or a sink (influxdb, postgresql)")
     inject.add_argument("--ids", help="instances, comma-separated (same as after the ':' of --target)")
-    inject.add_argument("--failure-percentage", type=float, metavar="P",
-                        help="instead of ids: P%% of the cluster's instances, rounded up, at least one")
+    inject.add_argument(
+        "--failure-percentage",
+        type=float,
+        metavar="P",
+        help="instead of ids: P%% of the cluster's instances, rounded up, at least one",
+    )
     inject.add_argument("--seed", default="0", help="which instances a --failure-percentage picks (default 0)")
     inject.add_argument("--downtime", default="30s", help="how long it stays (30s, 2m; default 30s)")
     inject.add_argument("--keep", action="store_true", help="leave it injected; undo it later from the journal")
     inject.add_argument("--journal", help="the journal file (default <lab>/chaos/faults-<time>-<kind>.json)")
-    inject.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT_S,
-                        help=f"seconds to wait for health after the undo (default {HEALTH_TIMEOUT_S:g})")
+    inject.add_argument(
+        "--timeout",
+        type=float,
+        default=HEALTH_TIMEOUT_S,
+        help=f"seconds to wait for health after the undo (default {HEALTH_TIMEOUT_S:g})",
+    )
 
     undo = commands.add_parser("undo", help="undo what a journal's drill left active")
     undo.add_argument("journal", metavar="JOURNAL")
-    undo.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT_S,
-                      help=f"seconds to wait for health (default {HEALTH_TIMEOUT_S:g})")
+    undo.add_argument(
+        "--timeout",
+        type=float,
+        default=HEALTH_TIMEOUT_S,
+        help=f"seconds to wait for health (default {HEALTH_TIMEOUT_S:g})",
+    )
     undo.add_argument("--no-wait", action="store_true", help="restore, do not wait for health")
     undo.add_argument("--force", action="store_true", help="even when the drill that wrote it still runs")
 
@@ -209,8 +257,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") ->
 
     for sub in (inject,):
         # --lab as `drill run` spells it; --lab-dir, its first spelling here, still works
-        sub.add_argument("--lab", "--lab-dir", dest="lab_dir", metavar="DIR",
-                         help="the lab (default $DAGGER_LAB_DIR, else <repo>/.lab)")
+        sub.add_argument(
+            "--lab",
+            "--lab-dir",
+            dest="lab_dir",
+            metavar="DIR",
+            help="the lab (default $DAGGER_LAB_DIR, else <repo>/.lab)",
+        )
         sub.add_argument("--port-base", type=int, help="its port base (default $DAGGER_LAB_PORT_BASE, else 19000)")
     args = parser.parse_args(argv)
     # kafka-python logs every refused connection while brokers are down: the health lines say it

@@ -15,6 +15,7 @@ tries to restart it and gives up while the disk is bad.
 Undo stops the broker, unmounts what the fault stacked (down to the mounts the directory had
 before it, so a crash between two mounts leaves nothing behind) and starts it; health is the Kafka faults' own (registered, unfenced, nothing under-replicated).
 """
+
 from __future__ import annotations
 
 import errno
@@ -30,8 +31,8 @@ from .kafka import BrokerFault
 from .supervisor import DOWN_STATES
 from .targets import broker_properties
 
-FILL_LAYER_BYTES = 1 << 20      # the tmpfs of the full layer: small, and filled before it is used
-LAYER_SOURCE = "dagger-chaos-full"      # the source name of the full layer's mounts, in the mount table
+FILL_LAYER_BYTES = 1 << 20  # the tmpfs of the full layer: small, and filled before it is used
+LAYER_SOURCE = "dagger-chaos-full"  # the source name of the full layer's mounts, in the mount table
 
 
 def data_dirs(fault: BrokerFault) -> dict[str, list[str]]:
@@ -116,8 +117,15 @@ class DiskFill(DiskFault):
         (layer / "upper").mkdir(exist_ok=True)
         (layer / "work").mkdir(exist_ok=True)
         fill(layer / "filler")
-        host.run("mount", "-t", "overlay", LAYER_SOURCE,
-                 "-o", f"lowerdir={path},upperdir={layer}/upper,workdir={layer}/work", path)
+        host.run(
+            "mount",
+            "-t",
+            "overlay",
+            LAYER_SOURCE,
+            "-o",
+            f"lowerdir={path},upperdir={layer}/upper,workdir={layer}/work",
+            path,
+        )
 
     def _unmount(self, path: str, depth: int) -> None:
         super()._unmount(path, depth)

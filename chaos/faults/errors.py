@@ -1,4 +1,5 @@
 """The faults' errors."""
+
 from __future__ import annotations
 
 

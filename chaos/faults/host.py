@@ -4,6 +4,7 @@ Each call is an argument list (no shell); every path and name that reaches one h
 allow-list first, and the nft ruleset is written as JSON (nft -j), never pasted together as text.
 These need root (CAP_SYS_ADMIN for mounts, CAP_NET_ADMIN for nft and tc), as the lab's faults do.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,6 +53,7 @@ def safe_path(path: str | Path) -> str:
 
 # --- mounts -----------------------------------------------------------------------------------
 
+
 def _unescape(field: str) -> str:
     # /proc/self/mountinfo writes space, tab, newline and backslash as octal escapes
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
@@ -66,8 +68,9 @@ def mounts_at(path: str | Path) -> list[dict]:
             fields = line.split()
             sep = fields.index("-")
             if _unescape(fields[4]) == target:
-                found.append({"id": int(fields[0]), "fstype": fields[sep + 1], "options": fields[5],
-                              "source": fields[sep + 2]})
+                found.append(
+                    {"id": int(fields[0]), "fstype": fields[sep + 1], "options": fields[5], "source": fields[sep + 2]}
+                )
     return found
 
 
@@ -82,6 +85,7 @@ def unmount_all(path: str | Path, *, fstypes: tuple[str, ...]) -> int:
 
 
 # --- nftables ---------------------------------------------------------------------------------
+
 
 def nft_apply(commands: list[dict]) -> None:
     run("nft", "-j", "-f", "-", stdin=json.dumps({"nftables": commands}))
@@ -100,6 +104,7 @@ def nft_delete_table(family: str, name: str) -> None:
 
 
 # --- tc ---------------------------------------------------------------------------------------
+
 
 def root_qdisc(dev: str) -> dict | None:
     """The device's root qdisc as `tc -j` gives it, None when it has none (noqueue)."""

@@ -4,6 +4,7 @@ The journal is one JSON file, rewritten whole and atomically (a temporary file, 
 before each fault acts and after each change, so a drill killed at any point (even by SIGKILL)
 leaves a journal that `python -m chaos.faults undo JOURNAL` can finish the work from.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,16 @@ class Journal:
 
     def save(self) -> None:
         with self._lock:
-            write_atomic(self.path, {"format": FORMAT, "lab": self.lab.as_dict(), "drill": self.drill,
-                                     "saved_at": time.time(), "faults": [f.to_dict() for f in self.faults]})
+            write_atomic(
+                self.path,
+                {
+                    "format": FORMAT,
+                    "lab": self.lab.as_dict(),
+                    "drill": self.drill,
+                    "saved_at": time.time(),
+                    "faults": [f.to_dict() for f in self.faults],
+                },
+            )
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
@@ -73,8 +82,11 @@ class Journal:
     def drill_alive(self) -> bool:
         """The process that wrote the journal still runs (and is the same process)."""
         d = self.drill or {}
-        return bool(d.get("pid")) and d.get("pid") != os.getpid() and \
-            procs.same(d["pid"], d.get("starttime", -1)) is not None
+        return (
+            bool(d.get("pid"))
+            and d.get("pid") != os.getpid()
+            and procs.same(d["pid"], d.get("starttime", -1)) is not None
+        )
 
 
 def _this_process() -> dict:
@@ -112,8 +124,14 @@ class Faults:
     not interrupt it (it is raised after).
     """
 
-    def __init__(self, journal_path: str | os.PathLike, lab: Lab | None = None, *, wait: bool = True,
-                 timeout_s: float = HEALTH_TIMEOUT_S):
+    def __init__(
+        self,
+        journal_path: str | os.PathLike,
+        lab: Lab | None = None,
+        *,
+        wait: bool = True,
+        timeout_s: float = HEALTH_TIMEOUT_S,
+    ):
         self.lab = lab or Lab.from_env()
         self.journal = Journal(Path(journal_path), self.lab)
         self.wait = wait
@@ -135,8 +153,10 @@ class Faults:
             except FaultError:
                 left = []
             if left:
-                raise FaultError(f"{path} holds faults a drill left active ({', '.join(f.kind for f in left)}): "
-                                 f"undo them first: python -m chaos.faults undo {path}")
+                raise FaultError(
+                    f"{path} holds faults a drill left active ({', '.join(f.kind for f in left)}): "
+                    f"undo them first: python -m chaos.faults undo {path}"
+                )
         path.parent.mkdir(parents=True, exist_ok=True)
         self.journal.save()
         if threading.current_thread() is threading.main_thread():
@@ -155,7 +175,7 @@ class Faults:
         undone at once and the error raised."""
         fault.on_change = self.journal.save
         self.journal.faults.append(fault)
-        self.journal.save()         # before anything is touched
+        self.journal.save()  # before anything is touched
         try:
             fault.inject()
         except Exception:

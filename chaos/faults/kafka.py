@@ -3,6 +3,7 @@
 Health after undo, asked of the cluster as the platform's administrator (lab.access): every
 target broker is registered and unfenced, and no partition is under-replicated.
 """
+
 from __future__ import annotations
 
 from .base import Fault, kill_programs, pause_programs, resume_frozen, start_programs, stop_programs
@@ -19,14 +20,17 @@ def cluster_health(lab: Lab, cluster: str, node_ids: list[int]) -> list[str]:
     from lab.access import kafka_python
 
     members = brokers(lab, cluster)
-    problems = [f"broker {i} ({members[i].address}) refuses connections" for i in node_ids
-                if not members[i].answers()]
+    problems = [f"broker {i} ({members[i].address}) refuses connections" for i in node_ids if not members[i].answers()]
     live = [c for c in members.values() if c.answers()]
     if not live:
         return problems or [f"no broker of {cluster} accepts connections"]
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap(live), client_id="chaos-faults-health",
-                                 request_timeout_ms=5000, **kafka_python("admin", cluster, lab.dir))
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap(live),
+            client_id="chaos-faults-health",
+            request_timeout_ms=5000,
+            **kafka_python("admin", cluster, lab.dir),
+        )
     except Exception as e:  # noqa: BLE001 - no connection, for any reason, is a health problem to report
         return problems + [f"cluster {cluster}: no admin connection ({type(e).__name__}: {e})"]
     try:
@@ -63,8 +67,16 @@ class BrokerFault(Fault):
     """Brokers of one cluster, by node id or a seeded share."""
 
     @classmethod
-    def prepare(cls, lab: Lab, *, target: str | None, ids: list | None, failure_percentage: float | None,
-                seed: int | str, **settings) -> "BrokerFault":
+    def prepare(
+        cls,
+        lab: Lab,
+        *,
+        target: str | None,
+        ids: list | None,
+        failure_percentage: float | None,
+        seed: int | str,
+        **settings,
+    ) -> "BrokerFault":
         cluster = target or DEFAULT_CLUSTER
         members = brokers(lab, cluster)
         if ids and failure_percentage is not None:
@@ -82,11 +94,18 @@ class BrokerFault(Fault):
             chosen = choose(list(members), failure_percentage, seed)
             selection = {"failure_percentage": failure_percentage, "seed": seed, "of": sorted(members)}
         else:
-            raise FaultError(f"{cls.kind}: name the brokers (ids) or a failure_percentage of {cluster}'s "
-                             f"{len(members)}; every broker is cluster-down")
-        return cls(lab, programs=[members[i].program for i in chosen],
-                   label=f"{cluster} broker{'s' if len(chosen) > 1 else ''} {', '.join(map(str, chosen))}",
-                   params={"cluster": cluster, "brokers": chosen}, selection=selection, **settings)
+            raise FaultError(
+                f"{cls.kind}: name the brokers (ids) or a failure_percentage of {cluster}'s "
+                f"{len(members)}; every broker is cluster-down"
+            )
+        return cls(
+            lab,
+            programs=[members[i].program for i in chosen],
+            label=f"{cluster} broker{'s' if len(chosen) > 1 else ''} {', '.join(map(str, chosen))}",
+            params={"cluster": cluster, "brokers": chosen},
+            selection=selection,
+            **settings,
+        )
 
     def health(self) -> list[str]:
         return cluster_health(self.lab, self.params["cluster"], self.params["brokers"])
@@ -123,14 +142,27 @@ class ClusterDown(BrokerFault):
     kind = "cluster-down"
 
     @classmethod
-    def prepare(cls, lab: Lab, *, target: str | None, ids: list | None, failure_percentage: float | None,
-                seed: int | str, **settings) -> "ClusterDown":
+    def prepare(
+        cls,
+        lab: Lab,
+        *,
+        target: str | None,
+        ids: list | None,
+        failure_percentage: float | None,
+        seed: int | str,
+        **settings,
+    ) -> "ClusterDown":
         if ids or failure_percentage is not None:
             raise FaultError("cluster-down takes every broker of the cluster: no ids, no failure_percentage")
         cluster = target or DEFAULT_CLUSTER
         members: dict[int, Component] = brokers(lab, cluster)
-        return cls(lab, programs=[c.program for c in members.values()], label=f"Kafka cluster {cluster}",
-                   params={"cluster": cluster, "brokers": sorted(members)}, **settings)
+        return cls(
+            lab,
+            programs=[c.program for c in members.values()],
+            label=f"Kafka cluster {cluster}",
+            params={"cluster": cluster, "brokers": sorted(members)},
+            **settings,
+        )
 
     def _inject(self) -> None:
         # all at once: one by one, the last brokers' controlled shutdown waits on a quorum that is gone

@@ -1,4 +1,5 @@
 """From a kind's name in the catalogue to its implementation."""
+
 from __future__ import annotations
 
 from chaos.catalog import BY_NAME, FAULT_KINDS
@@ -12,9 +13,24 @@ from .sink import SinkDown
 from .spark import DriverKill, MasterKill, SparkClusterDown, WorkerKill
 from .targets import Lab
 
-IMPLEMENTED: dict[str, type[Fault]] = {cls.kind: cls for cls in (
-    BrokerStop, BrokerKill, BrokerPause, DiskFill, DiskBreak, NetworkCut, NetworkSlow, ClusterDown, MasterKill,
-    WorkerKill, DriverKill, SparkClusterDown, SinkDown)}
+IMPLEMENTED: dict[str, type[Fault]] = {
+    cls.kind: cls
+    for cls in (
+        BrokerStop,
+        BrokerKill,
+        BrokerPause,
+        DiskFill,
+        DiskBreak,
+        NetworkCut,
+        NetworkSlow,
+        ClusterDown,
+        MasterKill,
+        WorkerKill,
+        DriverKill,
+        SparkClusterDown,
+        SinkDown,
+    )
+}
 assert set(IMPLEMENTED) <= set(BY_NAME), "an implementation of a kind the catalogue does not list"
 
 
@@ -31,14 +47,24 @@ def fault_class(kind: str) -> type[Fault]:
     if kind not in BY_NAME:
         raise FaultError(f"unknown fault kind {kind!r}; the catalogue's kinds: {', '.join(BY_NAME)}")
     if kind not in IMPLEMENTED:
-        raise NotInScope(f"{kind} ({BY_NAME[kind].does}) is not implemented yet: it needs changes to the lab "
-                         "(its data directories, or its network between clients and brokers) that are not made")
+        raise NotInScope(
+            f"{kind} ({BY_NAME[kind].does}) is not implemented yet: it needs changes to the lab "
+            "(its data directories, or its network between clients and brokers) that are not made"
+        )
     return IMPLEMENTED[kind]
 
 
-def make_fault(kind: str, lab: Lab, *, target: str | None = None, ids: list | None = None,
-               failure_percentage: float | None = None, seed: int | str = 0, downtime: str | float | None = 0,
-               instance_recovery: bool = True) -> Fault:
+def make_fault(
+    kind: str,
+    lab: Lab,
+    *,
+    target: str | None = None,
+    ids: list | None = None,
+    failure_percentage: float | None = None,
+    seed: int | str = 0,
+    downtime: str | float | None = 0,
+    instance_recovery: bool = True,
+) -> Fault:
     """A fault of `kind` with its targets resolved on `lab` now (not injected).
 
     target: a Kafka or Spark cluster's name, or a sink's (influxdb, postgresql)
@@ -50,8 +76,15 @@ def make_fault(kind: str, lab: Lab, *, target: str | None = None, ids: list | No
         until the drill's final rollback
     """
     cls = fault_class(kind)
-    return cls.prepare(lab, target=target, ids=list(ids) if ids else None, failure_percentage=failure_percentage,
-                       seed=seed, downtime_s=parse_duration(downtime), instance_recovery=instance_recovery)
+    return cls.prepare(
+        lab,
+        target=target,
+        ids=list(ids) if ids else None,
+        failure_percentage=failure_percentage,
+        seed=seed,
+        downtime_s=parse_duration(downtime),
+        instance_recovery=instance_recovery,
+    )
 
 
 def fault_from_dict(lab: Lab, data: dict) -> Fault:

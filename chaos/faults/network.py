@@ -14,6 +14,7 @@ thinks the broker is fine, clients cannot reach it, and followers stop fetching 
 Undo deletes the table, or the filters and the class (and the root qdisc when no class of another
 fault is left); each is recorded before it is made, so an undo after a crash finds it.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,9 +25,9 @@ from .errors import FaultError
 from .kafka import BrokerFault
 
 FAMILY = "inet"
-QDISC = "dc:"           # the handle of the root qdisc the slow faults share ("dagger chaos")
+QDISC = "dc:"  # the handle of the root qdisc the slow faults share ("dagger chaos")
 DEV = "lo"
-SLOW_RATE = "256kbit"   # a congested link: a few hundred small messages a second still pass
+SLOW_RATE = "256kbit"  # a congested link: a few hundred small messages a second still pass
 SLOW_BURST = "16k"
 
 
@@ -58,17 +59,47 @@ class NetworkCut(BrokerFault):
         match_lo = {"match": {"op": "==", "left": {"meta": {"key": "iifname"}}, "right": DEV}}
         rules = []
         for field in ("dport", "sport"):
-            rules.append({"add": {"rule": {
-                "family": FAMILY, "table": self.table, "chain": "cut",
-                "expr": [match_lo,
-                         {"match": {"op": "==", "left": {"payload": {"protocol": "tcp", "field": field}},
-                                    "right": {"set": self.params["ports"]}}},
-                         {"drop": None}]}}})
-        host.nft_apply([
-            {"add": {"table": {"family": FAMILY, "name": self.table}}},
-            {"add": {"chain": {"family": FAMILY, "table": self.table, "name": "cut", "type": "filter",
-                               "hook": "input", "prio": -10, "policy": "accept"}}},
-            *rules])
+            rules.append(
+                {
+                    "add": {
+                        "rule": {
+                            "family": FAMILY,
+                            "table": self.table,
+                            "chain": "cut",
+                            "expr": [
+                                match_lo,
+                                {
+                                    "match": {
+                                        "op": "==",
+                                        "left": {"payload": {"protocol": "tcp", "field": field}},
+                                        "right": {"set": self.params["ports"]},
+                                    }
+                                },
+                                {"drop": None},
+                            ],
+                        }
+                    }
+                }
+            )
+        host.nft_apply(
+            [
+                {"add": {"table": {"family": FAMILY, "name": self.table}}},
+                {
+                    "add": {
+                        "chain": {
+                            "family": FAMILY,
+                            "table": self.table,
+                            "name": "cut",
+                            "type": "filter",
+                            "hook": "input",
+                            "prio": -10,
+                            "policy": "accept",
+                        }
+                    }
+                },
+                *rules,
+            ]
+        )
         self.injected_at = time.time()
 
     def _restore(self) -> None:
@@ -96,18 +127,51 @@ class NetworkSlow(BrokerFault):
             # unclassified packets (the rest of loopback) go out directly, unshaped: no default class
             host.run("tc", "qdisc", "add", "dev", DEV, "root", "handle", QDISC, "htb")
         elif root.get("handle") != QDISC or root.get("kind") != "htb":
-            raise FaultError(f"{DEV} has a root qdisc of its own ({root.get('kind')} {root.get('handle')}): "
-                             "refusing to replace it")
+            raise FaultError(
+                f"{DEV} has a root qdisc of its own ({root.get('kind')} {root.get('handle')}): refusing to replace it"
+            )
         if self.params["tc_class"] in host.classes(DEV, QDISC):
             raise FaultError(f"tc class {self.params['tc_class']} exists already (another network-slow?)")
         self._changed()
-        host.run("tc", "class", "add", "dev", DEV, "parent", QDISC, "classid", self.params["tc_class"],
-                 "htb", "rate", SLOW_RATE, "burst", SLOW_BURST)
+        host.run(
+            "tc",
+            "class",
+            "add",
+            "dev",
+            DEV,
+            "parent",
+            QDISC,
+            "classid",
+            self.params["tc_class"],
+            "htb",
+            "rate",
+            SLOW_RATE,
+            "burst",
+            SLOW_BURST,
+        )
         for port in self.params["ports"]:
             for field in ("dport", "sport"):
-                host.run("tc", "filter", "add", "dev", DEV, "parent", QDISC, "protocol", "ip",
-                         "prio", str(self.params["tc_prio"]), "u32", "match", "ip", field, str(port), "0xffff",
-                         "flowid", self.params["tc_class"])
+                host.run(
+                    "tc",
+                    "filter",
+                    "add",
+                    "dev",
+                    DEV,
+                    "parent",
+                    QDISC,
+                    "protocol",
+                    "ip",
+                    "prio",
+                    str(self.params["tc_prio"]),
+                    "u32",
+                    "match",
+                    "ip",
+                    field,
+                    str(port),
+                    "0xffff",
+                    "flowid",
+                    self.params["tc_class"],
+                )
         self.injected_at = time.time()
 
     def _restore(self) -> None:

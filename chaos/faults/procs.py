@@ -3,6 +3,7 @@
 A pid alone is not an identity (pids are reused), so every signal a fault sends names the
 process by (pid, start time) and is not sent when the pid now belongs to another process.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,10 +18,10 @@ PROC = Path("/proc")
 @dataclass(frozen=True)
 class Proc:
     pid: int
-    state: str          # R, S, D, T (stopped), Z, ...
+    state: str  # R, S, D, T (stopped), Z, ...
     ppid: int
     pgrp: int
-    starttime: int      # clock ticks after boot: with the pid, the process's identity
+    starttime: int  # clock ticks after boot: with the pid, the process's identity
 
     @property
     def stopped(self) -> bool:
@@ -34,7 +35,7 @@ def read(pid: int) -> Proc | None:
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # the command name (field 2) may hold spaces and parentheses: the fields start after the last ')'
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(")") + 2 :].split()
     proc = Proc(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[19]))
     return None if proc.state in ("Z", "X") else proc
 

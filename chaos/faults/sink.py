@@ -1,4 +1,5 @@
 """Sink faults: a sink's server (InfluxDB, PostgreSQL) stopped; back when it answers its ping."""
+
 from __future__ import annotations
 
 import shlex
@@ -30,9 +31,12 @@ def ping(lab: Lab, server: Component) -> str | None:
         tool = str(binary) if binary and binary.exists() else shutil.which("pg_isready")
         if tool is None:
             raise FaultError("no pg_isready to ping PostgreSQL with")
-        done = subprocess.run([tool, "-h", host, "-p", str(port), "-t", "3"], capture_output=True, text=True,
-                              timeout=10)
-        return None if done.returncode == 0 else f"PostgreSQL at {host}:{port}: {done.stdout.strip() or done.returncode}"
+        done = subprocess.run(
+            [tool, "-h", host, "-p", str(port), "-t", "3"], capture_output=True, text=True, timeout=10
+        )
+        return (
+            None if done.returncode == 0 else f"PostgreSQL at {host}:{port}: {done.stdout.strip() or done.returncode}"
+        )
     raise FaultError(f"no ping for a {server.kind} sink")
 
 

@@ -4,6 +4,7 @@ Health after undo is the master's own view (its `/json/`): the master ALIVE, eac
 listed ALIVE (by its web UI address: a restarted worker registers under a new id, and the master
 lists the old one DEAD), a killed driver RUNNING again in a new process.
 """
+
 from __future__ import annotations
 
 import signal
@@ -32,8 +33,11 @@ def master_status(part: SparkPart, timeout_s: float = 5.0) -> dict | None:
 
 def worker_states(status: dict, worker: Component) -> list[str]:
     """The states the master lists for the worker serving its UI at `worker.address`, newest last."""
-    return [w.get("state", "?") for w in status.get("workers", [])
-            if w.get("webuiaddress", "").rstrip("/").removeprefix("http://") == worker.address]
+    return [
+        w.get("state", "?")
+        for w in status.get("workers", [])
+        if w.get("webuiaddress", "").rstrip("/").removeprefix("http://") == worker.address
+    ]
 
 
 def cluster_health(part: SparkPart, workers: list[Component]) -> list[str]:
@@ -46,8 +50,10 @@ def cluster_health(part: SparkPart, workers: list[Component]) -> list[str]:
     for worker in workers:
         states = worker_states(status, worker)
         if "ALIVE" not in states:
-            problems.append(f"the master of {part.label} lists worker {worker.address} as "
-                            f"{'/'.join(states) or 'unknown'}, not ALIVE")
+            problems.append(
+                f"the master of {part.label} lists worker {worker.address} as "
+                f"{'/'.join(states) or 'unknown'}, not ALIVE"
+            )
     return problems
 
 
@@ -69,9 +75,11 @@ class SparkFault(Fault):
     def health(self) -> list[str]:
         cluster = self.params["cluster"]
         chosen = self.params.get("workers")
-        problems = [problem for part in spark_parts(self.lab, cluster)
-                    for problem in cluster_health(part, [w for w in part.workers
-                                                         if chosen is None or w.program in chosen])]
+        problems = [
+            problem
+            for part in spark_parts(self.lab, cluster)
+            for problem in cluster_health(part, [w for w in part.workers if chosen is None or w.program in chosen])
+        ]
         if not problems:
             self.params["drivers_after"] = active_drivers(self.lab, cluster)
         return problems
@@ -80,8 +88,9 @@ class SparkFault(Fault):
         text = super().describe()
         before, after = self.params.get("drivers_before"), self.params.get("drivers_after")
         if before is not None:
-            text += f"\n  drivers on {self.params['cluster']}: before {', '.join(before) or 'none'}; after " + \
-                ("-" if after is None else ", ".join(after) or "none")
+            text += f"\n  drivers on {self.params['cluster']}: before {', '.join(before) or 'none'}; after " + (
+                "-" if after is None else ", ".join(after) or "none"
+            )
         return text
 
     def _restore(self) -> None:
@@ -102,13 +111,19 @@ class MasterKill(SparkFault):
     @classmethod
     def prepare(cls, lab: Lab, *, target, ids, failure_percentage, seed, **settings) -> "MasterKill":
         if ids or failure_percentage is not None:
-            raise FaultError("master-kill hits the cluster's masters (one per team's cluster in it): no ids, "
-                         "no failure_percentage")
+            raise FaultError(
+                "master-kill hits the cluster's masters (one per team's cluster in it): no ids, no failure_percentage"
+            )
         cluster = _cluster(target, cls.kind)
         masters = [part.master.program for part in spark_parts(lab, cluster)]
         # healthy again means each master with all its workers registered
-        return cls(lab, programs=masters, label=f"Spark {cluster} master{'s' if len(masters) > 1 else ''}",
-                   params={"cluster": cluster}, **settings)
+        return cls(
+            lab,
+            programs=masters,
+            label=f"Spark {cluster} master{'s' if len(masters) > 1 else ''}",
+            params={"cluster": cluster},
+            **settings,
+        )
 
     def _inject(self) -> None:
         kill_programs(self, self.programs, whole_group=False)
@@ -135,11 +150,17 @@ class WorkerKill(SparkFault):
         elif failure_percentage is not None:
             chosen = choose(sorted(by_program), failure_percentage, seed)
             selection = {"failure_percentage": failure_percentage, "seed": seed, "of": sorted(by_program)}
-        else:       # every worker of the name (the lab: one per team's cluster)
+        else:  # every worker of the name (the lab: one per team's cluster)
             chosen, selection = sorted(by_program), {"all": True}
-        return cls(lab, programs=chosen, label=f"Spark {cluster} worker{'s' if len(chosen) > 1 else ''} "
-                   + ", ".join(by_program[p].address for p in chosen),
-                   params={"cluster": cluster, "workers": chosen}, selection=selection, **settings)
+        return cls(
+            lab,
+            programs=chosen,
+            label=f"Spark {cluster} worker{'s' if len(chosen) > 1 else ''} "
+            + ", ".join(by_program[p].address for p in chosen),
+            params={"cluster": cluster, "workers": chosen},
+            selection=selection,
+            **settings,
+        )
 
     def _inject(self) -> None:
         # the worker's process group holds its executors and the drivers it runs: they die with it,
@@ -156,9 +177,13 @@ class SparkClusterDown(SparkFault):
             raise FaultError("spark-cluster-down takes the master and every worker: no ids, no failure_percentage")
         cluster = _cluster(target, cls.kind)
         parts = spark_parts(lab, cluster)
-        return cls(lab, programs=[w.program for part in parts for w in part.workers] +
-                   [part.master.program for part in parts], label=f"Spark cluster {cluster}",
-                   params={"cluster": cluster}, **settings)
+        return cls(
+            lab,
+            programs=[w.program for part in parts for w in part.workers] + [part.master.program for part in parts],
+            label=f"Spark cluster {cluster}",
+            params={"cluster": cluster},
+            **settings,
+        )
 
     def _inject(self) -> None:
         stop_programs(self, self.programs)
@@ -195,9 +220,17 @@ class DriverKill(Fault):
             raise FaultError("driver-kill: name the drivers (driver ids or dagger names) or a failure_percentage")
         not_running = [d for d in chosen if d not in running]
         if not_running:
-            raise FaultError(f"driver {not_running[0]} is not RUNNING on {cluster}; running: {', '.join(running) or 'none'}")
-        return cls(lab, programs=[], label=f"{cluster} driver{'s' if len(chosen) > 1 else ''} {', '.join(chosen)}",
-                   params={"cluster": cluster, "drivers": chosen}, selection=selection, **settings)
+            raise FaultError(
+                f"driver {not_running[0]} is not RUNNING on {cluster}; running: {', '.join(running) or 'none'}"
+            )
+        return cls(
+            lab,
+            programs=[],
+            label=f"{cluster} driver{'s' if len(chosen) > 1 else ''} {', '.join(chosen)}",
+            params={"cluster": cluster, "drivers": chosen},
+            selection=selection,
+            **settings,
+        )
 
     def _driver(self, driver_id: str) -> tuple[SparkPart | None, dict | None, dict | None]:
         """The cluster whose master lists the driver, that master's /json/, and the driver's entry."""
@@ -214,16 +247,20 @@ class DriverKill(Fault):
         part, status, driver = self._driver(driver_id)
         if driver is None:
             return []
-        worker_ui = next((w.get("webuiaddress", "") for w in status.get("workers", [])
-                          if w["id"] == driver.get("worker")), "")
+        worker_ui = next(
+            (w.get("webuiaddress", "") for w in status.get("workers", []) if w["id"] == driver.get("worker")), ""
+        )
         worker = next((w for w in part.workers if worker_ui.rstrip("/").removeprefix("http://") == w.address), None)
         if worker is None:
             raise FaultError(f"driver {driver_id} runs on {driver.get('worker')}, which is no worker of this lab")
         pid = self._supervisor().pid(worker.program)
         if pid is None:
             return []
-        return [p for p in procs.descendants(pid)
-                if DRIVER_MAIN in procs.cmdline(p.pid) and (procs.cwd(p.pid) or "").endswith("/" + driver_id)]
+        return [
+            p
+            for p in procs.descendants(pid)
+            if DRIVER_MAIN in procs.cmdline(p.pid) and (procs.cwd(p.pid) or "").endswith("/" + driver_id)
+        ]
 
     def _inject(self) -> None:
         for driver_id in self.params["drivers"]:
@@ -238,7 +275,7 @@ class DriverKill(Fault):
                 raise FaultError(f"driver {driver_id} (pid {found[0].pid}) outlived SIGKILL")
 
     def _restore(self) -> None:
-        pass        # --supervise restarts it; health() says whether it did
+        pass  # --supervise restarts it; health() says whether it did
 
     def health(self) -> list[str]:
         killed = {(t["pid"], t["starttime"]) for t in self.touched}

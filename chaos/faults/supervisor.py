@@ -3,6 +3,7 @@
 Not supervisorctl's output: its text is for people and changes between versions, while the RPC
 interface gives states, pids and error codes as data.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -22,7 +23,7 @@ DOWN_STATES = ("STOPPED", "EXITED", "FATAL")
 
 def socket_url(conf: Path) -> str:
     """The `unix://` URL supervisorctl would use, read from supervisord.conf."""
-    parser = configparser.ConfigParser(defaults={"here": str(conf.parent)})   # supervisor's %(here)s
+    parser = configparser.ConfigParser(defaults={"here": str(conf.parent)})  # supervisor's %(here)s
     try:
         with conf.open() as f:
             parser.read_file(f)
@@ -34,8 +35,9 @@ def socket_url(conf: Path) -> str:
             return url
     if parser.has_option("unix_http_server", "file"):
         return "unix://" + parser.get("unix_http_server", "file")
-    raise FaultError(f"{conf} names no unix socket ([unix_http_server] file): the faults talk to supervisord "
-                     "only through it")
+    raise FaultError(
+        f"{conf} names no unix socket ([unix_http_server] file): the faults talk to supervisord only through it"
+    )
 
 
 class Supervisor:
@@ -58,7 +60,7 @@ class Supervisor:
         except xmlrpc.client.Fault:
             raise
         except (OSError, xmlrpc.client.ProtocolError) as e:
-            self._proxy = None      # a fresh connection next time (supervisord may have restarted)
+            self._proxy = None  # a fresh connection next time (supervisord may have restarted)
             raise FaultError(f"supervisord at {self.url} does not answer ({e}): is the lab up?") from None
 
     def info(self, program: str) -> dict:

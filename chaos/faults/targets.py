@@ -5,6 +5,7 @@ service, and `clusters/*.json`, the Spark clusters) and from supervisord's own v
 program; the lab is named explicitly (its folder and port base), never taken from globals, so two
 labs on one machine are never confused.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,13 +31,13 @@ SINK_KINDS = ("influxdb", "postgresql")
 
 @dataclass(frozen=True)
 class Component:
-    name: str           # "kafka primary 1"
-    kind: str           # kafka, spark, influxdb, postgresql, ...
-    program: str        # supervisord's program
-    address: str        # host:port it serves on
+    name: str  # "kafka primary 1"
+    kind: str  # kafka, spark, influxdb, postgresql, ...
+    program: str  # supervisord's program
+    address: str  # host:port it serves on
     cluster: str | None = None
-    team: str | None = None     # a Spark cluster of the team's own within `cluster`
-    role: str | None = None     # a Spark master or worker
+    team: str | None = None  # a Spark cluster of the team's own within `cluster`
+    role: str | None = None  # a Spark master or worker
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -61,8 +62,10 @@ class Lab:
         """The lab `env` names (DAGGER_LAB_DIR, DAGGER_LAB_PORT_BASE), read now; `env` defaults to
         this process's environment."""
         env = os.environ if env is None else env
-        return cls(Path(env.get("DAGGER_LAB_DIR") or REPO / ".lab").resolve(),
-                   int(env.get("DAGGER_LAB_PORT_BASE") or DEFAULT_PORT_BASE))
+        return cls(
+            Path(env.get("DAGGER_LAB_DIR") or REPO / ".lab").resolve(),
+            int(env.get("DAGGER_LAB_PORT_BASE") or DEFAULT_PORT_BASE),
+        )
 
     def as_dict(self) -> dict:
         return {"dir": str(self.dir), "port_base": self.port_base}
@@ -80,16 +83,21 @@ class Lab:
         found = []
         for path in sorted((self.dir / "supervisor" / "components").glob("*.json")):
             d = json.loads(path.read_text())
-            found.append(Component(d["name"], d["kind"], d["program"], d["address"], d.get("cluster"),
-                                   d.get("team"), d.get("role")))
+            found.append(
+                Component(
+                    d["name"], d["kind"], d["program"], d["address"], d.get("cluster"), d.get("team"), d.get("role")
+                )
+            )
         if not found:
             raise FaultError(f"no lab at {self.dir}: it describes no component; start it with `python -m lab up`")
         # a lab folder of one lab with the port base of another would make faults hit one and
         # health checks ask the other
         strays = [c for c in found if not self.port_base <= c.host_port[1] < self.port_base + PORT_SPAN]
         if strays:
-            raise FaultError(f"the lab at {self.dir} serves {strays[0].name} on {strays[0].address}, outside port base "
-                             f"{self.port_base}: DAGGER_LAB_DIR and DAGGER_LAB_PORT_BASE name different labs")
+            raise FaultError(
+                f"the lab at {self.dir} serves {strays[0].name} on {strays[0].address}, outside port base "
+                f"{self.port_base}: DAGGER_LAB_DIR and DAGGER_LAB_PORT_BASE name different labs"
+            )
         return found
 
     def component(self, program: str) -> Component:
@@ -100,6 +108,7 @@ class Lab:
 
 
 # --- Kafka -------------------------------------------------------------------------------------
+
 
 def kafka_clusters(lab: Lab) -> list[str]:
     return sorted({c.cluster for c in lab.components() if c.kind == "kafka" and c.cluster})
@@ -140,6 +149,7 @@ def bootstrap(components: list[Component]) -> str:
 
 # --- Spark -------------------------------------------------------------------------------------
 
+
 def spark_clusters(lab: Lab) -> list[str]:
     return sorted({c.cluster for c in lab.components() if c.kind == "spark" and c.cluster})
 
@@ -147,18 +157,21 @@ def spark_clusters(lab: Lab) -> list[str]:
 def spark_role(c: Component) -> str:
     if c.role in ("master", "worker"):
         return c.role
-    raise FaultError(f"the lab does not say whether {c.program} is a Spark master or worker: "
-                     "bring it up to date with `python -m lab up`")
+    raise FaultError(
+        f"the lab does not say whether {c.program} is a Spark master or worker: "
+        "bring it up to date with `python -m lab up`"
+    )
 
 
 @dataclass(frozen=True)
 class SparkPart:
     """One Spark cluster within a name: the one any team shares, or a team's own (the lab's blue
     holds one per team, and a fault on blue hits them all)."""
+
     team: str | None
     master: Component
     workers: tuple[Component, ...]
-    definition: object          # dagger_runtime.lifecycle.clusters.Cluster: its UI, UI key, secret
+    definition: object  # dagger_runtime.lifecycle.clusters.Cluster: its UI, UI key, secret
 
     @property
     def label(self) -> str:
@@ -186,12 +199,12 @@ def spark_parts(lab: Lab, cluster: str) -> list[SparkPart]:
             raise FaultError(f"Spark cluster {cluster}{whose} has {len(masters)} masters in the lab, not one")
         if team not in definitions:
             raise FaultError(f"no definition of Spark cluster {cluster}{whose} in {lab.dir / 'clusters'}")
-        parts.append(SparkPart(team, masters[0], tuple(c for c in own if spark_role(c) == "worker"),
-                               definitions[team]))
+        parts.append(SparkPart(team, masters[0], tuple(c for c in own if spark_role(c) == "worker"), definitions[team]))
     return parts
 
 
 # --- sinks -------------------------------------------------------------------------------------
+
 
 def sink(lab: Lab, name: str) -> Component:
     """A sink's server by its component name (`influxdb`, `postgresql`) or program."""
@@ -204,10 +217,11 @@ def sink(lab: Lab, name: str) -> Component:
 
 # --- choosing a share of the instances ---------------------------------------------------------
 
+
 def choose(ids: list, percentage: float, seed: int | str) -> list:
     """`percentage` of `ids` (rounded up, at least one), the same for the same seed on every run and
     Python version: each id is ranked by a hash of seed and id, not by `random`'s generator."""
-    share = Fraction(str(percentage))   # exact: 50% of 3 is 1.5, rounded up to 2, never 1.4999
+    share = Fraction(str(percentage))  # exact: 50% of 3 is 1.5, rounded up to 2, never 1.4999
     if not 0 < share <= 100:
         raise FaultError(f"failure_percentage must be more than 0 and at most 100, not {percentage}")
     if not ids:

@@ -66,6 +66,7 @@ The package: values.py (constants, the error, probes, scalar values), model.py (
 models), lab.py (the lab's inventory), checks.py (the checks across fields and against the lab),
 loading.py (read, build, check, report).
 """
+
 from __future__ import annotations
 
 from .lab import Lab, lab_inventory
@@ -82,5 +83,20 @@ from .values import (
     percentage,
 )
 
-__all__ = ["NAME", "PLAYBOOKS_DIR", "REPO", "Fault", "Lab", "Playbook", "PlaybookError", "duration", "flag",
-           "fmt_duration", "lab_inventory", "load", "parse", "percentage", "playbook_files"]
+__all__ = [
+    "NAME",
+    "PLAYBOOKS_DIR",
+    "REPO",
+    "Fault",
+    "Lab",
+    "Playbook",
+    "PlaybookError",
+    "duration",
+    "flag",
+    "fmt_duration",
+    "lab_inventory",
+    "load",
+    "parse",
+    "percentage",
+    "playbook_files",
+]

@@ -1,4 +1,5 @@
 """The lab a playbook is checked against: its inventory's Kafka and Spark clusters, sinks and topics."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,13 +13,15 @@ from .values import LAB_INVENTORY, REPO, did_you_mean
 
 # -- the lab ------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Lab:
     """What a playbook may name, from the lab's Ansible inventory."""
-    kafka: Mapping[str, tuple[int, ...]]                     # cluster -> broker ids
-    min_insync: Mapping[str, int]                            # cluster -> min.insync.replicas
-    spark: Mapping[str, tuple[str, ...]]                     # cluster -> worker hosts
-    sinks: tuple[str, ...]                                   # sink servers: influxdb, postgresql
+
+    kafka: Mapping[str, tuple[int, ...]]  # cluster -> broker ids
+    min_insync: Mapping[str, int]  # cluster -> min.insync.replicas
+    spark: Mapping[str, tuple[str, ...]]  # cluster -> worker hosts
+    sinks: tuple[str, ...]  # sink servers: influxdb, postgresql
     topics: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     # cluster -> (topic names, topic prefixes) its ACLs grant; no entry: only the syntax is checked
     source: str = "<memory>"
@@ -30,8 +33,10 @@ class Lab:
         if topic in names or any(topic.startswith(p) for p in prefixes):
             return None
         granted = ", ".join([*names, *(p + "*" for p in prefixes)])
-        return (f"{topic!r} is not a topic of the lab's {cluster} cluster{did_you_mean(topic, names)}; its ACLs "
-                f"({self.source}) grant {granted}")
+        return (
+            f"{topic!r} is not a topic of the lab's {cluster} cluster{did_you_mean(topic, names)}; its ACLs "
+            f"({self.source}) grant {granted}"
+        )
 
 
 @lru_cache(maxsize=4)
@@ -86,11 +91,18 @@ def lab_inventory(inventory: Path = LAB_INVENTORY) -> Lab:
         label = str(inventory.resolve().relative_to(REPO) / "group_vars")
     except ValueError:
         label = str(inventory / "group_vars")
-    return Lab({c: tuple(sorted(ids)) for c, ids in kafka.items()}, min_insync,
-               {c: tuple(w) for c, w in spark.items()}, tuple(sinks), topics, label)
+    return Lab(
+        {c: tuple(sorted(ids)) for c, ids in kafka.items()},
+        min_insync,
+        {c: tuple(w) for c, w in spark.items()},
+        tuple(sinks),
+        topics,
+        label,
+    )
 
 
 @lru_cache(maxsize=1)
 def _descriptors():
     from protos import registry
+
     return registry.load()

@@ -1,5 +1,6 @@
 """Loading a playbook: read the YAML or JSON, build the model, run the checks, and say every problem as
 `file:line: field.path: message`."""
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from .values import _DOC, PLAYBOOKS_DIR, REPO, PlaybookError, _kind, did_you_mea
 
 # -- loading ----------------------------------------------------------------------------------------
 
+
 def load(path: str | Path, *, lab: Lab | None = None, descriptors=None, base: Path = REPO) -> Playbook:
     """The playbook at `path` (YAML, or JSON for a .json file), checked; PlaybookError lists every problem."""
     p = Path(path)
@@ -30,12 +32,20 @@ def load(path: str | Path, *, lab: Lab | None = None, descriptors=None, base: Pa
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise PlaybookError([f"{label}:1: (file): not UTF-8 text ({e.reason} at byte {e.start})"]) from None
-    return parse(text, source=label, json_format=p.suffix.lower() == ".json", lab=lab, descriptors=descriptors,
-                 base=base)
+    return parse(
+        text, source=label, json_format=p.suffix.lower() == ".json", lab=lab, descriptors=descriptors, base=base
+    )
 
 
-def parse(text: str, *, source: str = "<memory>", json_format: bool = False, lab: Lab | None = None,
-          descriptors=None, base: Path = REPO) -> Playbook:
+def parse(
+    text: str,
+    *,
+    source: str = "<memory>",
+    json_format: bool = False,
+    lab: Lab | None = None,
+    descriptors=None,
+    base: Path = REPO,
+) -> Playbook:
     raw, lines = _read(text, source, json_format)
     problems = Problems(source, lines)
     if not isinstance(raw, dict):
@@ -57,9 +67,11 @@ def parse(text: str, *, source: str = "<memory>", json_format: bool = False, lab
 
 def _ordered(problems: Problems) -> list[str]:
     """By line, each once."""
+
     def line(p: str) -> int:
         m = re.match(r".*?:(\d+): ", p)
         return int(m[1]) if m else 0
+
     return sorted(dict.fromkeys(problems), key=line)
 
 
@@ -83,6 +95,7 @@ def _label(p: Path) -> str:
 
 
 # -- pydantic's errors as the playbook's problems --------------------------------------------------------
+
 
 def _strip(tp):
     while True:
@@ -147,8 +160,6 @@ def _message(error: dict, path: tuple) -> str:
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         return f"{value!r} is out of range: {error['msg'].lower()}"
     return error["msg"]
-
-
 
 
 def playbook_files(directory: Path = PLAYBOOKS_DIR) -> list[Path]:

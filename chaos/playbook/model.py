@@ -1,5 +1,6 @@
 """The playbook as pydantic models: feeders, consumers, chaos, hypotheses, safeguards, failover, verify,
 timing; and the faults, deployments and timeline a loaded playbook works out."""
+
 from __future__ import annotations
 
 import math
@@ -47,10 +48,12 @@ class _Model(BaseModel):
 
 # -- the model --------------------------------------------------------------------------------------
 
+
 class Shape(_Model):
     """How a feeder's rate moves (messages a second; `rate` is where it starts):
     constant; steps: up `by` every `every`, to at most `max`; ramp: to `to` over `over`;
     spike: `peak` from `at` for `lasting`, then back to `rate`."""
+
     kind: Literal["constant", "steps", "ramp", "spike"]
     every: PositiveDuration | None = None
     by: Rate | None = None
@@ -62,21 +65,26 @@ class Shape(_Model):
     lasting: PositiveDuration | None = None
 
 
-SHAPE_PARAMS = {"constant": ((), ()), "steps": (("every", "by"), ("max",)), "ramp": (("to", "over"), ()),
-                "spike": (("at", "peak", "lasting"), ())}
+SHAPE_PARAMS = {
+    "constant": ((), ()),
+    "steps": (("every", "by"), ("max",)),
+    "ramp": (("to", "over"), ()),
+    "spike": (("at", "peak", "lasting"), ()),
+}
 
 
 class Feeder(_Model):
     """LOKI's {name, topic, count}; ours: rate, shape, message, hints, key. After load, topic and
     message are filled in (from the playbook's topic and proto_schema) and message is the proto name."""
+
     name: FeederName
     topic: Topic | None = None
-    count: Whole | None = None                  # messages to write in all (LOKI)
-    rate: Rate | None = None                    # messages a second
+    count: Whole | None = None  # messages to write in all (LOKI)
+    rate: Rate | None = None  # messages a second
     shape: Annotated[Shape, BeforeValidator(_shape)] = Shape(kind="constant")
     message: MessageName | None = None
-    hints: dict[str, Hint] = {}                 # field -> a value, or values to draw from
-    key: FieldPath | None = None                # the field whose value keys the Kafka records
+    hints: dict[str, Hint] = {}  # field -> a value, or values to draw from
+    key: FieldPath | None = None  # the field whose value keys the Kafka records
 
     def rate_at(self, t: float) -> float | None:
         """Messages a second `t` seconds into the drill (None: `count` messages as fast as they go)."""
@@ -94,6 +102,7 @@ class Feeder(_Model):
 
 class Consumer(_Model):
     """LOKI's consumers: `count` consumer groups of `consumer_per_group` consumers each."""
+
     topic: Topic | None = None
     offset: Literal["earliest", "latest"] = "latest"
     count: Whole = 1
@@ -103,6 +112,7 @@ class Consumer(_Model):
 
 class ChaosEntry(_Model):
     """LOKI's chaos case, plus fault, target and at. After load every field is filled in."""
+
     name: ShortText | None = None
     blast_radius: ShortText | None = None
     type: System | None = None
@@ -116,9 +126,9 @@ class ChaosEntry(_Model):
 
 
 class DaggerRef(_Model):
-    spec: ShortText                             # a dagger spec, relative to the repository
-    cluster: ShortText                          # a Spark cluster of the lab
-    name: DaggerName | None = None              # deploy under this name (default: the spec's)
+    spec: ShortText  # a dagger spec, relative to the repository
+    cluster: ShortText  # a Spark cluster of the lab
+    name: DaggerName | None = None  # deploy under this name (default: the spec's)
     # the spec's watermark delay, for this drill: long enough for what its faults hold back (a
     # feeder buffering through an outage sends minutes-old messages when the cluster is back)
     watermark_delay: PositiveDuration | None = None
@@ -151,11 +161,14 @@ class Hypothesis(_Model):
         low, high = self._bounds
         what = f"{self.probe}" + (f" of {self.of}" if self.of else "")
         if PROBES[self.probe].time:
+
             def show(x: float) -> str:
                 return fmt_duration(x)
         else:
+
             def show(x: float) -> str:
                 return f"{_num(x)} {self.unit}"
+
         if low is not None and high is not None:
             return f"{what} between {show(low)} and {show(high)}"
         return f"{what} {'<=' if high is not None else '>='} {show(high if high is not None else low)}"
@@ -163,8 +176,9 @@ class Hypothesis(_Model):
 
 class Safeguard(_Model):
     name: ShortText | None = None
-    probe: Literal["consumer_lag", "throughput", "under_replicated_partitions", "end_to_end_latency", "mirror_lag",
-                   "disk_usage"]
+    probe: Literal[
+        "consumer_lag", "throughput", "under_replicated_partitions", "end_to_end_latency", "mirror_lag", "disk_usage"
+    ]
     of: ShortText | None = None
     abort_above: Bound | None = None
     abort_below: Bound | None = None
@@ -181,14 +195,17 @@ class Safeguard(_Model):
 
     def describe(self) -> str:
         side = ">" if self.abort_above is not None else "<"
-        value = fmt_duration(self._threshold) if SAFEGUARD_PROBES[self.probe].time else \
-            ("{:g}%".format(self._threshold) if self.unit == "percent" else f"{_num(self._threshold)} {self.unit}")
+        value = (
+            fmt_duration(self._threshold)
+            if SAFEGUARD_PROBES[self.probe].time
+            else ("{:g}%".format(self._threshold) if self.unit == "percent" else f"{_num(self._threshold)} {self.unit}")
+        )
         return f"abort if {self.probe}{' of ' + self.of if self.of else ''} {side} {value}"
 
 
 class Failover(_Model):
     kind: Literal["kafka", "spark"]
-    to: ShortText | None = None                 # default: the lab's other cluster of that kind
+    to: ShortText | None = None  # default: the lab's other cluster of that kind
     mode: Literal["auto", "command"] = "auto"
     rto_target: PositiveDuration
     # how long after the lost cluster is back the daggers move back to it (by command); none: they stay
@@ -208,8 +225,10 @@ def _keys(value: Any) -> Any:
 
 def _measures(value: Any) -> Any:
     if isinstance(value, list):
-        raise ValueError("say how each measure follows from the fed messages, as a mapping: "
-                         "{num_of_bookings: count} or {fare: sum(total_fare)}")
+        raise ValueError(
+            "say how each measure follows from the fed messages, as a mapping: "
+            "{num_of_bookings: count} or {fare: sum(total_fare)}"
+        )
     return value
 
 
@@ -219,32 +238,33 @@ class Verify(_Model):
     # sink column -> how it follows from a fed message (chaos/verify.py: parse_key, parse_measure)
     keys: Annotated[dict[ShortText, ShortText], BeforeValidator(_keys)] = {}
     measures: Annotated[dict[ShortText, ShortText], BeforeValidator(_measures)]
-    where: dict[str, Hint] = {}                 # field path -> a value, or values, it must have
-    at: Literal["end", "start"] = "end"         # the sink's window time is the window's end or start
+    where: dict[str, Hint] = {}  # field path -> a value, or values, it must have
+    at: Literal["end", "start"] = "end"  # the sink's window time is the window's end or start
 
 
 class Timing(_Model):
-    warmup: Duration = 60.0                     # deploys and feeders settle; nothing is checked yet
-    settle: Duration = 60.0                     # after the last downtime, before "after" is checked
-    observe: PositiveDuration = 60.0            # how long "after" is checked, before the verdict
+    warmup: Duration = 60.0  # deploys and feeders settle; nothing is checked yet
+    settle: Duration = 60.0  # after the last downtime, before "after" is checked
+    observe: PositiveDuration = 60.0  # how long "after" is checked, before the verdict
 
 
 @dataclass(frozen=True)
 class Fault:
     """One chaos entry resolved against the lab: what is broken, where, when."""
+
     index: int
     name: str
     kind: str
     system: str
-    cluster: str                # Kafka or Spark cluster, or sink name
-    instances: tuple = ()       # broker ids, worker hosts or dagger names named in target; () = chosen at run time
-    count: int = 1              # how many instances it hits
-    of: int = 1                 # how many there are
+    cluster: str  # Kafka or Spark cluster, or sink name
+    instances: tuple = ()  # broker ids, worker hosts or dagger names named in target; () = chosen at run time
+    count: int = 1  # how many instances it hits
+    of: int = 1  # how many there are
     percentage: float | None = None
     at: float = 0.0
     downtime: float = 0.0
     recovers: bool = True
-    derived: bool = False       # kind derived from LOKI's fields
+    derived: bool = False  # kind derived from LOKI's fields
 
     @property
     def end(self) -> float:
@@ -271,15 +291,16 @@ class Fault:
 @dataclass(frozen=True)
 class Deployment:
     """A dagger the drill deploys, read from its spec."""
+
     name: str
     spec: Path
     cluster: str
-    job: str                    # the spec's own name
-    sink: str                   # influx | postgres | kafka | log
-    reads: Mapping[str, str]    # topic -> the message type the dagger reads it as
+    job: str  # the spec's own name
+    sink: str  # influx | postgres | kafka | log
+    reads: Mapping[str, str]  # topic -> the message type the dagger reads it as
     windows: tuple[float, ...]  # window sizes, seconds
-    columns: tuple[str, ...]    # output columns
-    watermark_delay: float | None = None    # seconds: the playbook's, instead of the spec's
+    columns: tuple[str, ...]  # output columns
+    watermark_delay: float | None = None  # seconds: the playbook's, instead of the spec's
 
     @property
     def sink_server(self) -> str | None:
@@ -288,11 +309,11 @@ class Deployment:
 
 @dataclass(frozen=True)
 class Timeline:
-    warmup: float               # "before" starts
-    first_fault: float          # "before" ends, "during" starts
-    last_end: float             # the last downtime ends: "during" ends
-    after: float                # "after" starts
-    end: float                  # "after" ends: the verdict
+    warmup: float  # "before" starts
+    first_fault: float  # "before" ends, "during" starts
+    last_end: float  # the last downtime ends: "during" ends
+    after: float  # "after" starts
+    end: float  # "after" ends: the verdict
 
 
 class Playbook(_Model):
@@ -347,7 +368,7 @@ class Playbook(_Model):
         return self._failover_fault
 
     def where(self, name: str) -> str:
-        """"<source>:<line>: <field>" for a field path such as chaos[1].downtime."""
+        """ "<source>:<line>: <field>" for a field path such as chaos[1].downtime."""
         return f"{self._source}:{line_of(self._lines, name)}: {name}"
 
     @property

@@ -1,4 +1,5 @@
 """A playbook's constants, its error, the probes, and its scalar values: LOKI's strings and ours."""
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 PLAYBOOKS_DIR = REPO / "chaos" / "drills"
 LAB_INVENTORY = REPO / "playbooks" / "inventories" / "lab"
 
-MAX_DOWNTIME_S = 2 * 3600       # LOKI's longest scenarios are 90 minutes
-MAX_DRILL_S = 6 * 3600          # the whole drill, start to verdict
-BASELINE_S = 60.0               # default time between the warm-up and the first fault
+MAX_DOWNTIME_S = 2 * 3600  # LOKI's longest scenarios are 90 minutes
+MAX_DRILL_S = 6 * 3600  # the whole drill, start to verdict
+BASELINE_S = 60.0  # default time between the warm-up and the first fault
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 FEEDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -36,22 +37,26 @@ class PlaybookError(ValueError):
         super().__init__("invalid drill playbook:\n" + "\n".join(f"  - {p}" for p in self.problems))
 
 
-_DOC = Document(error=PlaybookError, holds="a drill playbook", gets="the drill does",
-                needs="a playbook needs at least a name")
+_DOC = Document(
+    error=PlaybookError, holds="a drill playbook", gets="the drill does", needs="a playbook needs at least a name"
+)
 
 
 @dataclass(frozen=True)
 class Probe:
-    unit: str           # what tolerances are written in
-    time: bool          # a time: tolerances are durations ("5s")
+    unit: str  # what tolerances are written in
+    time: bool  # a time: tolerances are durations ("5s")
     what: str
 
 
 PROBES: dict[str, Probe] = {
     "consumer_lag": Probe("messages", False, "the daggers' combined consumer lag, or one dagger's (of)"),
     "throughput": Probe("messages/s", False, "messages a second read by the daggers, or one dagger or topic (of)"),
-    "under_replicated_partitions": Probe("partitions", False, "partitions of a Kafka cluster (of, default the "
-                                                              "drill's) with fewer in-sync replicas than replicas"),
+    "under_replicated_partitions": Probe(
+        "partitions",
+        False,
+        "partitions of a Kafka cluster (of, default the drill's) with fewer in-sync replicas than replicas",
+    ),
     "end_to_end_latency": Probe("seconds", True, "event time to the row in the sink, the daggers' worst or one's"),
     "mirror_lag": Probe("seconds", True, "MirrorMaker's replication latency, primary to mirror"),
 }
@@ -62,6 +67,7 @@ SAFEGUARD_PROBES: dict[str, Probe] = {
 
 
 # -- scalars: LOKI's strings and ours -----------------------------------------------------------------
+
 
 def _kind(value: Any) -> str:
     if value is None:
@@ -98,11 +104,11 @@ def _positive_duration(seconds: float) -> float:
 def percentage(value: Any) -> float:
     """LOKI's "10%" (or 10) -> 10.0, in (0, 100]."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"expected a percentage such as \"10%\", got {_kind(value)}")
+        raise ValueError(f'expected a percentage such as "10%", got {_kind(value)}')
     if isinstance(value, str):
         m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*%?\s*", value)
         if not m:
-            raise ValueError(f"{value!r} is not a percentage: write \"10%\" as LOKI does, or 10")
+            raise ValueError(f'{value!r} is not a percentage: write "10%" as LOKI does, or 10')
         value = float(m[1])
     shown = f"{value:g}%"
     if value <= 0:
@@ -118,7 +124,7 @@ def flag(value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise ValueError(f"{value!r} is not true or false (LOKI writes \"true\" or \"false\"; true and false work too)")
+    raise ValueError(f'{value!r} is not true or false (LOKI writes "true" or "false"; true and false work too)')
 
 
 def _text(limit: int, lines: bool = False):
@@ -126,14 +132,23 @@ def _text(limit: int, lines: bool = False):
         if not isinstance(value, str):
             raise ValueError(f"expected text, got {_kind(value)}")
         allowed = ("\n",) if lines else ()
-        bad = next((ch for ch in value if ch not in allowed and unicodedata.category(ch) in
-                    ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")), None)
+        bad = next(
+            (
+                ch
+                for ch in value
+                if ch not in allowed and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+            ),
+            None,
+        )
         if bad is not None:
-            raise ValueError(f"{value!r} has a control or invisible character (U+{ord(bad):04X}): write printable "
-                             "text" + ("" if lines else " on one line"))
+            raise ValueError(
+                f"{value!r} has a control or invisible character (U+{ord(bad):04X}): write printable "
+                "text" + ("" if lines else " on one line")
+            )
         if len(value) > limit:
             raise ValueError(f"is {len(value)} characters long; at most {limit}")
         return value
+
     return check
 
 
@@ -144,6 +159,7 @@ def _name(pattern: re.Pattern, what: str, rule: str):
         if not pattern.fullmatch(value):
             raise ValueError(f"{value!r} is not allowed as {what}: {rule}")
         return value
+
     return check
 
 
@@ -157,8 +173,9 @@ def topic_name(value: Any) -> str:
         raise ValueError(f"a Kafka topic name is 1 to 249 characters; this one is {len(value)}")
     bad = next((ch for ch in value if not TOPIC.fullmatch(ch)), None)
     if bad is not None:
-        raise ValueError(f"{value!r} is not a Kafka topic name: {bad!r} is not allowed (letters, digits, '.', "
-                         "'_' and '-' only)")
+        raise ValueError(
+            f"{value!r} is not a Kafka topic name: {bad!r} is not allowed (letters, digits, '.', '_' and '-' only)"
+        )
     return value
 
 
@@ -166,8 +183,9 @@ def message_name(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a protobuf message name, got {_kind(value)}")
     if not MESSAGE.fullmatch(value.lstrip(".")):
-        raise ValueError(f"{value!r} is not a message name: dotted identifiers, e.g. "
-                         "gojek.esb.booking.BookingLogMessage")
+        raise ValueError(
+            f"{value!r} is not a message name: dotted identifiers, e.g. gojek.esb.booking.BookingLogMessage"
+        )
     return value.lstrip(".")
 
 
@@ -175,8 +193,10 @@ def fault_kind(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a fault kind, got {_kind(value)}")
     if value not in BY_NAME:
-        raise ValueError(f"{value!r} is not a fault kind{did_you_mean(value, BY_NAME)}; the kinds "
-                         f"(chaos/catalog.py): {', '.join(k.name for k in FAULT_KINDS)}")
+        raise ValueError(
+            f"{value!r} is not a fault kind{did_you_mean(value, BY_NAME)}; the kinds "
+            f"(chaos/catalog.py): {', '.join(k.name for k in FAULT_KINDS)}"
+        )
     return value
 
 
@@ -210,8 +230,10 @@ def _hint(value: Any) -> Any:
     # builds its generators, at this line
     if isinstance(value, dict) and value and set(value) <= set(KINDS) | set(MODIFIERS):
         return value
-    raise ValueError(f"a hint is a value, a non-empty list of values to draw from, or one of the generator's "
-                     f"kinds ({', '.join(KINDS)}) as a mapping, got {_kind(value)}")
+    raise ValueError(
+        f"a hint is a value, a non-empty list of values to draw from, or one of the generator's "
+        f"kinds ({', '.join(KINDS)}) as a mapping, got {_kind(value)}"
+    )
 
 
 def _shape(value: Any) -> Any:
@@ -220,8 +242,9 @@ def _shape(value: Any) -> Any:
 
 def _field_path(value: Any) -> str:
     if not isinstance(value, str) or not MESSAGE.fullmatch(value):
-        raise ValueError(f"{value!r} is not a field of a message: a field name, or a dotted path "
-                         "(driver_location.latitude)")
+        raise ValueError(
+            f"{value!r} is not a field of a message: a field name, or a dotted path (driver_location.latitude)"
+        )
     return value
 
 
@@ -229,15 +252,38 @@ Duration = Annotated[float, BeforeValidator(duration)]
 PositiveDuration = Annotated[float, BeforeValidator(duration), AfterValidator(_positive_duration)]
 Percent = Annotated[float, BeforeValidator(percentage)]
 Flag = Annotated[bool, BeforeValidator(flag)]
-DrillName = Annotated[str, BeforeValidator(_name(
-    NAME, "a drill name", "lowercase letters, digits and '-', starting with a letter or a digit, at most 63 "
-                          "characters (it names the run's directory)"))]
-DaggerName = Annotated[str, BeforeValidator(_name(
-    NAME, "a dagger name", "lowercase letters, digits and '-', starting with a letter or a digit, at most 63 "
-                           "characters"))]
-FeederName = Annotated[str, BeforeValidator(_name(
-    FEEDER_NAME, "a feeder name", "letters, digits, '.', '_' and '-', starting with a letter or a digit, at most "
-                                  "63 characters (it names the feeder's files)"))]
+DrillName = Annotated[
+    str,
+    BeforeValidator(
+        _name(
+            NAME,
+            "a drill name",
+            "lowercase letters, digits and '-', starting with a letter or a digit, at most 63 "
+            "characters (it names the run's directory)",
+        )
+    ),
+]
+DaggerName = Annotated[
+    str,
+    BeforeValidator(
+        _name(
+            NAME,
+            "a dagger name",
+            "lowercase letters, digits and '-', starting with a letter or a digit, at most 63 characters",
+        )
+    ),
+]
+FeederName = Annotated[
+    str,
+    BeforeValidator(
+        _name(
+            FEEDER_NAME,
+            "a feeder name",
+            "letters, digits, '.', '_' and '-', starting with a letter or a digit, at most "
+            "63 characters (it names the feeder's files)",
+        )
+    ),
+]
 ShortText = Annotated[str, BeforeValidator(_text(120))]
 LongText = Annotated[str, BeforeValidator(_text(2000, lines=True))]
 Topic = Annotated[str, BeforeValidator(topic_name)]

@@ -55,26 +55,69 @@ RESERVED_PRODUCER_KEYS = {
 # The Kafka client settings a job may pass on: an allow-list, because many others name Java classes
 # to load (sasl.login.class, metric.reporters, config.providers, ssl.engine.factory.class, ...) or
 # URLs and files the client reads (sasl.oauthbearer.*.url) on the team's machines.
-_CONNECTION_SETTINGS = frozenset({
-    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name",
-    "ssl.protocol", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.cipher.suites",
-    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
-    "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
-    "ssl.keystore.certificate.chain", "ssl.key.password",
-    "client.id", "client.dns.lookup", "request.timeout.ms", "connections.max.idle.ms", "metadata.max.age.ms",
-    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "retry.backoff.ms", "retry.backoff.max.ms",
-    "receive.buffer.bytes", "send.buffer.bytes", "socket.connection.setup.timeout.ms",
-    "socket.connection.setup.timeout.max.ms",
-})
+_CONNECTION_SETTINGS = frozenset(
+    {
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.jaas.config",
+        "sasl.kerberos.service.name",
+        "ssl.protocol",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.cipher.suites",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+        "ssl.truststore.certificates",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.key.password",
+        "client.id",
+        "client.dns.lookup",
+        "request.timeout.ms",
+        "connections.max.idle.ms",
+        "metadata.max.age.ms",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "receive.buffer.bytes",
+        "send.buffer.bytes",
+        "socket.connection.setup.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
+    }
+)
 CONSUMER_SETTINGS = _CONNECTION_SETTINGS | {
-    "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records", "max.poll.interval.ms", "fetch.min.bytes",
-    "fetch.max.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "isolation.level", "check.crcs",
-    "default.api.timeout.ms", "client.rack",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.records",
+    "max.poll.interval.ms",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+    "fetch.max.wait.ms",
+    "max.partition.fetch.bytes",
+    "isolation.level",
+    "check.crcs",
+    "default.api.timeout.ms",
+    "client.rack",
 }
 PRODUCER_SETTINGS = _CONNECTION_SETTINGS | {
-    "acks", "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-    "batch.size", "buffer.memory", "max.request.size", "retries", "delivery.timeout.ms", "max.block.ms",
-    "enable.idempotence", "max.in.flight.requests.per.connection",
+    "acks",
+    "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
+    "batch.size",
+    "buffer.memory",
+    "max.request.size",
+    "retries",
+    "delivery.timeout.ms",
+    "max.block.ms",
+    "enable.idempotence",
+    "max.in.flight.requests.per.connection",
 }
 # PEM text, whose lines are part of the value
 _PEM_SETTINGS = frozenset({"ssl.truststore.certificates", "ssl.keystore.certificate.chain", "ssl.keystore.key"})
@@ -89,8 +132,11 @@ JAAS_LOGIN_MODULES = {
 }
 # one JAAS entry: a class, a control flag, options (key=value, the value quoted or a bare word), ';'
 # (ASCII only: Kafka's tokenizer knows no other blanks or word characters)
-_JAAS_RE = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)'
-                      r'((?:\s+[\w.\-]+\s*=\s*(?:"(?:[^"\\\x00-\x1f]|\\.)*"|[^\s";=/*]+))*)\s*;\s*', re.ASCII)
+_JAAS_RE = re.compile(
+    r"\s*([\w.$]+)\s+(required|requisite|sufficient|optional)"
+    r'((?:\s+[\w.\-]+\s*=\s*(?:"(?:[^"\\\x00-\x1f]|\\.)*"|[^\s";=/*]+))*)\s*;\s*',
+    re.ASCII,
+)
 POSTGRES_URL_PARAMETERS = ("sslmode", "connect_timeout", "application_name", "target_session_attrs")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -182,9 +228,7 @@ def kafka_topic(value: str) -> str:
     if not TOPIC_RE.fullmatch(value):
         if len(value) > 249:
             raise ValueError(f"Kafka topic names are at most 249 characters, got {len(value)}")
-        raise ValueError(
-            f"invalid Kafka topic name {show(value)}: only letters, digits, '.', '_' and '-' are allowed"
-        )
+        raise ValueError(f"invalid Kafka topic name {show(value)}: only letters, digits, '.', '_' and '-' are allowed")
     return value
 
 
@@ -226,8 +270,7 @@ def field_name(value: str) -> str:
 def job_name(value: str) -> str:
     if not JOB_NAME_RE.fullmatch(value):
         raise ValueError(
-            "a job name is 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit,"
-            f" got {show(value)}"
+            f"a job name is 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, got {show(value)}"
         )
     return value
 
@@ -243,9 +286,7 @@ def schema_version(value: Any) -> Any:
     if isinstance(value, str):
         value = value.strip().lower()
         if not SCHEMA_VERSION_RE.fullmatch(value):
-            raise ValueError(
-                f"expected a descriptor-set digest (8 to 64 hex digits), got {show(value)}"
-            )
+            raise ValueError(f"expected a descriptor-set digest (8 to 64 hex digits), got {show(value)}")
     return value
 
 
@@ -304,8 +345,9 @@ def url_with_scheme(schemes: tuple[str, ...]):
         # the sink appends its own path and query: a query, a fragment or user info in the URL
         # would redirect the request (another database, another endpoint) or carry credentials
         if "@" in match.group(2) or re.search(r"[?#%\x00-\x1f\x7f]", match.group(3)):
-            raise ValueError(f"expected scheme://host[:port][/path] with no user, query, fragment or escapes, "
-                             f"got {show(value)}")
+            raise ValueError(
+                f"expected scheme://host[:port][/path] with no user, query, fragment or escapes, got {show(value)}"
+            )
         return value
 
     return check
@@ -321,7 +363,7 @@ def measurement(value: str) -> str:
 
 def postgres_url(value: str) -> str:
     value = value.strip()
-    bare = value[len("jdbc:"):] if value.startswith("jdbc:") else value
+    bare = value[len("jdbc:") :] if value.startswith("jdbc:") else value
     match = re.fullmatch(r"(postgres|postgresql)://([^/?#\s]*)/([^?#\s]+)(\?\S*)?", bare)
     if not match or not match.group(2):
         raise ValueError(
@@ -340,7 +382,9 @@ def postgres_url(value: str) -> str:
     # no host means libpq's local socket; a host starting with '/' is a socket directory
     hosts = str(parts.get("host") or "").split(",")
     if not all(h and not h.startswith("/") for h in hosts):
-        raise ValueError(f"the URL must name a network host (a local socket directory is not allowed), got {show(value)}")
+        raise ValueError(
+            f"the URL must name a network host (a local socket directory is not allowed), got {show(value)}"
+        )
     for key, _ in parse_qsl((match.group(4) or "?")[1:], keep_blank_values=True):
         # libpq reads files and services named in the URL (passfile, sslkey, service...): only these
         if key not in POSTGRES_URL_PARAMETERS:
@@ -362,7 +406,8 @@ def checkpoint_location(value: str) -> str:
     if any(ord(c) < 32 for c in value):
         raise ValueError(f"a checkpoint location has no control characters, got {show(value)}")
     if re.fullmatch(r"(file:/|gs://[a-z0-9][a-z0-9._-]{1,220}(/|$))\S*", value) or (
-            value and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)):
+        value and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)
+    ):
         return value
     raise ValueError(f"expected a local directory, a file:// URL or gs://bucket/path, got {show(value)}")
 
@@ -382,8 +427,9 @@ def client_key(value: str) -> str:
     return value
 
 
-def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, str | None],
-                          allowed: frozenset[str] = CONSUMER_SETTINGS) -> list[tuple[str, str]]:
+def check_client_settings(
+    settings: Mapping[str, str], reserved: Mapping[str, str | None], allowed: frozenset[str] = CONSUMER_SETTINGS
+) -> list[tuple[str, str]]:
     """Problems with Kafka client settings as (key, message) pairs."""
     problems: list[tuple[str, str]] = []
     protocol = settings.get("security.protocol", "PLAINTEXT")
@@ -394,9 +440,14 @@ def check_client_settings(settings: Mapping[str, str], reserved: Mapping[str, st
             problems.append((key, why))
         elif key not in allowed:
             close = suggest.closest(key, allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else (
-                "; security, TLS, timeout and size settings are passed on, not settings that name classes, "
-                "files of configuration or URLs")
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else (
+                    "; security, TLS, timeout and size settings are passed on, not settings that name classes, "
+                    "files of configuration or URLs"
+                )
+            )
             problems.append((key, f"is not a Kafka client setting a dagger passes on{hint}"))
         elif CONTROL_RE.search(value.replace("\n", "") if key in _PEM_SETTINGS else value):
             problems.append((key, "must not contain control characters"))

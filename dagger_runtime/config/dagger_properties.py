@@ -80,7 +80,7 @@ _TOP: dict[str, Loc] = {
     "DAGGER_SCHEMA_VERSION": ("schema", "version"),
     "DAGGER_CHECKPOINT_LOCATION": ("checkpoint_location",),
     "DAGGER_DEAD_LETTER_TOPIC": ("dead_letter_topic",),
-    "DAGGER_IDLE_TIMEOUT_MS": ("idle_timeout_ms",),   # Flink's table.exec.source.idle-timeout
+    "DAGGER_IDLE_TIMEOUT_MS": ("idle_timeout_ms",),  # Flink's table.exec.source.idle-timeout
 }
 _SINK_KEYS: dict[str, dict[str, Loc]] = {
     "influx": {
@@ -452,7 +452,7 @@ class _Reader:
                 else:
                     put(loc, text)
             elif key.startswith(_CONSUMER_PREFIX):
-                setting = key[len(_CONSUMER_PREFIX):]
+                setting = key[len(_CONSUMER_PREFIX) :]
                 name = setting.lower().replace("_", ".")
                 if setting not in _DAGGER_CONSUMER_SETTINGS:
                     why = f"raystack/dagger does not read this key; passed to the Kafka consumer as {name!r}"
@@ -462,7 +462,7 @@ class _Reader:
                     self.draft.issue((*where, "kafka", "client", name), f"must be one of {allowed}, got {text!r}")
                 (secrets if _checks.is_secret_client_key(name) else client)[name] = text
             elif key.startswith("SOURCE_KAFKA_CONFIG_"):
-                proper = _CONSUMER_PREFIX + key[len("SOURCE_KAFKA_CONFIG_"):]
+                proper = _CONSUMER_PREFIX + key[len("SOURCE_KAFKA_CONFIG_") :]
                 why = f"raystack/dagger's code does not read this key (its docs name it so); use {proper}"
                 self.draft.problem(path, why)
             else:

@@ -242,7 +242,7 @@ def _sql_problems(data: Mapping[str, Any]) -> list[str]:
 def _render(label: str, path: str, message: str, lines: dict[str, int]) -> str:
     line = line_of(path, lines)
     where = f" (line {line})" if line else ""
-    first, newline, rest = message.partition("\n")      # an SQL refusal's quoted line and caret follow it
+    first, newline, rest = message.partition("\n")  # an SQL refusal's quoted line and caret follow it
     if path == "(file)":
         return f"{label}: {first}{where}{newline}{rest}"
     return f"{label}: {path}: {first}{where}{newline}{rest}"

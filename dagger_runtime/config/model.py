@@ -38,12 +38,10 @@ DEFAULT_WATERMARK_DELAY_MS = 10_000  # FLINK_WATERMARK_DELAY_MS_DEFAULT
 # Flink settings a dagger's Spark job has no use for, by the name a job file gives them: accepted
 # (a job written for raystack/dagger loads unchanged), with a note saying why they change nothing
 IGNORED_SETTINGS = {
-    "watermark_interval": "ignored: Spark moves the watermark once per micro-batch, from every message "
-                          "the batch read",
-    "checkpoint_interval": "ignored: Spark commits every micro-batch to the checkpoint; there is no "
-                           "separate interval",
+    "watermark_interval": "ignored: Spark moves the watermark once per micro-batch, from every message the batch read",
+    "checkpoint_interval": "ignored: Spark commits every micro-batch to the checkpoint; there is no separate interval",
     "idle_state_retention": "ignored: a dagger's state is its open windows and join buffers, which the "
-                            "watermark closes; nothing else is kept to expire",
+    "watermark closes; nothing else is kept to expire",
 }
 DEFAULT_PARALLELISM = 1  # FLINK_PARALLELISM_DEFAULT
 DEFAULT_STENCIL_FETCH_TIMEOUT_MS = 10_000  # SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS_DEFAULT (docs say 60000)

@@ -110,43 +110,61 @@ class _Key:
 
 
 def _durations(base: str, field: str, doc: str) -> dict[str, _Key]:
-    return {base: _Key(field, "duration_ms", twin=field, doc=doc),
-            field: _Key(field, twin=base, doc=f"{base} in milliseconds")}
+    return {
+        base: _Key(field, "duration_ms", twin=field, doc=doc),
+        field: _Key(field, twin=base, doc=f"{base} in milliseconds"),
+    }
 
 
 _SECTIONS: dict[str, dict[str, _Key]] = {
     "job": {
         "name": _Key("name", doc="The dagger's name: a DNS label. Default: the file's name without its extension."),
-        "team": _Key("team", doc="The team that owns the dagger (a DNS label); `deploy` runs it on that "
-                                 "team's clusters."),
+        "team": _Key(
+            "team", doc="The team that owns the dagger (a DNS label); `deploy` runs it on that team's clusters."
+        ),
         "description": _Key("description", doc="Free text about the dagger, for the people who read its file."),
         "streams": _Key("streams", "list:stream", doc="The input streams: one or two, each a table of the query."),
         "sql": _Key("sql", doc="One query in Flink's SQL dialect over the streams' tables (docs/analyst/sql.md)."),
         "rowtime_attribute": _Key("rowtime_attribute", doc="The name of the event-time column each table gets."),
-        **_durations("watermark_delay", "watermark_delay_ms",
-                     "How late a message may be: a window closes once event time has passed its end by this much."),
-        **_durations("idle_timeout", "idle_timeout_ms",
-                     "With several streams: one that reads nothing for this long stops holding the watermark "
-                     "back (Flink's table.exec.source.idle-timeout; 0: never)."),
+        **_durations(
+            "watermark_delay",
+            "watermark_delay_ms",
+            "How late a message may be: a window closes once event time has passed its end by this much.",
+        ),
+        **_durations(
+            "idle_timeout",
+            "idle_timeout_ms",
+            "With several streams: one that reads nothing for this long stops holding the watermark "
+            "back (Flink's table.exec.source.idle-timeout; 0: never).",
+        ),
         "parallelism": _Key("parallelism", doc="Spark's shuffle partitions and the executors' cores the job asks for."),
-        "checkpoint_location": _Key("checkpoint_location",
-                                    doc="Where `run` keeps its progress (Kafka offsets, open windows): a local "
-                                        "path or gs://...; `run --checkpoint` overrides it."),
-        "dead_letter_topic": _Key("dead_letter_topic",
-                                  doc="Messages that cannot become rows go here, on their stream's own Kafka "
-                                      "cluster. Default: `<name>-dlq`."),
+        "checkpoint_location": _Key(
+            "checkpoint_location",
+            doc="Where `run` keeps its progress (Kafka offsets, open windows): a local "
+            "path or gs://...; `run --checkpoint` overrides it.",
+        ),
+        "dead_letter_topic": _Key(
+            "dead_letter_topic",
+            doc="Messages that cannot become rows go here, on their stream's own Kafka cluster. Default: `<name>-dlq`.",
+        ),
         "schema": _Key("schema", "section:schema", doc="Where the messages' protobuf descriptors come from."),
         "sink": _Key("sink", "section:sink", doc="Where the results go."),
     },
     "stream": {
         "table": _Key("table", doc="The table name the query reads this stream as."),
-        "proto": _Key("proto_class", doc="The protobuf message on the topics (its full name, or a Java class name "
-                                         "as raystack configs give it). Required for PROTO input."),
+        "proto": _Key(
+            "proto_class",
+            doc="The protobuf message on the topics (its full name, or a Java class name "
+            "as raystack configs give it). Required for PROTO input.",
+        ),
         "topics": _Key("topics", "list", doc="The Kafka topics (a list, or one comma-separated string)."),
         "topic_pattern": _Key("topic_pattern", doc="A regular expression over topic names, instead of `topics`."),
-        "event_time": _Key("event_time", "event_time",
-                           doc="The Timestamp field that is the event time: a field name, its protobuf field "
-                               "number, or {field_name, field_number}."),
+        "event_time": _Key(
+            "event_time",
+            "event_time",
+            doc="The Timestamp field that is the event time: a field name, its protobuf field "
+            "number, or {field_name, field_number}.",
+        ),
         "data_type": _Key("data_type", doc="PROTO, or JSON (then `json_schema`, or `proto` to derive it from)."),
         "json_schema": _Key("json_schema", doc="JSON input: the messages' JSON Schema, when no `proto` is given."),
         "kafka": _Key("kafka", "section:kafka_source", doc="The Kafka cluster the topics are on."),
@@ -156,26 +174,39 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "field_number": _Key("field_number", doc="The event-time field by protobuf field number."),
     },
     "kafka_source": {
-        "cluster": _Key("name", doc="A logical name for the Kafka cluster (dagger's SOURCE_KAFKA_NAME); "
-                                    "`dagger failover --kafka` moves streams by it."),
-        "bootstrap_servers": _Key("bootstrap_servers",
-                                  doc="host:port of the brokers: a comma-separated string or a list."),
+        "cluster": _Key(
+            "name",
+            doc="A logical name for the Kafka cluster (dagger's SOURCE_KAFKA_NAME); "
+            "`dagger failover --kafka` moves streams by it.",
+        ),
+        "bootstrap_servers": _Key(
+            "bootstrap_servers", doc="host:port of the brokers: a comma-separated string or a list."
+        ),
         "group_id": _Key("group_id", doc="The consumer group the job's offsets are reported under."),
         "auto_offset_reset": _Key("auto_offset_reset", doc="Where a new job starts: latest or earliest."),
-        "auto_commit": _Key("auto_commit", doc="Accepted for raystack configs and changes nothing: a dagger's "
-                                               "offsets are in its checkpoint."),
-        "max_messages_per_batch": _Key("max_messages_per_batch",
-                                       doc="At most this many messages per micro-batch over all of the stream's "
-                                           "partitions (Spark's maxOffsetsPerTrigger). Default: everything new."),
-        "client": _Key("client", "client",
-                       doc="Any further consumer setting under Kafka's own names (security.protocol, sasl.*, "
-                           "ssl.*); secrets as ${ENV_VAR} references."),
+        "auto_commit": _Key(
+            "auto_commit",
+            doc="Accepted for raystack configs and changes nothing: a dagger's offsets are in its checkpoint.",
+        ),
+        "max_messages_per_batch": _Key(
+            "max_messages_per_batch",
+            doc="At most this many messages per micro-batch over all of the stream's "
+            "partitions (Spark's maxOffsetsPerTrigger). Default: everything new.",
+        ),
+        "client": _Key(
+            "client",
+            "client",
+            doc="Any further consumer setting under Kafka's own names (security.protocol, sasl.*, "
+            "ssl.*); secrets as ${ENV_VAR} references.",
+        ),
     },
     "schema": {
-        "version": _Key("version", doc="Pin a descriptor set of `protos/descriptors` (its digest, at least 8 "
-                                       "hex digits)."),
-        "stencil_urls": _Key("stencil_urls", "list",
-                             doc="Fetch FileDescriptorSets from a Stencil server, as dagger does."),
+        "version": _Key(
+            "version", doc="Pin a descriptor set of `protos/descriptors` (its digest, at least 8 hex digits)."
+        ),
+        "stencil_urls": _Key(
+            "stencil_urls", "list", doc="Fetch FileDescriptorSets from a Stencil server, as dagger does."
+        ),
         "enabled": _Key("enabled", doc="Use `stencil_urls` (set for you when they are given)."),
         **_durations("fetch_timeout", "fetch_timeout_ms", "How long a Stencil fetch may take."),
         "auto_refresh": _Key("auto_refresh", doc="Fetch the descriptors again while the job runs."),
@@ -183,13 +214,20 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         **_durations("cache_ttl", "cache_ttl_ms", "How long fetched descriptors are kept."),
     },
     "sink": {
-        "type": _Key("type", doc="influx, kafka, postgres or log; exactly the section it names is given (log "
-                                 "has none)."),
-        "influx": _Key("influx", "section:influx", doc="InfluxDB: the window is the point's time, "
-                                                       "tag_*/label_* columns tags, the rest fields."),
+        "type": _Key(
+            "type", doc="influx, kafka, postgres or log; exactly the section it names is given (log has none)."
+        ),
+        "influx": _Key(
+            "influx",
+            "section:influx",
+            doc="InfluxDB: the window is the point's time, tag_*/label_* columns tags, the rest fields.",
+        ),
         "kafka": _Key("kafka", "section:kafka_sink", doc="Kafka: a message per result row."),
-        "postgres": _Key("postgres", "section:postgres",
-                         doc="PostgreSQL: rows upserted on `key_columns`, so a replayed window overwrites itself."),
+        "postgres": _Key(
+            "postgres",
+            "section:postgres",
+            doc="PostgreSQL: rows upserted on `key_columns`, so a replayed window overwrites itself.",
+        ),
     },
     "influx": {
         "url": _Key("url", doc="http(s)://host:port of the InfluxDB server."),
@@ -198,14 +236,22 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "db_name": _Key("db_name", doc="The database (v1) or the bucket's database part (v2)."),
         "measurement_name": _Key("measurement_name", doc="The measurement the rows are written to."),
         "retention_policy": _Key("retention_policy", doc="Default: the database's default policy."),
-        "api": _Key("api", doc="v1: line protocol on /write (InfluxDB 1.x, as dagger); v2: the v2 write API "
-                               "(InfluxDB 2.x, 1.8+, VictoriaMetrics)."),
+        "api": _Key(
+            "api",
+            doc="v1: line protocol on /write (InfluxDB 1.x, as dagger); v2: the v2 write API "
+            "(InfluxDB 2.x, 1.8+, VictoriaMetrics).",
+        ),
         "org": _Key("org", doc="The organisation (v2 only)."),
-        "batch_size": _Key("batch_size", doc="At most this many points per write request; 0: a micro-batch's "
-                                             "rows in one request (dagger's default)."),
-        **_durations("flush_duration", "flush_duration_ms",
-                     "Accepted for raystack configs and changes nothing: each micro-batch is written when it "
-                     "completes."),
+        "batch_size": _Key(
+            "batch_size",
+            doc="At most this many points per write request; 0: a micro-batch's "
+            "rows in one request (dagger's default).",
+        ),
+        **_durations(
+            "flush_duration",
+            "flush_duration_ms",
+            "Accepted for raystack configs and changes nothing: each micro-batch is written when it completes.",
+        ),
     },
     "kafka_sink": {
         "cluster": _Key("name", doc="A logical name for the cluster (dagger's SINK_KAFKA_STREAM)."),
@@ -223,8 +269,9 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         "table": _Key("table", doc="The table (optionally schema.table)."),
         "user": _Key("user", doc="The role the sink writes as."),
         "password": _Key("password", doc="Its password, as a ${ENV_VAR} reference."),
-        "key_columns": _Key("key_columns", "list",
-                            doc="The upsert key. Default: window_timestamp and the tag_*/label_* columns."),
+        "key_columns": _Key(
+            "key_columns", "list", doc="The upsert key. Default: window_timestamp and the tag_*/label_* columns."
+        ),
     },
 }
 

@@ -62,7 +62,7 @@ def parse_entries(text: str) -> list[Entry]:
         if isinstance(element, javaproperties.KeyValue):
             source = element.source
             # leading blank lines before the key belong to no element of their own
-            line += _breaks(source[:len(source) - len(source.lstrip())])
+            line += _breaks(source[: len(source) - len(source.lstrip())])
             body = _LAST_BREAK.sub("", source.lstrip())
             entries.append(Entry(element.key, element.value, line, _breaks(body) > 0, source))
             line += _breaks(source.lstrip())

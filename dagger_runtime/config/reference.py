@@ -9,6 +9,7 @@ kind, meaning) and the model they load into (types, defaults, required fields):
 ones are current (tests/test_job_reference.py runs it). The loader stays the authority: it also
 applies the rules a schema cannot say (one sink section, PROTO needs `proto`, ...).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,14 +31,26 @@ KEYS_FILE = ROOT / "docs" / "reference" / "job-keys.md"
 SCHEMA_ID = "https://daggers.dev/schemas/job.schema.json"
 
 MODELS: dict[str, type] = {
-    "job": m.JobSpec, "stream": m.StreamSpec, "event_time": m.EventTime, "kafka_source": m.KafkaSourceSpec,
-    "schema": m.SchemaSpec, "sink": m.SinkSpec, "influx": m.InfluxSinkSpec, "kafka_sink": m.KafkaSinkSpec,
+    "job": m.JobSpec,
+    "stream": m.StreamSpec,
+    "event_time": m.EventTime,
+    "kafka_source": m.KafkaSourceSpec,
+    "schema": m.SchemaSpec,
+    "sink": m.SinkSpec,
+    "influx": m.InfluxSinkSpec,
+    "kafka_sink": m.KafkaSinkSpec,
     "postgres": m.PostgresSinkSpec,
 }
 TITLES = {
-    "job": "The job (top level)", "stream": "streams[]", "event_time": "streams[].event_time (a mapping)",
-    "kafka_source": "streams[].kafka", "schema": "schema", "sink": "sink", "influx": "sink.influx",
-    "kafka_sink": "sink.kafka", "postgres": "sink.postgres",
+    "job": "The job (top level)",
+    "stream": "streams[]",
+    "event_time": "streams[].event_time (a mapping)",
+    "kafka_source": "streams[].kafka",
+    "schema": "schema",
+    "sink": "sink",
+    "influx": "sink.influx",
+    "kafka_sink": "sink.kafka",
+    "postgres": "sink.postgres",
 }
 # in a YAML file the job's name may be left out: it is taken from the file's name
 NOT_REQUIRED_IN_YAML = {("job", "name")}
@@ -51,16 +64,22 @@ def _field_schema(model: type, field: str, *, widened: bool = True) -> dict[str,
     schema.pop("default", None)
     info = model.model_fields[field]
     before = [v.func for v in info.metadata if isinstance(v, BeforeValidator)]
-    before += [v.func for arg in typing.get_args(info.annotation) for v in getattr(arg, "__metadata__", ())
-               if isinstance(v, BeforeValidator)]
+    before += [
+        v.func
+        for arg in typing.get_args(info.annotation)
+        for v in getattr(arg, "__metadata__", ())
+        if isinstance(v, BeforeValidator)
+    ]
 
     def widen(node: dict[str, Any]) -> dict[str, Any]:
         if "anyOf" in node:
             return {**node, "anyOf": [widen(n) for n in node["anyOf"]]}
         if "enum" in node:
             values = node["enum"]
-            return {**node, "enum": list(dict.fromkeys([*values, *(v.lower() for v in values),
-                                                        *(v.upper() for v in values)]))}
+            return {
+                **node,
+                "enum": list(dict.fromkeys([*values, *(v.lower() for v in values), *(v.upper() for v in values)])),
+            }
         if node.get("type") == "string" and _checks.bootstrap_servers in before:
             return {"anyOf": [node, {"type": "array", "items": {"type": "string"}, "minItems": 1}]}
         if node.get("type") == "integer" and _checks.to_int in before:
@@ -85,8 +104,13 @@ def _key_schema(section: str, key: str, spec: _Key) -> dict[str, Any]:
     elif kind == "duration_ms":
         node = {"type": "string", "pattern": durations.PATTERN}
     elif kind == "event_time":
-        node = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer", "minimum": 1},
-                          {"$ref": "#/$defs/event_time"}]}
+        node = {
+            "anyOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "integer", "minimum": 1},
+                {"$ref": "#/$defs/event_time"},
+            ]
+        }
     elif kind == "client":
         node = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "object", "null"]}}
     else:
@@ -122,22 +146,35 @@ def _duration_text(ms: int) -> str:
 
 def _required(section: str) -> list[str]:
     model = MODELS[section]
-    return [key for key, spec in _SECTIONS[section].items()
-            if spec.twin is None and model.model_fields[spec.field].is_required()
-            and (section, key) not in NOT_REQUIRED_IN_YAML]
+    return [
+        key
+        for key, spec in _SECTIONS[section].items()
+        if spec.twin is None
+        and model.model_fields[spec.field].is_required()
+        and (section, key) not in NOT_REQUIRED_IN_YAML
+    ]
 
 
 def job_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of a native YAML job file."""
     defs = {}
     for section, keys in _SECTIONS.items():
-        defs[section] = {"type": "object", "title": TITLES[section],
-                         "description": (MODELS[section].__doc__ or "").strip().split("\n\n")[0],
-                         "properties": {key: _key_schema(section, key, spec) for key, spec in keys.items()},
-                         "required": _required(section), "additionalProperties": False}
+        defs[section] = {
+            "type": "object",
+            "title": TITLES[section],
+            "description": (MODELS[section].__doc__ or "").strip().split("\n\n")[0],
+            "properties": {key: _key_schema(section, key, spec) for key, spec in keys.items()},
+            "required": _required(section),
+            "additionalProperties": False,
+        }
     root = defs.pop("job")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "title": "A dagger's job file", **{k: v for k, v in root.items() if k != "title"}, "$defs": defs}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "A dagger's job file",
+        **{k: v for k, v in root.items() if k != "title"},
+        "$defs": defs,
+    }
 
 
 def _type_text(section: str, key: str, spec: _Key) -> str:
@@ -167,26 +204,39 @@ def _type_text(section: str, key: str, spec: _Key) -> str:
         elif option.get("type") == "array":
             names.append("list")
         elif option.get("type"):
-            names.append({"string": "text", "integer": "integer", "boolean": "true \\| false"}.get(option["type"],
-                                                                                                option["type"]))
+            names.append(
+                {"string": "text", "integer": "integer", "boolean": "true \\| false"}.get(
+                    option["type"], option["type"]
+                )
+            )
     return " or ".join(dict.fromkeys(names))
 
 
 def keys_markdown() -> str:
     """docs/reference/job-keys.md."""
-    lines = ["# Job file keys", "",
-             "Every key of a dagger's YAML job file, generated from the loader's own list of them",
-             "(`dagger_runtime/config/native.py`) and the model they load into",
-             "(`dagger_runtime/config/model.py`) by `python -m dagger_runtime.config.reference`.",
-             "Unknown keys are errors, with a suggestion when a known key is close. Secrets are written as",
-             "`${ENV_VAR}` references, resolved when the job is loaded. The same keys as a JSON Schema,",
-             "for an editor: [job.schema.json](job.schema.json) (the first line of a job file:",
-             "`# yaml-language-server: $schema=<path or URL of job.schema.json>`).",
-             "raystack/dagger's `local.properties` files load too, under dagger's own key names.", ""]
+    lines = [
+        "# Job file keys",
+        "",
+        "Every key of a dagger's YAML job file, generated from the loader's own list of them",
+        "(`dagger_runtime/config/native.py`) and the model they load into",
+        "(`dagger_runtime/config/model.py`) by `python -m dagger_runtime.config.reference`.",
+        "Unknown keys are errors, with a suggestion when a known key is close. Secrets are written as",
+        "`${ENV_VAR}` references, resolved when the job is loaded. The same keys as a JSON Schema,",
+        "for an editor: [job.schema.json](job.schema.json) (the first line of a job file:",
+        "`# yaml-language-server: $schema=<path or URL of job.schema.json>`).",
+        "raystack/dagger's `local.properties` files load too, under dagger's own key names.",
+        "",
+    ]
     for section, keys in _SECTIONS.items():
         required = set(_required(section))
-        lines += [f"## {TITLES[section]}", "", (MODELS[section].__doc__ or "").strip().split("\n\n")[0], "",
-                  "| key | type | default | meaning |", "|---|---|---|---|"]
+        lines += [
+            f"## {TITLES[section]}",
+            "",
+            (MODELS[section].__doc__ or "").strip().split("\n\n")[0],
+            "",
+            "| key | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
         for key, spec in keys.items():
             default = _default(section, spec)
             shown = "required" if key in required else ("" if default is None else f"`{json.dumps(default)}`")
@@ -203,9 +253,12 @@ def render() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return generated_pages.main(argv, prog="python -m dagger_runtime.config.reference",
-                                description="Write the job file's JSON Schema and its keys' reference page.",
-                                render=render)
+    return generated_pages.main(
+        argv,
+        prog="python -m dagger_runtime.config.reference",
+        description="Write the job file's JSON Schema and its keys' reference page.",
+        render=render,
+    )
 
 
 if __name__ == "__main__":

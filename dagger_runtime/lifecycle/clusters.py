@@ -7,6 +7,7 @@ default `<repo>/.lab/clusters`): the lab's Spark role writes one per cluster; fo
 in the cloud, write one from the team stack's outputs. Paths are as the cluster's workers see
 them, because drivers run on the workers (spark-submit's cluster deploy mode).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,7 @@ class Cluster(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(pattern=NAME)]
-    team: str | None = None     # the team whose own cluster it is (dagger_runtime.names)
+    team: str | None = None  # the team whose own cluster it is (dagger_runtime.names)
     master: Annotated[str, Field(pattern=r"^spark://[A-Za-z0-9.-]+:\d{1,5}$")]
     web_ui: Annotated[str, Field(pattern=r"^https?://[A-Za-z0-9.-]+:\d{1,5}$")]
     # the Python that runs drivers and Python workers, and the runtime's jars (make jars' .jvm/)
@@ -48,8 +49,16 @@ class Cluster(BaseModel):
     auth_secret_file: str | None = None
     ui_key_file: str | None = None
 
-    @field_validator("python", "jvm_dir", "checkpoint_root", "spec_dir", "prometheus_targets", "spark_home",
-                     "auth_secret_file", "ui_key_file")
+    @field_validator(
+        "python",
+        "jvm_dir",
+        "checkpoint_root",
+        "spec_dir",
+        "prometheus_targets",
+        "spark_home",
+        "auth_secret_file",
+        "ui_key_file",
+    )
     @classmethod
     def _absolute(cls, value):
         if value is not None and not (value.startswith(("/", "gs://"))):
@@ -75,8 +84,11 @@ class Cluster(BaseModel):
 
 
 def clusters_dir(value: str | None = None) -> Path:
-    return Path(value or os.environ.get("DAGGER_CLUSTERS") or
-                Path(os.environ.get("DAGGER_LAB_DIR") or REPO_ROOT / ".lab") / "clusters")
+    return Path(
+        value
+        or os.environ.get("DAGGER_CLUSTERS")
+        or Path(os.environ.get("DAGGER_LAB_DIR") or REPO_ROOT / ".lab") / "clusters"
+    )
 
 
 def load_all(directory: str | None = None) -> list[Cluster]:
@@ -99,11 +111,19 @@ def load_all(directory: str | None = None) -> list[Cluster]:
         if key in found:
             whose = f" of team {cluster.team}" if cluster.team else ""
             raise DaggerError(f"{path}: cluster {cluster.name}{whose} is defined twice (also in {found[key][0]})")
-        mixed = next((p for (name, team), (p, _) in found.items()
-                      if name == cluster.name and (team is None) != (cluster.team is None)), None)
+        mixed = next(
+            (
+                p
+                for (name, team), (p, _) in found.items()
+                if name == cluster.name and (team is None) != (cluster.team is None)
+            ),
+            None,
+        )
         if mixed is not None:
-            raise DaggerError(f"{path}: cluster {cluster.name} is defined both for any team and for a team "
-                              f"(also in {mixed}): a name holds one shared cluster or one cluster per team")
+            raise DaggerError(
+                f"{path}: cluster {cluster.name} is defined both for any team and for a team "
+                f"(also in {mixed}): a name holds one shared cluster or one cluster per team"
+            )
         found[key] = (path, cluster)
     return [cluster for _, cluster in found.values()]
 
@@ -140,13 +160,17 @@ def get_cluster(name: str, directory: str | None = None, team: str | None = None
     chosen = pick(every, name, team)
     if chosen is None:
         teams = ", ".join(sorted(c.team or "" for c in every))
-        raise DaggerError(f"cluster {name} has no Spark cluster for "
-                          f"{'team ' + team if team else 'a dagger without a team (set `team:` in its spec)'}; "
-                          f"it holds the clusters of: {teams}")
+        raise DaggerError(
+            f"cluster {name} has no Spark cluster for "
+            f"{'team ' + team if team else 'a dagger without a team (set `team:` in its spec)'}; "
+            f"it holds the clusters of: {teams}"
+        )
     return chosen
 
 
 def _unknown(name: str, directory: str | None) -> str:
-    known = ", ".join(cluster_names(directory)) or \
-        f"none (is the lab up? `make lab-up`; looked in {clusters_dir(directory)})"
+    known = (
+        ", ".join(cluster_names(directory))
+        or f"none (is the lab up? `make lab-up`; looked in {clusters_dir(directory)})"
+    )
     return f"unknown cluster {name!r}; known clusters: {known}"

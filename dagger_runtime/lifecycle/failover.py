@@ -13,6 +13,7 @@ at or before its last committed watermark) are not written again, because the re
 their tail; the others are rebuilt whole and written once. Failing back is the same move the
 other way.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,14 @@ REPLAY_MARGIN_MS = 30_000
 class Mirror(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    cluster: str = Field(pattern=NAME)          # the cluster whose topics this one holds copies of
-    topic_prefix: str = Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")   # MM2's DefaultReplicationPolicy: "<source>."
+    cluster: str = Field(pattern=NAME)  # the cluster whose topics this one holds copies of
+    topic_prefix: str = Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")  # MM2's DefaultReplicationPolicy: "<source>."
 
 
 class KafkaCluster(BaseModel):
     """One Kafka cluster daggers may read, from <clusters>/kafka/<name>.json (the lab's Kafka role
     writes them)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=NAME)
@@ -62,8 +64,10 @@ def kafka_clusters(directory: str | None = None) -> dict[str, KafkaCluster]:
             raise DaggerError(f"{path}: the file name must be the cluster's name ({cluster.name}.json)")
         found[cluster.name] = cluster
     if not found:
-        raise DaggerError(f"no Kafka clusters defined in {folder} (one <name>.json each, with name, "
-                          "bootstrap_servers and, for a mirror, mirror_of)")
+        raise DaggerError(
+            f"no Kafka clusters defined in {folder} (one <name>.json each, with name, "
+            "bootstrap_servers and, for a mirror, mirror_of)"
+        )
     return found
 
 
@@ -84,8 +88,10 @@ def moved_spec(text: str, to: str, clusters: dict[str, KafkaCluster]) -> str:
     try:
         spec = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise DaggerError(f"the running spec is not YAML ({str(e).splitlines()[0]}); a .properties dagger is "
-                          "moved with `dagger edit` and a spec that names the other cluster") from None
+        raise DaggerError(
+            f"the running spec is not YAML ({str(e).splitlines()[0]}); a .properties dagger is "
+            "moved with `dagger edit` and a spec that names the other cluster"
+        ) from None
     if not isinstance(spec, dict) or not isinstance(spec.get("streams"), list):
         raise DaggerError("the running spec has no streams list; move it with `dagger edit`")
     target = clusters.get(to)
@@ -97,31 +103,39 @@ def moved_spec(text: str, to: str, clusters: dict[str, KafkaCluster]) -> str:
         kafka = stream.get("kafka") or {}
         source = _which(kafka.get("bootstrap_servers", ""), clusters)
         if source is None:
-            raise DaggerError(f"streams[{i}] ({stream.get('table')}) reads {kafka.get('bootstrap_servers')}, which "
-                              "is none of the Kafka clusters defined; nothing can be said about its copies")
+            raise DaggerError(
+                f"streams[{i}] ({stream.get('table')}) reads {kafka.get('bootstrap_servers')}, which "
+                "is none of the Kafka clusters defined; nothing can be said about its copies"
+            )
         if source.name == target.name:
             continue
-        if target.mirror_of and target.mirror_of.cluster == source.name:     # onto the copy
+        if target.mirror_of and target.mirror_of.cluster == source.name:  # onto the copy
             rename = lambda topic, p=target.mirror_of.topic_prefix: p + topic  # noqa: E731
             pattern = lambda rx, p=target.mirror_of.topic_prefix: re.escape(p) + f"(?:{rx})"  # noqa: E731
-        elif source.mirror_of and source.mirror_of.cluster == target.name:   # back to the original
+        elif source.mirror_of and source.mirror_of.cluster == target.name:  # back to the original
             prefix = source.mirror_of.topic_prefix
 
             def rename(topic, p=prefix, i=i):
                 if not topic.startswith(p):
-                    raise DaggerError(f"streams[{i}] reads {topic} on {source.name}, which is not a copy of "  # noqa: B023 - rename is called in this iteration
-                                      f"{target.name} (no {p} prefix)")
-                return topic[len(p):]
+                    raise DaggerError(
+                        f"streams[{i}] reads {topic} on {source.name}, which is not a copy of "  # noqa: B023 - rename is called in this iteration
+                        f"{target.name} (no {p} prefix)"
+                    )
+                return topic[len(p) :]
 
             def pattern(rx, p=prefix, i=i):
                 if not rx.startswith(re.escape(p) + "(?:") or not rx.endswith(")"):
-                    raise DaggerError(f"streams[{i}]: its topic_pattern {rx!r} was not written by a failover, "
-                                      f"so it cannot be turned back; move it with `dagger edit`")
-                return rx[len(re.escape(p)) + 3:-1]
+                    raise DaggerError(
+                        f"streams[{i}]: its topic_pattern {rx!r} was not written by a failover, "
+                        f"so it cannot be turned back; move it with `dagger edit`"
+                    )
+                return rx[len(re.escape(p)) + 3 : -1]
         else:
-            raise DaggerError(f"{target.name} holds no copy of {source.name}'s topics (streams[{i}], "
-                              f"{stream.get('table')}); clusters with copies: "
-                              f"{', '.join(sorted(c.name for c in clusters.values() if c.mirror_of)) or 'none'}")
+            raise DaggerError(
+                f"{target.name} holds no copy of {source.name}'s topics (streams[{i}], "
+                f"{stream.get('table')}); clusters with copies: "
+                f"{', '.join(sorted(c.name for c in clusters.values() if c.mirror_of)) or 'none'}"
+            )
         if stream.get("topics"):
             stream["topics"] = [rename(t) for t in stream["topics"]]
         if stream.get("topic_pattern"):
@@ -141,11 +155,15 @@ def _check_shape(i: int, stream) -> None:
     kafka = stream.get("kafka") if isinstance(stream, dict) else None
     topics = stream.get("topics") if isinstance(stream, dict) else None
     pattern = stream.get("topic_pattern") if isinstance(stream, dict) else None
-    if (not isinstance(kafka, dict) or not (topics is None or isinstance(topics, list)
-                                            and all(isinstance(t, str) for t in topics))
-            or not (pattern is None or isinstance(pattern, str))):
-        raise DaggerError(f"streams[{i}] is not a stream of the native format (a mapping with a kafka mapping, "
-                          "topics as a list of names, topic_pattern as a string); move it with `dagger edit`")
+    if (
+        not isinstance(kafka, dict)
+        or not (topics is None or isinstance(topics, list) and all(isinstance(t, str) for t in topics))
+        or not (pattern is None or isinstance(pattern, str))
+    ):
+        raise DaggerError(
+            f"streams[{i}] is not a stream of the native format (a mapping with a kafka mapping, "
+            "topics as a list of names, topic_pattern as a string); move it with `dagger edit`"
+        )
 
 
 def replay_from_ms(plan, watermark_ms: int) -> int:
@@ -154,7 +172,9 @@ def replay_from_ms(plan, watermark_ms: int) -> int:
     sizes of all nested windows, for a query with windows over windows), and its events are not
     older than their records' timestamps."""
     if not plan.query.windows:
-        raise DaggerError("the dagger's query has no TUMBLE or HOP window: a replay on another Kafka cluster "
-                          "cannot tell which rows were already written; move it with `dagger edit --from`")
+        raise DaggerError(
+            "the dagger's query has no TUMBLE or HOP window: a replay on another Kafka cluster "
+            "cannot tell which rows were already written; move it with `dagger edit --from`"
+        )
     span = sum(w.size.millis for w in plan.query.windows)
     return max(0, watermark_ms - span - plan.job.watermark_delay_ms - REPLAY_MARGIN_MS)

@@ -4,6 +4,7 @@ Each operation checks everything it can before it touches the cluster (the spec 
 like `dagger validate`, the cluster answers, the name is free or the dagger exists), then acts
 through Spark's interfaces (spark.py) and records what happened.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,6 +38,7 @@ class DriverStillAnswers(DaggerError):
 @dataclass
 class Outcome:
     """What an operation did, for people (lines) and for machines (data)."""
+
     lines: list[str] = field(default_factory=list)
     data: dict = field(default_factory=dict)
 
@@ -62,7 +64,9 @@ def _store_spec(cluster: Cluster, name: str, number: int, text: str, suffix: str
     name takes it from its file name), readable by the owner and spec_dir's group: the drivers run
     as the workers' unprivileged user, whose group the spark role gives spec_dir (no one else's)."""
     if "://" in cluster.spec_dir:
-        raise DaggerError(f"cluster {cluster.name}: spec_dir must be a folder the workers share, not {cluster.spec_dir}")
+        raise DaggerError(
+            f"cluster {cluster.name}: spec_dir must be a folder the workers share, not {cluster.spec_dir}"
+        )
     root = Path(cluster.spec_dir)
     group = root.stat().st_gid if root.is_dir() else -1
     folder = root / name / f"v{number}"
@@ -94,8 +98,10 @@ def _free_port(registry: Registry, cluster: Cluster, keep: int | None = None) ->
     for port in range(cluster.metrics_ports[0], cluster.metrics_ports[1] + 1):
         if port not in used and not _answers(cluster.metrics_host, port):
             return port
-    raise DaggerError(f"cluster {cluster.name}: every metrics port in {cluster.metrics_ports} is taken; "
-                      "stop a dagger or widen metrics_ports")
+    raise DaggerError(
+        f"cluster {cluster.name}: every metrics port in {cluster.metrics_ports} is taken; "
+        "stop a dagger or widen metrics_ports"
+    )
 
 
 def _answers(host: str, port: int) -> bool:
@@ -151,25 +157,50 @@ def _check_team(plan, cluster: Cluster, current: Dagger | None) -> None:
     any), and a dagger's name stays with the team that first deployed it."""
     team = plan.job.team
     if cluster.team and team != cluster.team:
-        raise DaggerError(f"cluster {cluster.name} belongs to team {cluster.team}; the job's team is "
-                          f"{team or 'not set'} (set `team: {cluster.team}` if it is theirs)")
+        raise DaggerError(
+            f"cluster {cluster.name} belongs to team {cluster.team}; the job's team is "
+            f"{team or 'not set'} (set `team: {cluster.team}` if it is theirs)"
+        )
     if current is not None and current.team != team:
-        raise DaggerError(f"dagger {plan.job.name} belongs to team {current.team or 'none'}; this spec says team "
-                          f"{team or 'none'}: a dagger cannot change teams (deploy it under another name)")
+        raise DaggerError(
+            f"dagger {plan.job.name} belongs to team {current.team or 'none'}; this spec says team "
+            f"{team or 'none'}: a dagger cannot change teams (deploy it under another name)"
+        )
 
 
-def _submit(cluster: Cluster, plan, text: str, *, number: int, checkpoint: str, starting: dict | None,
-            port: int, passed_env: tuple[str, ...], emit_after_ms: int | None = None,
-            standby: bool = False) -> tuple[str, str]:
+def _submit(
+    cluster: Cluster,
+    plan,
+    text: str,
+    *,
+    number: int,
+    checkpoint: str,
+    starting: dict | None,
+    port: int,
+    passed_env: tuple[str, ...],
+    emit_after_ms: int | None = None,
+    standby: bool = False,
+) -> tuple[str, str]:
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(cluster, plan.job.name, number, text, suffix)
-    argv = spark_api.submit_argv(cluster, name=plan.job.name, spec_path=spec_path, checkpoint=checkpoint,
-                                 metrics_port=port, parallelism=plan.job.parallelism, starting=starting,
-                                 emit_after_ms=emit_after_ms, version=number, standby=standby)
+    argv = spark_api.submit_argv(
+        cluster,
+        name=plan.job.name,
+        spec_path=spec_path,
+        checkpoint=checkpoint,
+        metrics_port=port,
+        parallelism=plan.job.parallelism,
+        starting=starting,
+        emit_after_ms=emit_after_ms,
+        version=number,
+        standby=standby,
+    )
     return spark_api.submit(argv, passed_env, cluster), suffix
 
 
-def _standby_cluster(name: str | None, active: Cluster, checkpoint: str, plan, clusters_dir: str | None) -> Cluster | None:
+def _standby_cluster(
+    name: str | None, active: Cluster, checkpoint: str, plan, clusters_dir: str | None
+) -> Cluster | None:
     """The cluster a standby driver may wait on, checked before anything is submitted: another
     cluster of the team's, alive with room, whose drivers write where this checkpoint is, and a
     checkpoint on a shared folder (the lease is a file lock; see dagger_runtime/lease.py)."""
@@ -181,11 +212,15 @@ def _standby_cluster(name: str | None, active: Cluster, checkpoint: str, plan, c
     if standby.name == active.name:
         raise DaggerError(f"--standby {name}: the standby runs on another cluster than the dagger ({active.name})")
     if local_root(checkpoint) is None:
-        raise DaggerError(f"--standby {name}: the checkpoint {checkpoint} is not a folder the clusters share; "
-                          "a standby's fence is a file lock, which object storage does not have")
+        raise DaggerError(
+            f"--standby {name}: the checkpoint {checkpoint} is not a folder the clusters share; "
+            "a standby's fence is a file lock, which object storage does not have"
+        )
     if not _under_root(checkpoint, standby):
-        raise DaggerError(f"--standby {name}: cluster {name}'s drivers write under {standby.checkpoint_root}, "
-                          f"not where {plan.job.name}'s checkpoint is ({checkpoint})")
+        raise DaggerError(
+            f"--standby {name}: cluster {name}'s drivers write under {standby.checkpoint_root}, "
+            f"not where {plan.job.name}'s checkpoint is ({checkpoint})"
+        )
     _check_team(plan, standby, None)
     _check_alive(standby, plan)
     return standby
@@ -196,22 +231,54 @@ def _under_root(checkpoint: str, cluster: Cluster) -> bool:
     return checkpoint.removeprefix("file://").startswith(cluster.checkpoint_root.rstrip("/") + "/")
 
 
-def _add_standby(registry: Registry, cluster: Cluster, plan, text: str, *, number: int, checkpoint: str,
-                 starting: dict | None, passed_env: tuple[str, ...], emit_after_ms: int | None, actor: str,
-                 action: str, out: "Outcome") -> None:
+def _add_standby(
+    registry: Registry,
+    cluster: Cluster,
+    plan,
+    text: str,
+    *,
+    number: int,
+    checkpoint: str,
+    starting: dict | None,
+    passed_env: tuple[str, ...],
+    emit_after_ms: int | None,
+    actor: str,
+    action: str,
+    out: "Outcome",
+) -> None:
     """A second driver of version `number` on `cluster`, waiting for the checkpoint's lease."""
     with _reserved_port(registry, cluster) as port:
-        driver, _ = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port,
-                            passed_env=passed_env, emit_after_ms=emit_after_ms, standby=True)
-        registry.record_standby(plan.job.name, version=number, cluster=cluster.name, submission_id=driver,
-                                metrics_port=port, actor=actor, action=action)
-    out.say(f"  standby    {driver} on {cluster.name}, waiting for the checkpoint's lease "
-            f"(metrics http://{cluster.metrics_host}:{port}/metrics once it takes over)")
+        driver, _ = _submit(
+            cluster,
+            plan,
+            text,
+            number=number,
+            checkpoint=checkpoint,
+            starting=starting,
+            port=port,
+            passed_env=passed_env,
+            emit_after_ms=emit_after_ms,
+            standby=True,
+        )
+        registry.record_standby(
+            plan.job.name,
+            version=number,
+            cluster=cluster.name,
+            submission_id=driver,
+            metrics_port=port,
+            actor=actor,
+            action=action,
+        )
+    out.say(
+        f"  standby    {driver} on {cluster.name}, waiting for the checkpoint's lease "
+        f"(metrics http://{cluster.metrics_host}:{port}/metrics once it takes over)"
+    )
     out.data["standby"] = {"cluster": cluster.name, "submission_id": driver, "metrics_port": port}
 
 
-def _retire_standby(registry: Registry, name: str, *, actor: str, action: str, clusters_dir: str | None,
-                    why: str) -> str | None:
+def _retire_standby(
+    registry: Registry, name: str, *, actor: str, action: str, clusters_dir: str | None, why: str
+) -> str | None:
     """Kill the dagger's standby driver, if it has one (the checkpoint's fence already excludes
     its version, so one that cannot be reached now never writes). Says what was done."""
     standby = registry.standby(name)
@@ -225,26 +292,48 @@ def _retire_standby(registry: Registry, name: str, *, actor: str, action: str, c
         if state in LIVE_STATES:
             spark_api.kill(cluster, standby.submission_id)
     except DaggerError as e:
-        said = (f"standby {standby.submission_id} on {standby.cluster} could not be reached ({e}); fenced, it "
-                "ends if it ever takes the lease")
+        said = (
+            f"standby {standby.submission_id} on {standby.cluster} could not be reached ({e}); fenced, it "
+            "ends if it ever takes the lease"
+        )
     registry.drop_standby(name, actor=actor, action=action, detail=f"{said}; {why}")
     return said
 
 
-def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str, clusters_dir: str | None = None,
-           start: Start | None = None, standby: str | None = None) -> Outcome:
+def deploy(
+    registry: Registry,
+    spec_path: str,
+    cluster_name: str,
+    *,
+    actor: str,
+    clusters_dir: str | None = None,
+    start: Start | None = None,
+    standby: str | None = None,
+) -> Outcome:
     plan, text = load_spec(spec_path)
     name = plan.job.name
     cluster = get_cluster(cluster_name, clusters_dir, team=plan.job.team)
     existing = registry.get(name)
     if existing and existing.running:
-        raise DaggerError(f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
-                          f"change it with `dagger edit {name} {spec_path}`, or stop it first")
+        raise DaggerError(
+            f"dagger {name} already runs on {existing.cluster} (version {existing.version}); "
+            f"change it with `dagger edit {name} {spec_path}`, or stop it first"
+        )
     _check_team(plan, cluster, existing)
     _check_alive(cluster, plan)
     if existing:  # deployed before and stopped: resume it like an edit (its checkpoint if still valid)
-        return _redeploy(registry, plan, text, existing, cluster, start=start, actor=actor, action="deploy",
-                         clusters_dir=clusters_dir, standby=standby)
+        return _redeploy(
+            registry,
+            plan,
+            text,
+            existing,
+            cluster,
+            start=start,
+            actor=actor,
+            action="deploy",
+            clusters_dir=clusters_dir,
+            standby=standby,
+        )
     if start is not None and start.kind == "committed":
         raise DaggerError("--from committed needs a previous version of the dagger to take offsets from")
     number = 1
@@ -253,17 +342,31 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     standby_cluster = _standby_cluster(standby, cluster, checkpoint, plan, clusters_dir)
     start = start or Start("job")
     starting = starting_options(start, plan.job.streams)
-    passed = spark_api.referenced_env(text, plan.job.team,
-                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
+    passed = spark_api.referenced_env(
+        text, plan.job.team, "properties" if plan.job.origin == "dagger-properties" else "yaml"
+    )
     with _reserved_port(registry, cluster) as port:
         started = time.monotonic()
-        driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                                 port=port, passed_env=passed)
+        driver, suffix = _submit(
+            cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting, port=port, passed_env=passed
+        )
         try:
-            registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text,
-                                    spec_format=suffix, spec_digest=hashlib.sha256(text.encode()).hexdigest(),
-                                    state_key=key, checkpoint=checkpoint, start=str(start), actor=actor,
-                                    submission_id=driver, metrics_port=port, action="deploy", new=True)
+            registry.record_version(
+                name=name,
+                team=plan.job.team,
+                cluster=cluster.name,
+                spec=text,
+                spec_format=suffix,
+                spec_digest=hashlib.sha256(text.encode()).hexdigest(),
+                state_key=key,
+                checkpoint=checkpoint,
+                start=str(start),
+                actor=actor,
+                submission_id=driver,
+                metrics_port=port,
+                action="deploy",
+                new=True,
+            )
         except DaggerError:
             # another deploy of the name won the race: this driver must not run unrecorded
             spark_api.kill(cluster, driver)
@@ -273,13 +376,32 @@ def deploy(registry: Registry, spec_path: str, cluster_name: str, *, actor: str,
     out.say(f"deployed {name} version {number} to {cluster.name} as {driver}")
     out.say(f"  checkpoint {checkpoint} (new, reading {start})")
     out.say(f"  metrics    http://{cluster.metrics_host}:{port}/metrics")
-    out.data = {"dagger": name, "version": number, "cluster": cluster.name, "team": plan.job.team,
-                "submission_id": driver,
-                "checkpoint": checkpoint, "metrics_port": port, "submitted_after_s": time.monotonic() - started,
-                "started_at": started}
+    out.data = {
+        "dagger": name,
+        "version": number,
+        "cluster": cluster.name,
+        "team": plan.job.team,
+        "submission_id": driver,
+        "checkpoint": checkpoint,
+        "metrics_port": port,
+        "submitted_after_s": time.monotonic() - started,
+        "started_at": started,
+    }
     if standby_cluster is not None:
-        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                     passed_env=passed, emit_after_ms=None, actor=actor, action="deploy", out=out)
+        _add_standby(
+            registry,
+            standby_cluster,
+            plan,
+            text,
+            number=number,
+            checkpoint=checkpoint,
+            starting=starting,
+            passed_env=passed,
+            emit_after_ms=None,
+            actor=actor,
+            action="deploy",
+            out=out,
+        )
     return out
 
 
@@ -287,8 +409,9 @@ def _check_alive(cluster: Cluster, plan=None) -> None:
     """The cluster's master is alive with workers, and (given the dagger's plan) has room for it now."""
     state = spark_api.master_state(cluster)
     if state.status != "ALIVE" or state.workers_alive == 0:
-        raise DaggerError(f"cluster {cluster.name} cannot take a dagger: master {state.status}, "
-                          f"{state.workers_alive} workers alive")
+        raise DaggerError(
+            f"cluster {cluster.name} cannot take a dagger: master {state.status}, {state.workers_alive} workers alive"
+        )
     if plan is not None and not spark_api.fits(list(state.workers_free), plan.job.parallelism):
         p = plan.job.parallelism
         free = spark_api.describe_free(state.workers_free)
@@ -297,27 +420,48 @@ def _check_alive(cluster: Cluster, plan=None) -> None:
             f"{spark_api.DRIVER_MEMORY_MB} MB for its driver and {p} cores (its parallelism) and "
             f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free. Stop a "
             f"dagger there, use another cluster, or lower parallelism (Spark would leave it waiting for "
-            f"cores without a word)")
+            f"cores without a word)"
+        )
 
 
-def edit(registry: Registry, name: str, spec_path: str, *, actor: str, clusters_dir: str | None = None,
-         start: Start | None = None, cluster_name: str | None = None) -> Outcome:
+def edit(
+    registry: Registry,
+    name: str,
+    spec_path: str,
+    *,
+    actor: str,
+    clusters_dir: str | None = None,
+    start: Start | None = None,
+    cluster_name: str | None = None,
+) -> Outcome:
     """Redeploy a changed spec (or move the dagger to another cluster): the same checkpoint when
     the change leaves its state usable, else a new one from `start` (default: the old version's
     committed offsets)."""
     plan, text = load_spec(spec_path)
     if plan.job.name != name:
-        raise DaggerError(f"{spec_path} is the job {plan.job.name!r}, not {name!r}: a dagger's name cannot change "
-                          "(deploy it as a new dagger and stop the old one)")
+        raise DaggerError(
+            f"{spec_path} is the job {plan.job.name!r}, not {name!r}: a dagger's name cannot change "
+            "(deploy it as a new dagger and stop the old one)"
+        )
     current = registry.get(name)
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where}); deploy it first")
     cluster = get_cluster(cluster_name or current.cluster, clusters_dir, team=plan.job.team)
     _check_team(plan, cluster, current)
     if cluster.name != current.cluster or not current.running:
-        _check_alive(cluster, plan)   # (on its own running cluster, the old driver's room is freed first)
-    return _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="edit",
-                     clusters_dir=clusters_dir, standby=_kept_standby(registry, name, cluster))
+        _check_alive(cluster, plan)  # (on its own running cluster, the old driver's room is freed first)
+    return _redeploy(
+        registry,
+        plan,
+        text,
+        current,
+        cluster,
+        start=start,
+        actor=actor,
+        action="edit",
+        clusters_dir=clusters_dir,
+        standby=_kept_standby(registry, name, cluster),
+    )
 
 
 def _kept_standby(registry: Registry, name: str, cluster: Cluster) -> str | None:
@@ -326,9 +470,21 @@ def _kept_standby(registry: Registry, name: str, cluster: Cluster) -> str | None
     return standby.cluster if standby is not None and standby.cluster != cluster.name else None
 
 
-def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Cluster, *, start: Start | None,
-              actor: str, action: str, clusters_dir: str | None, emit_after_ms: int | None = None,
-              old_cluster_lost: bool = False, standby: str | None = None) -> Outcome:
+def _redeploy(
+    registry: Registry,
+    plan,
+    text: str,
+    current: Dagger,
+    cluster: Cluster,
+    *,
+    start: Start | None,
+    actor: str,
+    action: str,
+    clusters_dir: str | None,
+    emit_after_ms: int | None = None,
+    old_cluster_lost: bool = False,
+    standby: str | None = None,
+) -> Outcome:
     """Stop the running version (unless its cluster is lost: then the caller has made sure its
     driver is gone, and the fence makes sure it does not write again) and start `plan` as the next
     version, with a standby on `standby` when given."""
@@ -351,8 +507,10 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         how = "kept: the query, its streams and watermark are unchanged, so the old state stays valid"
     else:
         if key != previous.state_key:
-            why = ("the query, its streams or its watermark changed, so the open windows and offsets in the old "
-                   "checkpoint cannot be used")
+            why = (
+                "the query, its streams or its watermark changed, so the open windows and offsets in the old "
+                "checkpoint cannot be used"
+            )
         elif start is not None:
             why = "a start position was asked for"
         else:
@@ -365,13 +523,13 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
     except DaggerError as e:
         if action == "deploy":
             raise
-        standby_cluster = None      # an edit or a move goes on without it, and says so
+        standby_cluster = None  # an edit or a move goes on without it, and says so
         out.say(f"  no standby for version {number}: {e}")
     # everything that can be checked before the old version stops
-    passed = spark_api.referenced_env(text, plan.job.team,
-                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
-    with _reserved_port(registry, cluster,
-                        current.metrics_port if cluster.name == current.cluster else None) as port:
+    passed = spark_api.referenced_env(
+        text, plan.job.team, "properties" if plan.job.origin == "dagger-properties" else "yaml"
+    )
+    with _reserved_port(registry, cluster, current.metrics_port if cluster.name == current.cluster else None) as port:
         if not keep and start.kind == "committed":
             starting_options(start, plan.job.streams, committed_offsets(current.checkpoint))
         timings = {"check": time.monotonic() - checked_from}
@@ -379,56 +537,123 @@ def _redeploy(registry: Registry, plan, text: str, current: Dagger, cluster: Clu
         # killed, and its driver gone before the new one starts
         stop_from = time.monotonic()
         _fence(current.checkpoint, number, get_cluster(current.cluster, clusters_dir, team=current.team))
-        _retire_standby(registry, name, actor=actor, action=action, clusters_dir=clusters_dir,
-                        why=f"replaced by version {number}")
+        _retire_standby(
+            registry, name, actor=actor, action=action, clusters_dir=clusters_dir, why=f"replaced by version {number}"
+        )
         if current.running:
-            old_cluster = (get_cluster(current.cluster, clusters_dir, team=current.team)
-                           if current.cluster != cluster.name else cluster)
+            old_cluster = (
+                get_cluster(current.cluster, clusters_dir, team=current.team)
+                if current.cluster != cluster.name
+                else cluster
+            )
             if old_cluster_lost:
-                registry.record_status(name, "LOST", actor=actor, action=action,
-                                       detail=f"cluster {old_cluster.name} lost; replaced by version {number}")
+                registry.record_status(
+                    name,
+                    "LOST",
+                    actor=actor,
+                    action=action,
+                    detail=f"cluster {old_cluster.name} lost; replaced by version {number}",
+                )
             else:
-                _stop_driver(registry, old_cluster, current, actor, action=action,
-                             detail=f"replaced by version {number}", clusters_dir=clusters_dir)
+                _stop_driver(
+                    registry,
+                    old_cluster,
+                    current,
+                    actor,
+                    action=action,
+                    detail=f"replaced by version {number}",
+                    clusters_dir=clusters_dir,
+                )
             if old_cluster is not cluster:
                 _write_target(old_cluster, name, current.team, None)
         timings["stop"] = time.monotonic() - stop_from
         started = time.monotonic()
         try:
             # the offsets read again now that the old version has committed its last batch
-            starting = (None if keep else
-                        starting_options(start, plan.job.streams,
-                                         committed_offsets(current.checkpoint) if start.kind == "committed" else None))
-            driver, suffix = _submit(cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                                     port=port, passed_env=passed, emit_after_ms=None if keep else emit_after_ms)
+            starting = (
+                None
+                if keep
+                else starting_options(
+                    start,
+                    plan.job.streams,
+                    committed_offsets(current.checkpoint) if start.kind == "committed" else None,
+                )
+            )
+            driver, suffix = _submit(
+                cluster,
+                plan,
+                text,
+                number=number,
+                checkpoint=checkpoint,
+                starting=starting,
+                port=port,
+                passed_env=passed,
+                emit_after_ms=None if keep else emit_after_ms,
+            )
         except DaggerError as e:
             if not current.running:
                 raise
-            raise DaggerError(f"{e}. Version {current.version} was stopped before, so {name} is not running now: "
-                              f"start it again with `dagger deploy SPEC --cluster {current.cluster}`") from None
-        registry.record_version(name=name, team=plan.job.team, cluster=cluster.name, spec=text, spec_format=suffix,
-                                spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=key,
-                                checkpoint=checkpoint, actor=actor,
-                                start="from its checkpoint" if keep else str(start) + (
-                                    "" if emit_after_ms is None
-                                    else f", writing windows that end after {emit_after_ms}"),
-                                submission_id=driver, metrics_port=port, action=action)
+            raise DaggerError(
+                f"{e}. Version {current.version} was stopped before, so {name} is not running now: "
+                f"start it again with `dagger deploy SPEC --cluster {current.cluster}`"
+            ) from None
+        registry.record_version(
+            name=name,
+            team=plan.job.team,
+            cluster=cluster.name,
+            spec=text,
+            spec_format=suffix,
+            spec_digest=hashlib.sha256(text.encode()).hexdigest(),
+            state_key=key,
+            checkpoint=checkpoint,
+            actor=actor,
+            start="from its checkpoint"
+            if keep
+            else str(start) + ("" if emit_after_ms is None else f", writing windows that end after {emit_after_ms}"),
+            submission_id=driver,
+            metrics_port=port,
+            action=action,
+        )
     _write_target(cluster, name, plan.job.team, port)
     timings["submit"] = time.monotonic() - started
     verb = "edited" if action == "edit" else "redeployed"
-    out.lines[:0] = [f"{verb} {name}: version {number} on {cluster.name} as {driver}",
-                     f"  checkpoint {checkpoint} ({how})",
-                     f"  metrics    http://{cluster.metrics_host}:{port}/metrics"]
+    out.lines[:0] = [
+        f"{verb} {name}: version {number} on {cluster.name} as {driver}",
+        f"  checkpoint {checkpoint} ({how})",
+        f"  metrics    http://{cluster.metrics_host}:{port}/metrics",
+    ]
     if standby_cluster is not None:
-        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint,
-                     starting=starting, passed_env=passed, emit_after_ms=None if keep else emit_after_ms,
-                     actor=actor, action=action, out=out)
-    out.data.update({"dagger": name, "version": number, "changed": True, "state_kept": keep, "checkpoint": checkpoint,
-                "cluster": cluster.name, "team": plan.job.team, "submission_id": driver, "metrics_port": port,
-                "started_at": started,
-                # seconds per step, for a drill's recovery time: check (spec, environment, offsets),
-                # stop (the old driver killed and gone), submit (spark-submit and the registry)
-                "timings": {k: round(v, 3) for k, v in timings.items()}})
+        _add_standby(
+            registry,
+            standby_cluster,
+            plan,
+            text,
+            number=number,
+            checkpoint=checkpoint,
+            starting=starting,
+            passed_env=passed,
+            emit_after_ms=None if keep else emit_after_ms,
+            actor=actor,
+            action=action,
+            out=out,
+        )
+    out.data.update(
+        {
+            "dagger": name,
+            "version": number,
+            "changed": True,
+            "state_kept": keep,
+            "checkpoint": checkpoint,
+            "cluster": cluster.name,
+            "team": plan.job.team,
+            "submission_id": driver,
+            "metrics_port": port,
+            "started_at": started,
+            # seconds per step, for a drill's recovery time: check (spec, environment, offsets),
+            # stop (the old driver killed and gone), submit (spark-submit and the registry)
+            "timings": {k: round(v, 3) for k, v in timings.items()},
+        }
+    )
     return out
 
 
@@ -447,13 +672,14 @@ def _running_plan(registry: Registry, name: str, text: str | None = None):
     version = registry.version(name)
     suffix = version.spec_format if version.spec_format.startswith(".") else f".{version.spec_format}"
     with tempfile.TemporaryDirectory(prefix="dagger-failover-") as folder:
-        path = Path(folder) / f"{name}{suffix}"     # a spec without a name takes its file's
+        path = Path(folder) / f"{name}{suffix}"  # a spec without a name takes its file's
         path.write_text(version.spec if text is None else text)
         return load_spec(str(path))
 
 
-def failover_spark(registry: Registry, name: str, to: str, *, actor: str, clusters_dir: str | None = None,
-                   force: bool = False) -> Outcome:
+def failover_spark(
+    registry: Registry, name: str, to: str, *, actor: str, clusters_dir: str | None = None, force: bool = False
+) -> Outcome:
     """Resume the dagger on cluster `to` from its checkpoint. When its own cluster still answers,
     this is a planned move (the driver is stopped there first); when it does not, the driver must
     be gone too: the dagger's /metrics must not answer (`force` skips that check)."""
@@ -461,8 +687,10 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
     checked_from = time.monotonic()
-    old, new = (get_cluster(current.cluster, clusters_dir, team=current.team),
-                get_cluster(to, clusters_dir, team=current.team))
+    old, new = (
+        get_cluster(current.cluster, clusters_dir, team=current.team),
+        get_cluster(to, clusters_dir, team=current.team),
+    )
     if old.name == new.name:
         raise DaggerError(f"{name} already runs on {to}")
     standby = registry.standby(name)
@@ -479,22 +707,38 @@ def failover_spark(registry: Registry, name: str, to: str, *, actor: str, cluste
         lost = True
     if lost and current.running and current.metrics_port and not force:
         if scrape(old.metrics_host, current.metrics_port) is not None:
-            raise DriverStillAnswers(f"cluster {old.name}'s master does not answer, but {name}'s driver still does "
-                              f"(http://{old.metrics_host}:{current.metrics_port}/metrics): two drivers on one "
-                              "checkpoint would write it both; stop that driver first, or pass --force if it "
-                              "cannot be reached but is known to be gone")
+            raise DriverStillAnswers(
+                f"cluster {old.name}'s master does not answer, but {name}'s driver still does "
+                f"(http://{old.metrics_host}:{current.metrics_port}/metrics): two drivers on one "
+                "checkpoint would write it both; stop that driver first, or pass --force if it "
+                "cannot be reached but is known to be gone"
+            )
     checked = time.monotonic() - checked_from
-    out = _redeploy(registry, plan, text, current, new, start=None, actor=actor, action="failover",
-                    clusters_dir=clusters_dir, old_cluster_lost=lost)
+    out = _redeploy(
+        registry,
+        plan,
+        text,
+        current,
+        new,
+        start=None,
+        actor=actor,
+        action="failover",
+        clusters_dir=clusters_dir,
+        old_cluster_lost=lost,
+    )
     _add_timings(out, check=checked)
-    out.lines.insert(0, f"{name}: {old.name} {'lost' if lost else 'answers (a planned move)'}; resuming on "
-                        f"{new.name} from the same checkpoint")
+    out.lines.insert(
+        0,
+        f"{name}: {old.name} {'lost' if lost else 'answers (a planned move)'}; resuming on "
+        f"{new.name} from the same checkpoint",
+    )
     out.data["from_cluster"], out.data["old_cluster_lost"] = old.name, lost
     return out
 
 
-def _take_over(registry: Registry, current: Dagger, standby, old: Cluster, new: Cluster, *, actor: str,
-               checked_from: float) -> Outcome | None:
+def _take_over(
+    registry: Registry, current: Dagger, standby, old: Cluster, new: Cluster, *, actor: str, checked_from: float
+) -> Outcome | None:
     """The standby on `new` becomes the dagger's driver: it takes the checkpoint's lease by itself
     once the old driver's process is gone (killed here when its cluster still answers: a planned
     move), so this only records the move. None when the standby is not running (the caller then
@@ -507,8 +751,12 @@ def _take_over(registry: Registry, current: Dagger, standby, old: Cluster, new: 
     except DaggerError:
         state = None
     if state not in ("RUNNING", "RELAUNCHING", "SUBMITTED"):
-        registry.drop_standby(name, actor=actor, action="failover",
-                              detail=f"standby {standby.submission_id} on {new.name} is {state or 'not known to its master'}")
+        registry.drop_standby(
+            name,
+            actor=actor,
+            action="failover",
+            detail=f"standby {standby.submission_id} on {new.name} is {state or 'not known to its master'}",
+        )
         return None
     checked = time.monotonic() - checked_from
     stop_from = time.monotonic()
@@ -521,29 +769,56 @@ def _take_over(registry: Registry, current: Dagger, standby, old: Cluster, new: 
         spark_api.kill(old, current.submission_id)
         final = _wait_ended(old, current.submission_id)
         if final in LIVE_STATES:
-            raise DaggerError(f"{current.submission_id} on {old.name} is still {final} after the kill; its "
-                              f"standby on {new.name} stays a standby")
+            raise DaggerError(
+                f"{current.submission_id} on {old.name} is still {final} after the kill; its "
+                f"standby on {new.name} stays a standby"
+            )
     stopped = time.monotonic() - stop_from
     found = holder(current.checkpoint)
     waiting = held(current.checkpoint) is False or (found or {}).get("master") != new.master
-    registry.take_over(name, actor=actor, driver=current.submission_id, standby_driver=standby.submission_id,
-                       detail=(f"cluster {old.name} {'lost' if lost else 'left (a planned move)'}; standby "
-                               f"{standby.submission_id} on {new.name} takes over version {current.version}"))
+    registry.take_over(
+        name,
+        actor=actor,
+        driver=current.submission_id,
+        standby_driver=standby.submission_id,
+        detail=(
+            f"cluster {old.name} {'lost' if lost else 'left (a planned move)'}; standby "
+            f"{standby.submission_id} on {new.name} takes over version {current.version}"
+        ),
+    )
     _write_target(old, name, current.team, None)
     _write_target(new, name, current.team, standby.metrics_port)
     out = Outcome()
-    out.say(f"{name}: {old.name} {'lost' if lost else 'answers (a planned move: its driver was stopped)'}; its "
-            f"standby {standby.submission_id} on {new.name} "
-            + ("takes the checkpoint's lease as soon as the old driver's process is gone" if waiting
-               else "holds the checkpoint's lease and runs the query from it"))
+    out.say(
+        f"{name}: {old.name} {'lost' if lost else 'answers (a planned move: its driver was stopped)'}; its "
+        f"standby {standby.submission_id} on {new.name} "
+        + (
+            "takes the checkpoint's lease as soon as the old driver's process is gone"
+            if waiting
+            else "holds the checkpoint's lease and runs the query from it"
+        )
+    )
     out.say(f"  metrics    http://{new.metrics_host}:{standby.metrics_port}/metrics")
     out.say(f"  no standby now: deploy the next version with --standby {old.name} once {old.name} is back")
-    out.data = {"dagger": name, "version": current.version, "changed": True, "state_kept": True,
-                "checkpoint": current.checkpoint, "cluster": new.name, "team": current.team,
-                "submission_id": standby.submission_id, "metrics_port": standby.metrics_port,
-                "from_cluster": old.name, "old_cluster_lost": lost, "standby_took_over": True,
-                "timings": {"check": round(checked, 3), "stop": round(stopped, 3),
-                            "takeover": round(time.monotonic() - checked_from - checked - stopped, 3)}}
+    out.data = {
+        "dagger": name,
+        "version": current.version,
+        "changed": True,
+        "state_kept": True,
+        "checkpoint": current.checkpoint,
+        "cluster": new.name,
+        "team": current.team,
+        "submission_id": standby.submission_id,
+        "metrics_port": standby.metrics_port,
+        "from_cluster": old.name,
+        "old_cluster_lost": lost,
+        "standby_took_over": True,
+        "timings": {
+            "check": round(checked, 3),
+            "stop": round(stopped, 3),
+            "takeover": round(time.monotonic() - checked_from - checked - stopped, 3),
+        },
+    }
     return out
 
 
@@ -560,25 +835,36 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     checked_from = time.monotonic()
     text = moved_spec(registry.version(name).spec, to, kafka_clusters(clusters_dir))
     plan, text = _running_plan(registry, name, text)
-    replay_from_ms(plan, 0)                 # refuses a query without windows before anything stops
+    replay_from_ms(plan, 0)  # refuses a query without windows before anything stops
     cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
     standby = _kept_standby(registry, name, cluster)
     handoff = _handoff_target(registry, current, plan, text, clusters_dir) if current.running else None
     checked, stop_from = time.monotonic() - checked_from, time.monotonic()
     if current.running:
         # the watermark is read once the old version is gone: a batch it commits meanwhile counts
-        _stop_driver(registry, cluster, current, actor, action="failover", detail=f"moving to Kafka cluster {to}",
-                     clusters_dir=clusters_dir, wait_gone=False, keep_standby=handoff is not None)
+        _stop_driver(
+            registry,
+            cluster,
+            current,
+            actor,
+            action="failover",
+            detail=f"moving to Kafka cluster {to}",
+            clusters_dir=clusters_dir,
+            wait_gone=False,
+            keep_standby=handoff is not None,
+        )
         current = registry.get(name)
     stopped = time.monotonic() - stop_from
     try:
         watermark = committed_watermark(current.checkpoint)
     except DaggerError:
-        watermark = 0               # no batch committed: no window written
+        watermark = 0  # no batch committed: no window written
     if watermark > 0:
         start, emit_after = Start("timestamp", replay_from_ms(plan, watermark)), watermark
-        said = (f"the windows that ended by the last committed watermark ({_iso(watermark)}) were written by "
-                f"version {current.version} and stay")
+        said = (
+            f"the windows that ended by the last committed watermark ({_iso(watermark)}) were written by "
+            f"version {current.version} and stay"
+        )
     else:
         # it wrote no window yet (it had no watermark, or committed nothing): the new version reads
         # all the old one read, from where it began, and writes every window whole
@@ -588,19 +874,40 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
         said = f"version {current.version} had written no window yet, so it reads from where that began ({start})"
     out = None
     if handoff is not None:
-        out = _hand_off(registry, plan, text, current, *handoff, start=start, emit_after_ms=emit_after, actor=actor,
-                        old=cluster, clusters_dir=clusters_dir)
+        out = _hand_off(
+            registry,
+            plan,
+            text,
+            current,
+            *handoff,
+            start=start,
+            emit_after_ms=emit_after,
+            actor=actor,
+            old=cluster,
+            clusters_dir=clusters_dir,
+        )
         current = registry.get(name)
     if out is None:
-        out = _redeploy(registry, plan, text, current, cluster, start=start, actor=actor, action="failover",
-                        clusters_dir=clusters_dir, emit_after_ms=emit_after, standby=standby)
+        out = _redeploy(
+            registry,
+            plan,
+            text,
+            current,
+            cluster,
+            start=start,
+            actor=actor,
+            action="failover",
+            clusters_dir=clusters_dir,
+            emit_after_ms=emit_after,
+            standby=standby,
+        )
     _add_timings(out, check=checked, stop=stopped)
     out.lines.insert(0, f"{name}: reading Kafka cluster {to}; {said}")
     out.data.update({"kafka_cluster": to, "watermark_ms": watermark or None, "replay_from_ms": start.timestamp_ms})
     return out
 
 
-HANDOFF_TAKE_S = 30.0      # how long a handed-off standby has to take the new checkpoint's lease
+HANDOFF_TAKE_S = 30.0  # how long a handed-off standby has to take the new checkpoint's lease
 FIRST_BATCH_WAIT_S = 120.0  # how long its first batch may take before the next standby starts anyway
 
 
@@ -623,15 +930,32 @@ def _handoff_target(registry: Registry, current: Dagger, plan, text: str, cluste
         return None
     old_text = registry.version(current.name).spec
     kind = "properties" if plan.job.origin == "dagger-properties" else "yaml"
-    if state != "RUNNING" or not _under_root(current.checkpoint, cluster) or (
+    if (
+        state != "RUNNING"
+        or not _under_root(current.checkpoint, cluster)
+        or (
             set(spark_api.referenced_env(text, plan.job.team, kind))
-            - set(spark_api.referenced_env(old_text, plan.job.team, kind))):
+            - set(spark_api.referenced_env(old_text, plan.job.team, kind))
+        )
+    ):
         return None
     return standby, cluster
 
 
-def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new: Cluster, *, start: Start,
-              emit_after_ms: int | None, actor: str, old: Cluster, clusters_dir: str | None) -> Outcome | None:
+def _hand_off(
+    registry: Registry,
+    plan,
+    text: str,
+    current: Dagger,
+    standby,
+    new: Cluster,
+    *,
+    start: Start,
+    emit_after_ms: int | None,
+    actor: str,
+    old: Cluster,
+    clusters_dir: str | None,
+) -> Outcome | None:
     """The dagger's standby (fenced off the old checkpoint, waiting) runs the moved version on a
     new checkpoint: its JVMs are warm, so this costs no spark-submit, driver start or cold first
     batch. None when it does not take the new checkpoint within HANDOFF_TAKE_S (it is killed; the
@@ -645,13 +969,19 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
     starting = starting_options(start, plan.job.streams, None)
     suffix = ".properties" if plan.job.origin == "dagger-properties" else ".yaml"
     spec_path = _store_spec(new, name, number, text, suffix)
-    order = {"version": number, "spec": spec_path, "checkpoint": checkpoint, "starting": starting,
-             "emit_after_ms": emit_after_ms}
+    order = {
+        "version": number,
+        "spec": spec_path,
+        "checkpoint": checkpoint,
+        "starting": starting,
+        "emit_after_ms": emit_after_ms,
+    }
     try:
         hand_off(current.checkpoint, order, within=old.checkpoint_root)
     except (OSError, DaggerError) as e:
-        _retire_standby(registry, name, actor=actor, action="failover", clusters_dir=clusters_dir,
-                        why=f"no handoff ({e})")
+        _retire_standby(
+            registry, name, actor=actor, action="failover", clusters_dir=clusters_dir, why=f"no handoff ({e})"
+        )
         return None
     deadline = time.monotonic() + HANDOFF_TAKE_S
 
@@ -666,17 +996,36 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
             hand_off(current.checkpoint, {"version": number, "cancelled": True}, within=old.checkpoint_root)
         except (OSError, DaggerError):
             pass
-        _retire_standby(registry, name, actor=actor, action="failover", clusters_dir=clusters_dir,
-                        why=f"it did not take version {number}'s checkpoint within {HANDOFF_TAKE_S:g} s")
+        _retire_standby(
+            registry,
+            name,
+            actor=actor,
+            action="failover",
+            clusters_dir=clusters_dir,
+            why=f"it did not take version {number}'s checkpoint within {HANDOFF_TAKE_S:g} s",
+        )
         return None
-    registry.record_version(name=name, team=plan.job.team, cluster=new.name, spec=text, spec_format=suffix,
-                            spec_digest=hashlib.sha256(text.encode()).hexdigest(), state_key=state_key(plan),
-                            checkpoint=checkpoint, actor=actor,
-                            start=str(start) + ("" if emit_after_ms is None
-                                                else f", writing windows that end after {emit_after_ms}"),
-                            submission_id=standby.submission_id, metrics_port=standby.metrics_port, action="failover")
-    registry.drop_standby(name, actor=actor, action="failover",
-                          detail=f"standby {standby.submission_id} on {new.name} runs version {number}")
+    registry.record_version(
+        name=name,
+        team=plan.job.team,
+        cluster=new.name,
+        spec=text,
+        spec_format=suffix,
+        spec_digest=hashlib.sha256(text.encode()).hexdigest(),
+        state_key=state_key(plan),
+        checkpoint=checkpoint,
+        actor=actor,
+        start=str(start) + ("" if emit_after_ms is None else f", writing windows that end after {emit_after_ms}"),
+        submission_id=standby.submission_id,
+        metrics_port=standby.metrics_port,
+        action="failover",
+    )
+    registry.drop_standby(
+        name,
+        actor=actor,
+        action="failover",
+        detail=f"standby {standby.submission_id} on {new.name} runs version {number}",
+    )
     _write_target(old, name, current.team, None)
     _write_target(new, name, current.team, standby.metrics_port)
     took = time.monotonic() - started
@@ -684,10 +1033,21 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
     out.say(f"handed off {name}: version {number} on {new.name} as {standby.submission_id} (its standby, warm)")
     out.say(f"  checkpoint {checkpoint} (new: reading {start})")
     out.say(f"  metrics    http://{new.metrics_host}:{standby.metrics_port}/metrics")
-    out.data.update({"dagger": name, "version": number, "changed": True, "state_kept": False, "checkpoint": checkpoint,
-                     "cluster": new.name, "team": plan.job.team, "submission_id": standby.submission_id,
-                     "metrics_port": standby.metrics_port, "standby_took_over": True,
-                     "timings": {"handoff": round(took, 3)}})
+    out.data.update(
+        {
+            "dagger": name,
+            "version": number,
+            "changed": True,
+            "state_kept": False,
+            "checkpoint": checkpoint,
+            "cluster": new.name,
+            "team": plan.job.team,
+            "submission_id": standby.submission_id,
+            "metrics_port": standby.metrics_port,
+            "standby_took_over": True,
+            "timings": {"handoff": round(took, 3)},
+        }
+    )
     # a standby for the new version where the old one ran, if that cluster has room: once the
     # new version has committed its first batch, so that the new standby's start (a JVM, a
     # session, a rehearsal) does not take the cores that first batch needs
@@ -703,11 +1063,24 @@ def _hand_off(registry: Registry, plan, text: str, current: Dagger, standby, new
     except DaggerError as e:
         out.say(f"  no standby for version {number}: {e}")
         return out
-    passed = spark_api.referenced_env(text, plan.job.team,
-                                      "properties" if plan.job.origin == "dagger-properties" else "yaml")
+    passed = spark_api.referenced_env(
+        text, plan.job.team, "properties" if plan.job.origin == "dagger-properties" else "yaml"
+    )
     try:
-        _add_standby(registry, standby_cluster, plan, text, number=number, checkpoint=checkpoint, starting=starting,
-                     passed_env=passed, emit_after_ms=emit_after_ms, actor=actor, action="failover", out=out)
+        _add_standby(
+            registry,
+            standby_cluster,
+            plan,
+            text,
+            number=number,
+            checkpoint=checkpoint,
+            starting=starting,
+            passed_env=passed,
+            emit_after_ms=emit_after_ms,
+            actor=actor,
+            action="failover",
+            out=out,
+        )
     except DaggerError as e:
         out.say(f"  no standby for version {number}: {e}")
     return out
@@ -749,9 +1122,18 @@ def _left_by_fence(checkpoint: str) -> bool:
     return False
 
 
-def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: str, *, action: str,
-                 detail: str, clusters_dir: str | None = None, wait_gone: bool = True,
-                 keep_standby: bool = False) -> str:
+def _stop_driver(
+    registry: Registry,
+    cluster: Cluster,
+    dagger: Dagger,
+    actor: str,
+    *,
+    action: str,
+    detail: str,
+    clusters_dir: str | None = None,
+    wait_gone: bool = True,
+    keep_standby: bool = False,
+) -> str:
     """Fence the dagger's version off its checkpoint, kill its standby, then end its driver: the
     fence ends it within seconds once it holds the lease (else, or if it lingers, a kill through
     the master). Without wait_gone, a driver that let the checkpoint go is left to end by itself
@@ -763,11 +1145,15 @@ def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: st
         # a team's folder can block the fence (a link, a folder named dagger-fence): the drivers
         # are still killed through their masters, and the history says why no fence was written
         detail = f"{detail}; no fence: {e}"
-    if not keep_standby:        # (kept: fenced too, it waits for its handoff)
+    if not keep_standby:  # (kept: fenced too, it waits for its handoff)
         _retire_standby(registry, dagger.name, actor=actor, action=action, clusters_dir=clusters_dir, why=detail)
-    if dagger.submission_id and dagger.running and _left_by_fence(dagger.checkpoint) and (
-            not wait_gone or _wait_ended(cluster, dagger.submission_id, timeout_s=20.0) not in LIVE_STATES):
-        pass            # its query stopped and it let the checkpoint go: it ended by itself (exit 0)
+    if (
+        dagger.submission_id
+        and dagger.running
+        and _left_by_fence(dagger.checkpoint)
+        and (not wait_gone or _wait_ended(cluster, dagger.submission_id, timeout_s=20.0) not in LIVE_STATES)
+    ):
+        pass  # its query stopped and it let the checkpoint go: it ended by itself (exit 0)
     elif dagger.submission_id and dagger.running:
         state = spark_api.master_state(cluster).drivers.get(dagger.submission_id, {}).get("state")
         if state in LIVE_STATES:
@@ -779,8 +1165,10 @@ def _stop_driver(registry: Registry, cluster: Cluster, dagger: Dagger, actor: st
                     raise
             final = _wait_ended(cluster, dagger.submission_id)
             if final in LIVE_STATES:
-                raise DaggerError(f"{dagger.submission_id} on {cluster.name} is still {final} after the kill; "
-                                  "nothing else was changed")
+                raise DaggerError(
+                    f"{dagger.submission_id} on {cluster.name} is still {final} after the kill; "
+                    "nothing else was changed"
+                )
     registry.record_status(dagger.name, ended, actor=actor, action=action, detail=detail)
     return ended
 
@@ -794,11 +1182,20 @@ def stop(registry: Registry, name: str, *, actor: str, clusters_dir: str | None 
         out.say(f"{name} is not running ({current.status}); nothing to do")
         return out
     cluster = get_cluster(current.cluster, clusters_dir, team=current.team)
-    _stop_driver(registry, cluster, current, actor, action="stop", detail=f"{current.submission_id} killed",
-                 clusters_dir=clusters_dir)
+    _stop_driver(
+        registry,
+        cluster,
+        current,
+        actor,
+        action="stop",
+        detail=f"{current.submission_id} killed",
+        clusters_dir=clusters_dir,
+    )
     _write_target(cluster, name, current.team, None)
-    out.say(f"stopped {name} (version {current.version}, {current.submission_id} on {cluster.name}); "
-            f"its checkpoint {current.checkpoint} is kept")
+    out.say(
+        f"stopped {name} (version {current.version}, {current.submission_id} on {cluster.name}); "
+        f"its checkpoint {current.checkpoint} is kept"
+    )
     out.data = {"dagger": name, "status": "STOPPED"}
     return out
 
@@ -828,26 +1225,40 @@ def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | Non
 
 def health(dagger: Dagger, driver_state: str | None, metrics: dict[str, float] | None, now: float) -> dict:
     """One row of `status`: the driver's state and what its metrics say."""
-    row = {"dagger": dagger.name, "team": dagger.team, "cluster": dagger.cluster, "version": dagger.version,
-           "status": driver_state or dagger.status, "submission_id": dagger.submission_id}
+    row = {
+        "dagger": dagger.name,
+        "team": dagger.team,
+        "cluster": dagger.cluster,
+        "version": dagger.version,
+        "status": driver_state or dagger.status,
+        "submission_id": dagger.submission_id,
+    }
     if metrics:
         watermark = metrics.get("dagger_watermark_timestamp_seconds") or None
-        row.update({
-            "input_per_s": metrics.get("dagger_input_messages_per_second", 0.0),
-            "processed_per_s": metrics.get("dagger_processed_messages_per_second", 0.0),
-            "lag": int(metrics.get("dagger_consumer_lag_messages", 0)),
-            "watermark_delay_s": round(now - watermark, 1) if watermark else None,
-            "batches": int(metrics.get("dagger_batches_total", 0)),
-            "last_batch_s": metrics.get("dagger_batch_duration_seconds"),
-            "rows_written": int(metrics.get("dagger_result_rows_written_total", 0)),
-            "dead_letters": int(metrics.get("dagger_dead_letters_total", 0)),
-            "sink_errors": int(metrics.get("dagger_sink_errors_total", 0)),
-        })
+        row.update(
+            {
+                "input_per_s": metrics.get("dagger_input_messages_per_second", 0.0),
+                "processed_per_s": metrics.get("dagger_processed_messages_per_second", 0.0),
+                "lag": int(metrics.get("dagger_consumer_lag_messages", 0)),
+                "watermark_delay_s": round(now - watermark, 1) if watermark else None,
+                "batches": int(metrics.get("dagger_batches_total", 0)),
+                "last_batch_s": metrics.get("dagger_batch_duration_seconds"),
+                "rows_written": int(metrics.get("dagger_result_rows_written_total", 0)),
+                "dead_letters": int(metrics.get("dagger_dead_letters_total", 0)),
+                "sink_errors": int(metrics.get("dagger_sink_errors_total", 0)),
+            }
+        )
     return row
 
 
-def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: str | None = None,
-           teams: Collection[str] | None = None) -> Outcome:
+def status(
+    registry: Registry,
+    name: str | None,
+    *,
+    actor: str,
+    clusters_dir: str | None = None,
+    teams: Collection[str] | None = None,
+) -> Outcome:
     """Each dagger's health and its clusters' state; `teams`: only those teams' daggers and
     clusters (the portal's view of a user), nothing of the others asked or shown."""
     daggers = [registry.get(name)] if name else registry.list()
@@ -882,31 +1293,59 @@ def status(registry: Registry, name: str | None, *, actor: str, clusters_dir: st
             if looping:
                 driver_state = "CRASH_LOOP"
             if driver_state and dagger.running and driver_state != dagger.status:
-                registry.record_status(dagger.name, driver_state, actor=actor,
-                                       detail=looping or "seen on the master", submission_id=dagger.submission_id)
-            elif (driver_state is None and dagger.running and master.status == "ALIVE" and cluster
-                  and not (dagger.metrics_port and scrape(cluster.metrics_host, dagger.metrics_port))):
+                registry.record_status(
+                    dagger.name,
+                    driver_state,
+                    actor=actor,
+                    detail=looping or "seen on the master",
+                    submission_id=dagger.submission_id,
+                )
+            elif (
+                driver_state is None
+                and dagger.running
+                and master.status == "ALIVE"
+                and cluster
+                and not (dagger.metrics_port and scrape(cluster.metrics_host, dagger.metrics_port))
+            ):
                 # a master restarted without recovery forgets its drivers, and theirs die with the
                 # workers: a driver it does not know, whose /metrics is silent, is gone
                 driver_state = "LOST"
-                registry.record_status(dagger.name, "LOST", actor=actor, submission_id=dagger.submission_id,
-                                       detail=f"the master of {dagger.cluster} does not know driver "
-                                              f"{dagger.submission_id} and its /metrics does not answer")
+                registry.record_status(
+                    dagger.name,
+                    "LOST",
+                    actor=actor,
+                    submission_id=dagger.submission_id,
+                    detail=f"the master of {dagger.cluster} does not know driver "
+                    f"{dagger.submission_id} and its /metrics does not answer",
+                )
                 dagger = registry.get(dagger.name)
         elif dagger.running:
             driver_state = "UNREACHABLE"
-        metrics = (scrape(cluster.metrics_host, dagger.metrics_port)
-                   if cluster and dagger.metrics_port and dagger.running else None)
+        metrics = (
+            scrape(cluster.metrics_host, dagger.metrics_port)
+            if cluster and dagger.metrics_port and dagger.running
+            else None
+        )
         rows.append(health(dagger, driver_state, metrics, now))
         standby = registry.standby(dagger.name)
         if standby is not None:
-            rows[-1]["standby"] = _standby_row(standby, pick(every, standby.cluster, dagger.team), masters,
-                                               dagger.checkpoint)
-    cluster_rows = [{"cluster": n, "team": t, "master": m.status if m else "DOWN", "workers": m.workers_alive if m else 0,
-                     "cores_used": m.cores_used if m else None, "cores": m.cores if m else None,
-                     "memory_used_mb": m.memory_used_mb if m else None, "memory_mb": m.memory_mb if m else None}
-                    for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
-                    if teams is None or t in teams]     # a shared cluster's totals hold other teams' use
+            rows[-1]["standby"] = _standby_row(
+                standby, pick(every, standby.cluster, dagger.team), masters, dagger.checkpoint
+            )
+    cluster_rows = [
+        {
+            "cluster": n,
+            "team": t,
+            "master": m.status if m else "DOWN",
+            "workers": m.workers_alive if m else 0,
+            "cores_used": m.cores_used if m else None,
+            "cores": m.cores if m else None,
+            "memory_used_mb": m.memory_used_mb if m else None,
+            "memory_mb": m.memory_mb if m else None,
+        }
+        for (n, t), m in sorted(masters.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+        if teams is None or t in teams
+    ]  # a shared cluster's totals hold other teams' use
     return Outcome(data={"daggers": rows, "clusters": cluster_rows})
 
 
@@ -934,26 +1373,42 @@ def _follow_lease(registry: Registry, dagger: Dagger, every: list[Cluster], mast
         return dagger
     cluster = pick(every, standby.cluster, dagger.team)
     found = holder(dagger.checkpoint) or {}
-    if cluster is None or found.get("master") != cluster.master or found.get("version") != standby.version \
-            or not held(dagger.checkpoint):
+    if (
+        cluster is None
+        or found.get("master") != cluster.master
+        or found.get("version") != standby.version
+        or not held(dagger.checkpoint)
+    ):
         return dagger
     old = pick(every, dagger.cluster, dagger.team)
     try:
-        registry.take_over(dagger.name, actor=actor, driver=dagger.submission_id,
-                           standby_driver=standby.submission_id, detail=(
-            f"standby {standby.submission_id} on {standby.cluster} holds the checkpoint's lease (pid "
-            f"{found.get('pid')}): driver {dagger.submission_id} on {dagger.cluster} is no longer the writer"))
+        registry.take_over(
+            dagger.name,
+            actor=actor,
+            driver=dagger.submission_id,
+            standby_driver=standby.submission_id,
+            detail=(
+                f"standby {standby.submission_id} on {standby.cluster} holds the checkpoint's lease (pid "
+                f"{found.get('pid')}): driver {dagger.submission_id} on {dagger.cluster} is no longer the writer"
+            ),
+        )
     except DaggerError:
-        return registry.get(dagger.name) or dagger      # changed meanwhile: show it as it is now
+        return registry.get(dagger.name) or dagger  # changed meanwhile: show it as it is now
     if old is not None:
         _write_target(old, dagger.name, dagger.team, None)
     _write_target(cluster, dagger.name, dagger.team, standby.metrics_port)
     master = _master(old, masters)
     state = master.drivers.get(dagger.submission_id, {}).get("state") if master and dagger.submission_id else None
     if state in ("RUNNING", "RELAUNCHING", "SUBMITTED") and dagger.metrics_port:
-        registry.record_standby(dagger.name, version=dagger.version, cluster=dagger.cluster,
-                                submission_id=dagger.submission_id, metrics_port=dagger.metrics_port, actor=actor,
-                                action="status")
+        registry.record_standby(
+            dagger.name,
+            version=dagger.version,
+            cluster=dagger.cluster,
+            submission_id=dagger.submission_id,
+            metrics_port=dagger.metrics_port,
+            actor=actor,
+            action="status",
+        )
     return registry.get(dagger.name)
 
 
@@ -967,10 +1422,20 @@ def _standby_row(standby, cluster: Cluster | None, masters: dict, checkpoint: st
     state = (master.drivers.get(standby.submission_id, {}).get("state") or "UNKNOWN") if master else "UNREACHABLE"
     if state == "RUNNING":
         said = ready_standby(checkpoint) or {}
-        state = ("STARTING" if cluster is None or said.get("master") != cluster.master
-                 or said.get("version") != standby.version else "WARMING" if said.get("warm") is False else "READY")
-    return {"cluster": standby.cluster, "submission_id": standby.submission_id, "version": standby.version,
-            "metrics_port": standby.metrics_port, "state": state}
+        state = (
+            "STARTING"
+            if cluster is None or said.get("master") != cluster.master or said.get("version") != standby.version
+            else "WARMING"
+            if said.get("warm") is False
+            else "READY"
+        )
+    return {
+        "cluster": standby.cluster,
+        "submission_id": standby.submission_id,
+        "version": standby.version,
+        "metrics_port": standby.metrics_port,
+        "state": state,
+    }
 
 
 def wait_first_row(host: str, port: int, *, timeout_s: float = 300.0) -> float | None:

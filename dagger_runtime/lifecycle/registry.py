@@ -5,6 +5,7 @@ A SQLite file by default; PostgreSQL by URL (`postgresql+psycopg://...`, the lab
 created on first use; rows are only ever added to `versions` and `events`, so the history is the
 audit trail.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -51,12 +52,12 @@ class VersionRow(_Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     dagger: Mapped[str] = mapped_column(ForeignKey("daggers.name"))
     number: Mapped[int] = mapped_column(Integer)
-    spec: Mapped[str] = mapped_column(Text)              # the job file as deployed
+    spec: Mapped[str] = mapped_column(Text)  # the job file as deployed
     spec_format: Mapped[str] = mapped_column(String(16))  # its file suffix: .yaml or .properties
     spec_digest: Mapped[str] = mapped_column(String(64))
-    state_key: Mapped[str] = mapped_column(String(64))    # what the checkpoint's state depends on
+    state_key: Mapped[str] = mapped_column(String(64))  # what the checkpoint's state depends on
     checkpoint: Mapped[str] = mapped_column(Text)
-    start: Mapped[str] = mapped_column(Text)              # where a new checkpoint started reading
+    start: Mapped[str] = mapped_column(Text)  # where a new checkpoint started reading
     cluster: Mapped[str] = mapped_column(String(64))
     deployed_by: Mapped[str] = mapped_column(String(128))
     deployed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
@@ -66,6 +67,7 @@ class StandbyRow(_Base):
     """A dagger's standby driver: started on another cluster on the same checkpoint, waiting for
     the lease (dagger_runtime/lease.py). A table of its own, so a registry from before standbys
     gains it on first use."""
+
     __tablename__ = "standbys"
     dagger: Mapped[str] = mapped_column(ForeignKey("daggers.name"), primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
@@ -81,7 +83,7 @@ class EventRow(_Base):
     dagger: Mapped[str] = mapped_column(ForeignKey("daggers.name"))
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     actor: Mapped[str] = mapped_column(String(128))
-    action: Mapped[str] = mapped_column(String(16))       # deploy, edit, stop, status
+    action: Mapped[str] = mapped_column(String(16))  # deploy, edit, stop, status
     status: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text, default="")
 
@@ -162,8 +164,9 @@ class Registry:
         try:
             parsed = make_url(url)
         except ArgumentError:
-            raise DaggerError("the registry URL is not a database URL (sqlite:///FILE or "
-                              "postgresql+psycopg://USER@HOST:PORT/DB)") from None
+            raise DaggerError(
+                "the registry URL is not a database URL (sqlite:///FILE or postgresql+psycopg://USER@HOST:PORT/DB)"
+            ) from None
         if parsed.get_backend_name() not in ("sqlite", "postgresql"):
             raise DaggerError(f"the registry runs on SQLite or PostgreSQL, not {parsed.get_backend_name()}")
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
@@ -182,8 +185,10 @@ class Registry:
             reason = login_refusal(e.orig) or ("permission denied" in text and text.splitlines()[0])
             if reason:
                 # only the registry's own role may log in to its database and write its tables
-                raise DaggerError(f"the registry at {self.where} refused role {parsed.username!r}: {reason}; log in "
-                                  "with the registry's own URL (the lab's secrets/registry.url)") from None
+                raise DaggerError(
+                    f"the registry at {self.where} refused role {parsed.username!r}: {reason}; log in "
+                    "with the registry's own URL (the lab's secrets/registry.url)"
+                ) from None
             raise DaggerError(f"cannot reach the registry at {self.where}: {text.splitlines()[0]}") from None
 
     def close(self) -> None:
@@ -205,8 +210,11 @@ class Registry:
     def version(self, name: str, number: int | None = None) -> Version | None:
         with Session(self.engine) as s:
             query = select(VersionRow).where(VersionRow.dagger == name)
-            query = (query.where(VersionRow.number == number) if number is not None
-                     else query.order_by(VersionRow.number.desc()).limit(1))
+            query = (
+                query.where(VersionRow.number == number)
+                if number is not None
+                else query.order_by(VersionRow.number.desc()).limit(1)
+            )
             row = s.scalars(query).first()
             return _version(row) if row else None
 
@@ -231,9 +239,24 @@ class Registry:
             return Standby(r.version, r.cluster, r.submission_id, r.metrics_port, r.since) if r else None
 
     # --- writing -------------------------------------------------------------------------------
-    def record_version(self, *, name: str, team: str | None, cluster: str, spec: str, spec_format: str,
-                       spec_digest: str, state_key: str, checkpoint: str, start: str, actor: str,
-                       submission_id: str, metrics_port: int | None, action: str, new: bool = False) -> int:
+    def record_version(
+        self,
+        *,
+        name: str,
+        team: str | None,
+        cluster: str,
+        spec: str,
+        spec_format: str,
+        spec_digest: str,
+        state_key: str,
+        checkpoint: str,
+        start: str,
+        actor: str,
+        submission_id: str,
+        metrics_port: int | None,
+        action: str,
+        new: bool = False,
+    ) -> int:
         """A deploy or an edit: a new version, the dagger's current row, an event. Returns the
         version number. Checked in the same transaction, as two deploys may race (the checks
         before a deploy read the registry seconds earlier): a dagger never changes team, and a
@@ -242,25 +265,60 @@ class Registry:
         with Session(self.engine) as s, s.begin():
             row = s.get(DaggerRow, name, with_for_update=True)
             if row is not None and (new or row.team != team):
-                raise DaggerError(f"dagger {name} was deployed meanwhile by someone else; choose another name"
-                                  if new else f"dagger {name} belongs to another team: a dagger never changes team")
+                raise DaggerError(
+                    f"dagger {name} was deployed meanwhile by someone else; choose another name"
+                    if new
+                    else f"dagger {name} belongs to another team: a dagger never changes team"
+                )
             number = (row.version + 1) if row else 1
             if row is None:
                 row = DaggerRow(name=name, created_at=now)
                 s.add(row)
             row.team, row.cluster, row.version, row.status = team, cluster, number, "SUBMITTED"
             row.submission_id, row.metrics_port, row.checkpoint, row.updated_at = (
-                submission_id, metrics_port, checkpoint, now)
+                submission_id,
+                metrics_port,
+                checkpoint,
+                now,
+            )
             s.flush()
-            s.add(VersionRow(dagger=name, number=number, spec=spec, spec_format=spec_format,
-                             spec_digest=spec_digest, state_key=state_key, checkpoint=checkpoint, start=start,
-                             cluster=cluster, deployed_by=actor, deployed_at=now))
-            s.add(EventRow(dagger=name, at=now, actor=actor, action=action, status="SUBMITTED",
-                           detail=f"version {number} as {submission_id} on {cluster}; {start}"))
+            s.add(
+                VersionRow(
+                    dagger=name,
+                    number=number,
+                    spec=spec,
+                    spec_format=spec_format,
+                    spec_digest=spec_digest,
+                    state_key=state_key,
+                    checkpoint=checkpoint,
+                    start=start,
+                    cluster=cluster,
+                    deployed_by=actor,
+                    deployed_at=now,
+                )
+            )
+            s.add(
+                EventRow(
+                    dagger=name,
+                    at=now,
+                    actor=actor,
+                    action=action,
+                    status="SUBMITTED",
+                    detail=f"version {number} as {submission_id} on {cluster}; {start}",
+                )
+            )
         return number
 
-    def record_status(self, name: str, status: str, *, actor: str, action: str = "status", detail: str = "",
-                      submission_id: str | None = None) -> bool:
+    def record_status(
+        self,
+        name: str,
+        status: str,
+        *,
+        actor: str,
+        action: str = "status",
+        detail: str = "",
+        submission_id: str | None = None,
+    ) -> bool:
         """A status change (only a change is recorded). With submission_id, only if that driver is
         still the dagger's (an edit may have replaced it meanwhile). Returns whether it changed."""
         with Session(self.engine) as s, s.begin():
@@ -274,17 +332,30 @@ class Registry:
             s.add(EventRow(dagger=name, at=now, actor=actor, action=action, status=status, detail=detail))
             return True
 
-
-    def record_standby(self, name: str, *, version: int, cluster: str, submission_id: str, metrics_port: int,
-                       actor: str, action: str) -> None:
+    def record_standby(
+        self, name: str, *, version: int, cluster: str, submission_id: str, metrics_port: int, actor: str, action: str
+    ) -> None:
         now = _now()
         with Session(self.engine) as s, s.begin():
             row = s.get(StandbyRow, name, with_for_update=True) or StandbyRow(dagger=name)
             row.version, row.cluster, row.submission_id, row.metrics_port, row.since = (
-                version, cluster, submission_id, metrics_port, now)
+                version,
+                cluster,
+                submission_id,
+                metrics_port,
+                now,
+            )
             s.add(row)
-            s.add(EventRow(dagger=name, at=now, actor=actor, action=action, status="STANDBY",
-                           detail=f"version {version} standing by as {submission_id} on {cluster}"))
+            s.add(
+                EventRow(
+                    dagger=name,
+                    at=now,
+                    actor=actor,
+                    action=action,
+                    status="STANDBY",
+                    detail=f"version {version} standing by as {submission_id} on {cluster}",
+                )
+            )
 
     def drop_standby(self, name: str, *, actor: str, action: str, detail: str) -> bool:
         with Session(self.engine) as s, s.begin():
@@ -302,26 +373,41 @@ class Registry:
         with Session(self.engine) as s, s.begin():
             row = s.get(DaggerRow, name, with_for_update=True)
             standby = s.get(StandbyRow, name, with_for_update=True)
-            if row is None or standby is None or row.submission_id != driver \
-                    or standby.submission_id != standby_driver:
-                raise DaggerError(f"{name}: its driver or standby changed while the takeover was being recorded; "
-                                  "see `dagger status`")
+            if row is None or standby is None or row.submission_id != driver or standby.submission_id != standby_driver:
+                raise DaggerError(
+                    f"{name}: its driver or standby changed while the takeover was being recorded; see `dagger status`"
+                )
             now = _now()
-            row.cluster, row.submission_id, row.metrics_port = (standby.cluster, standby.submission_id,
-                                                                standby.metrics_port)
+            row.cluster, row.submission_id, row.metrics_port = (
+                standby.cluster,
+                standby.submission_id,
+                standby.metrics_port,
+            )
             row.status, row.updated_at = "RUNNING", now
-            taken = Standby(standby.version, standby.cluster, standby.submission_id, standby.metrics_port,
-                            standby.since)
+            taken = Standby(
+                standby.version, standby.cluster, standby.submission_id, standby.metrics_port, standby.since
+            )
             s.delete(standby)
             s.add(EventRow(dagger=name, at=now, actor=actor, action="failover", status="RUNNING", detail=detail))
             return taken
 
 
 def _dagger(r: DaggerRow) -> Dagger:
-    return Dagger(r.name, r.team, r.cluster, r.version, r.status, r.submission_id, r.metrics_port, r.checkpoint,
-                  r.updated_at)
+    return Dagger(
+        r.name, r.team, r.cluster, r.version, r.status, r.submission_id, r.metrics_port, r.checkpoint, r.updated_at
+    )
 
 
 def _version(r: VersionRow) -> Version:
-    return Version(r.number, r.spec, r.spec_format, r.spec_digest, r.state_key, r.checkpoint, r.start, r.cluster,
-                   r.deployed_by, r.deployed_at)
+    return Version(
+        r.number,
+        r.spec,
+        r.spec_format,
+        r.spec_digest,
+        r.state_key,
+        r.checkpoint,
+        r.start,
+        r.cluster,
+        r.deployed_by,
+        r.deployed_at,
+    )

@@ -12,6 +12,7 @@ A Python driver cannot be submitted in cluster mode directly (Spark refuses .py 
 the submitted main class is Spark's own PythonRunner, which starts the runtime's driver script
 with the cluster's Python exactly as spark-submit would in client mode.
 """
+
 from __future__ import annotations
 
 import base64
@@ -88,9 +89,15 @@ def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> li
         def holds(i: int, *needs: tuple[int, int]) -> bool:
             return free[i][0] >= sum(n[0] for n in needs) and free[i][1] >= sum(n[1] for n in needs)
 
-        spot = next(((i, j) for i in range(len(free)) for j in range(len(free))
-                     if (i == j and holds(i, driver, executor)) or (i != j and holds(i, driver) and holds(j, executor))),
-                    None)
+        spot = next(
+            (
+                (i, j)
+                for i in range(len(free))
+                for j in range(len(free))
+                if (i == j and holds(i, driver, executor)) or (i != j and holds(i, driver) and holds(j, executor))
+            ),
+            None,
+        )
         if spot is None:
             left.append(k)
             continue
@@ -100,9 +107,19 @@ def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> li
     return left
 
 
-def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str, metrics_port: int,
-                parallelism: int, starting: dict[str, dict[str, str]] | None = None,
-                emit_after_ms: int | None = None, version: int | None = None, standby: bool = False) -> list[str]:
+def submit_argv(
+    cluster: Cluster,
+    *,
+    name: str,
+    spec_path: str,
+    checkpoint: str,
+    metrics_port: int,
+    parallelism: int,
+    starting: dict[str, dict[str, str]] | None = None,
+    emit_after_ms: int | None = None,
+    version: int | None = None,
+    standby: bool = False,
+) -> list[str]:
     """spark-submit's command line for a dagger (pure)."""
     jars = [_on_cluster(cluster, p) for p in spark_jars()]
     decoder = jars[-1]
@@ -118,15 +135,39 @@ def submit_argv(cluster: Cluster, *, name: str, spec_path: str, checkpoint: str,
         "spark.driver.extraJavaOptions": log_conf,
         "spark.executor.extraJavaOptions": log_conf,
     }
-    argv = [f"{spark_home(cluster)}/bin/spark-submit", "--master", cluster.master, "--deploy-mode", "cluster",
-            "--supervise", "--name", f"dagger-{name}", "--class", "org.apache.spark.deploy.PythonRunner",
-            "--jars", ",".join(jars)]
+    argv = [
+        f"{spark_home(cluster)}/bin/spark-submit",
+        "--master",
+        cluster.master,
+        "--deploy-mode",
+        "cluster",
+        "--supervise",
+        "--name",
+        f"dagger-{name}",
+        "--class",
+        "org.apache.spark.deploy.PythonRunner",
+        "--jars",
+        ",".join(jars),
+    ]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     # PythonRunner's arguments: the script, its extra Python files (none), then the script's own
-    argv += [decoder, str(RUNTIME_DIR / "driver.py"), "", cluster.jvm_dir,
-             "run", spec_path, "--checkpoint", checkpoint, "--master", cluster.master,
-             "--metrics-port", str(metrics_port), "--metrics-addr", cluster.metrics_host]
+    argv += [
+        decoder,
+        str(RUNTIME_DIR / "driver.py"),
+        "",
+        cluster.jvm_dir,
+        "run",
+        spec_path,
+        "--checkpoint",
+        checkpoint,
+        "--master",
+        cluster.master,
+        "--metrics-port",
+        str(metrics_port),
+        "--metrics-addr",
+        cluster.metrics_host,
+    ]
     if starting:
         argv += ["--starting", json.dumps(starting, sort_keys=True, separators=(",", ":"))]
     if emit_after_ms is not None:
@@ -150,16 +191,21 @@ def auth_conf(cluster: Cluster) -> dict[str, str]:
     fallback (the driver's and executors' own servers too: spark-submit hands these on)."""
     if not cluster.auth_secret_file:
         return {}
-    return {"spark.authenticate": "true", "spark.network.crypto.enabled": "true",
-            "spark.network.crypto.saslFallback": "false"}
+    return {
+        "spark.authenticate": "true",
+        "spark.network.crypto.enabled": "true",
+        "spark.network.crypto.saslFallback": "false",
+    }
 
 
 def _read_secret(path: str, what: str) -> str:
     try:
         value = Path(path).read_text().strip()
     except OSError as e:
-        raise DaggerError(f"cannot read the {what} at {path} ({e.strerror}): the deploy tooling holds it "
-                          "(is the lab up, and is this its operator?)") from None
+        raise DaggerError(
+            f"cannot read the {what} at {path} ({e.strerror}): the deploy tooling holds it "
+            "(is the lab up, and is this its operator?)"
+        ) from None
     if not value:
         raise DaggerError(f"the {what} at {path} is empty")
     return value
@@ -202,33 +248,44 @@ def referenced_env(spec_text: str, team: str | None, fmt: str = "yaml") -> tuple
     from ..config._checks import ENV_REF_RE
     from ..config.loader import secret_references
 
-    names = tuple(sorted({m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}
-                         | set(secret_references(spec_text, "properties" if fmt.endswith("properties") else "yaml"))))
+    names = tuple(
+        sorted(
+            {m.group(1) for m in ENV_REF_RE.finditer(spec_text.replace("$${", ""))}
+            | set(secret_references(spec_text, "properties" if fmt.endswith("properties") else "yaml"))
+        )
+    )
     if names and not team:
-        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in names)} but names no team; a "
-                          "deployed dagger may only refer to its team's secrets, named DAGGER_SECRET_<TEAM>__<NAME>: "
-                          "set `team:`")
+        raise DaggerError(
+            f"the spec refers to {', '.join('${' + n + '}' for n in names)} but names no team; a "
+            "deployed dagger may only refer to its team's secrets, named DAGGER_SECRET_<TEAM>__<NAME>: "
+            "set `team:`"
+        )
     prefix = secret_prefix(team)
     foreign = [n for n in names if not n.startswith(prefix) or n == prefix]
     if foreign:
-        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in foreign)}; a deployed dagger may "
-                          f"only refer to its team's secrets, named {prefix}<NAME>")
+        raise DaggerError(
+            f"the spec refers to {', '.join('${' + n + '}' for n in foreign)}; a deployed dagger may "
+            f"only refer to its team's secrets, named {prefix}<NAME>"
+        )
     missing = [n for n in names if n not in os.environ]
     if missing:
-        raise DaggerError(f"the spec refers to {', '.join('${' + n + '}' for n in missing)}, which "
-                          "is not set here; set it in the environment of the deploy (it is passed to the driver, "
-                          "never stored)")
+        raise DaggerError(
+            f"the spec refers to {', '.join('${' + n + '}' for n in missing)}, which "
+            "is not set here; set it in the environment of the deploy (it is passed to the driver, "
+            "never stored)"
+        )
     return names
 
 
 def submit(argv: list[str], passed_env: tuple[str, ...] = (), cluster: Cluster | None = None) -> str:
     """Run spark-submit (with `cluster`'s secret); the driver's submission id."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env, cluster),
-                              timeout=180)
+        done = subprocess.run(argv, capture_output=True, text=True, env=_spark_env(passed_env, cluster), timeout=180)
     except subprocess.TimeoutExpired:
-        raise DaggerError("spark-submit did not answer within 180 s; a driver may have started: look at the "
-                          "master's drivers before deploying again") from None
+        raise DaggerError(
+            "spark-submit did not answer within 180 s; a driver may have started: look at the "
+            "master's drivers before deploying again"
+        ) from None
     found = SUBMITTED.search(done.stdout + done.stderr)
     if done.returncode != 0 or not found:
         raise DaggerError(f"spark-submit failed (exit {done.returncode}): {_last_error(done.stderr)}")
@@ -242,8 +299,13 @@ def kill(cluster: Cluster, driver_id: str) -> None:
     if cluster.auth_secret_file:
         # Client reads only system properties (spark-class gives it no *_OPTS variable of its own)
         env["JAVA_TOOL_OPTIONS"] = " ".join(f"-D{k}={v}" for k, v in auth_conf(cluster).items())
-    done = subprocess.run([f"{spark_home(cluster)}/bin/spark-class", "org.apache.spark.deploy.Client", "kill",
-                           cluster.master, driver_id], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [f"{spark_home(cluster)}/bin/spark-class", "org.apache.spark.deploy.Client", "kill", cluster.master, driver_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     if done.returncode != 0:
         raise DaggerError(f"could not stop {driver_id} on {cluster.name}: {_last_error(done.stderr)}")
 
@@ -261,9 +323,9 @@ class MasterState:
     cores_used: int
     memory_mb: int
     memory_used_mb: int
-    drivers: dict[str, dict]            # every driver the master knows, by id
-    worker_ui: dict[str, str]           # worker id -> its web UI
-    workers_free: tuple[tuple[int, int], ...] = ()   # each alive worker's free (cores, memory MB)
+    drivers: dict[str, dict]  # every driver the master knows, by id
+    worker_ui: dict[str, str]  # worker id -> its web UI
+    workers_free: tuple[tuple[int, int], ...] = ()  # each alive worker's free (cores, memory MB)
 
 
 def _b64url(data: bytes) -> bytes:
@@ -278,8 +340,9 @@ def ui_token(key_text: str, ttl_s: int = 60) -> str:
     if len(key) < 32:
         raise DaggerError("the Spark UI key is shorter than 256 bits")
     head = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
-    body = _b64url(json.dumps({"sub": "dagger-platform", "exp": int(time.time()) + ttl_s},
-                              separators=(",", ":")).encode())
+    body = _b64url(
+        json.dumps({"sub": "dagger-platform", "exp": int(time.time()) + ttl_s}, separators=(",", ":")).encode()
+    )
     signed = head + b"." + body
     return (signed + b"." + _b64url(hmac.new(key, signed, hashlib.sha256).digest())).decode()
 
@@ -310,11 +373,20 @@ def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
         raise DaggerError(f"cluster {cluster.name}: the master at {cluster.web_ui} does not answer ({e})") from None
     drivers = {d["id"]: d for d in data.get("completeddrivers", []) + data.get("activedrivers", [])}
     workers = {w["id"]: w.get("webuiaddress", "") for w in data.get("workers", [])}
-    free = tuple((w.get("coresfree", 0), w.get("memoryfree", 0)) for w in data.get("workers", [])
-                 if w.get("state") == "ALIVE")
-    return MasterState(data.get("status", "UNKNOWN"), data.get("aliveworkers", 0), data.get("cores", 0),
-                       data.get("coresused", 0), data.get("memory", 0), data.get("memoryused", 0), drivers, workers,
-                       free)
+    free = tuple(
+        (w.get("coresfree", 0), w.get("memoryfree", 0)) for w in data.get("workers", []) if w.get("state") == "ALIVE"
+    )
+    return MasterState(
+        data.get("status", "UNKNOWN"),
+        data.get("aliveworkers", 0),
+        data.get("cores", 0),
+        data.get("coresused", 0),
+        data.get("memory", 0),
+        data.get("memoryused", 0),
+        drivers,
+        workers,
+        free,
+    )
 
 
 def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_bytes: int = 20000) -> str:
@@ -322,8 +394,10 @@ def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_
     state = master_state(cluster)
     driver = state.drivers.get(driver_id)
     if driver is None or not driver.get("worker") or driver["worker"] not in state.worker_ui:
-        raise DaggerError(f"cluster {cluster.name} no longer knows where driver {driver_id} ran "
-                          "(the master forgets drivers when it restarts)")
+        raise DaggerError(
+            f"cluster {cluster.name} no longer knows where driver {driver_id} ran "
+            "(the master forgets drivers when it restarts)"
+        )
     worker_ui = state.worker_ui[driver["worker"]]
     if not re.fullmatch(r"https?://[A-Za-z0-9.-]+:\d{1,5}", worker_ui):
         raise DaggerError(f"the master gives {worker_ui!r} as the worker's web UI; not reading a log from there")

@@ -7,6 +7,7 @@ watermark) makes the old state unusable; a change to the sink, parallelism or de
 not. The state key is a digest of exactly the former: the query as translated to Spark SQL (so
 whitespace, comments and letter case do not count) and each stream's reading of its topics.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,12 +24,24 @@ from ..errors import DaggerError
 
 def state_key(plan) -> str:
     job = plan.job
-    streams = [{"table": s.table.lower(), "proto": p.proto_class, "topics": sorted(s.topics or ()),
-                "pattern": s.topic_pattern, "event_time": p.event_time_field,
-                "bootstrap": s.kafka.bootstrap_servers}
-               for s, p in zip(job.streams, plan.streams)]
-    shaped = {"sql": plan.query.spark_sql, "streams": streams, "rowtime": job.rowtime_attribute,
-              "watermark_delay_ms": job.watermark_delay_ms, "schema": plan.descriptor_set.digest}
+    streams = [
+        {
+            "table": s.table.lower(),
+            "proto": p.proto_class,
+            "topics": sorted(s.topics or ()),
+            "pattern": s.topic_pattern,
+            "event_time": p.event_time_field,
+            "bootstrap": s.kafka.bootstrap_servers,
+        }
+        for s, p in zip(job.streams, plan.streams)
+    ]
+    shaped = {
+        "sql": plan.query.spark_sql,
+        "streams": streams,
+        "rowtime": job.rowtime_attribute,
+        "watermark_delay_ms": job.watermark_delay_ms,
+        "schema": plan.descriptor_set.digest,
+    }
     if job.idle_timeout_ms and len(streams) > 1:
         # letting idle streams go adds a heartbeat source per stream, which a checkpoint records;
         # the timeout's length does not change that
@@ -40,6 +53,7 @@ def state_key(plan) -> str:
 class Start:
     """Where a dagger with a new checkpoint starts reading: `committed` (the previous checkpoint's
     last committed offsets), `earliest`, `latest`, or a time."""
+
     kind: str
     timestamp_ms: int | None = None
 
@@ -47,8 +61,11 @@ class Start:
         if self.kind == "timestamp":
             at = dt.datetime.fromtimestamp(self.timestamp_ms / 1000, dt.timezone.utc)
             return f"from {at.isoformat().replace('+00:00', 'Z')}"
-        return {"committed": "from the previous version's committed offsets", "job": "from the job's "
-                "auto_offset_reset", "checkpoint": "from its checkpoint"}.get(self.kind, f"from {self.kind}")
+        return {
+            "committed": "from the previous version's committed offsets",
+            "job": "from the job's auto_offset_reset",
+            "checkpoint": "from its checkpoint",
+        }.get(self.kind, f"from {self.kind}")
 
 
 def parse_start(text: str) -> Start:
@@ -62,8 +79,10 @@ def parse_start(text: str) -> Start:
     try:
         at = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise DaggerError(f"--from {text!r}: expected committed, earliest, latest, an ISO time such as "
-                          "2026-11-23T10:00:00Z, or epoch milliseconds") from None
+        raise DaggerError(
+            f"--from {text!r}: expected committed, earliest, latest, an ISO time such as "
+            "2026-11-23T10:00:00Z, or epoch milliseconds"
+        ) from None
     if at.tzinfo is None:
         raise DaggerError(f"--from {text!r}: give the time zone (2026-11-23T10:00:00Z for UTC)")
     return Start("timestamp", int(at.timestamp() * 1000))
@@ -84,8 +103,10 @@ def _unfollowed(path: Path) -> Path:
         if stat.S_ISLNK(mode):
             folder = os.stat(parent)
             if folder.st_uid != 0 or folder.st_mode & 0o022:
-                raise DaggerError(f"{current} is a symbolic link in a folder others than root may write: a checkpoint "
-                                  "is read without following such links")
+                raise DaggerError(
+                    f"{current} is a symbolic link in a folder others than root may write: a checkpoint "
+                    "is read without following such links"
+                )
             current = Path(os.path.realpath(current))
     return path
 
@@ -105,8 +126,10 @@ def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
     before the batch runs and commits/N after its results are stored, so N is the highest with
     both."""
     if "://" in checkpoint and not checkpoint.startswith("file://"):
-        raise DaggerError(f"cannot read the committed offsets of {checkpoint} from here; start from a time "
-                          "(--from 2026-11-23T10:00:00Z), earliest or latest instead")
+        raise DaggerError(
+            f"cannot read the committed offsets of {checkpoint} from here; start from a time "
+            "(--from 2026-11-23T10:00:00Z), earliest or latest instead"
+        )
     root = Path(checkpoint.removeprefix("file://"))
     batches = sorted((int(p.name) for p in (root / "commits").glob("*") if p.name.isdigit()), reverse=True)
     for batch in batches:
@@ -117,11 +140,15 @@ def _last_committed(checkpoint: str) -> tuple[Path, list[str]]:
             # nothing of the file but a version number is shown
             if not lines or lines[0] != "v1" or len(lines) < 2:
                 version = lines[0] if lines and re.fullmatch(r"v\d{1,3}", lines[0]) else "unknown"
-                raise DaggerError(f"{offsets}: an offset log of version {version}; this runtime "
-                                  "reads v1 (Spark 4.0): start from a time instead")
+                raise DaggerError(
+                    f"{offsets}: an offset log of version {version}; this runtime "
+                    "reads v1 (Spark 4.0): start from a time instead"
+                )
             return offsets, lines
-    raise DaggerError(f"the previous checkpoint {checkpoint} has no committed batch to start from; "
-                      "use --from earliest, latest or a time")
+    raise DaggerError(
+        f"the previous checkpoint {checkpoint} has no committed batch to start from; "
+        "use --from earliest, latest or a time"
+    )
 
 
 def committed_offsets(checkpoint: str) -> list[dict[str, dict[str, int]]]:
@@ -146,8 +173,11 @@ def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
     times = {o.get("startingTimestamp") for o in options}
     if options and len(times) == 1 and None not in times:
         return Start("timestamp", int(times.pop()))
-    resets = {o.get("startingOffsets") for o in options} if options else \
-        {getattr(s.kafka, "auto_offset_reset", None) for s in streams}
+    resets = (
+        {o.get("startingOffsets") for o in options}
+        if options
+        else {getattr(s.kafka, "auto_offset_reset", None) for s in streams}
+    )
     if resets == {"earliest"}:
         return Start("earliest")
     return Start("timestamp", deployed_at_ms)
@@ -171,8 +201,10 @@ def starting_options(start: Start, streams, offsets: list[dict] | None = None) -
     if start.kind == "timestamp":
         # every partition from its first record at or after the time (Spark looks it up on the broker)
         # a partition with no record after the time starts at its end (Spark's default fails the query)
-        return {s.table: {"startingTimestamp": str(start.timestamp_ms),
-                          "startingOffsetsByTimestampStrategy": "latest"} for s in streams}
+        return {
+            s.table: {"startingTimestamp": str(start.timestamp_ms), "startingOffsetsByTimestampStrategy": "latest"}
+            for s in streams
+        }
     if start.kind != "committed":
         return {}
     options = {}
@@ -180,23 +212,29 @@ def starting_options(start: Start, streams, offsets: list[dict] | None = None) -
         own = {}
         for source in offsets or []:
             for topic, partitions in source.items():
-                if topic in (stream.topics or ()) or (stream.topic_pattern and re.fullmatch(stream.topic_pattern, topic)):
+                if topic in (stream.topics or ()) or (
+                    stream.topic_pattern and re.fullmatch(stream.topic_pattern, topic)
+                ):
                     own[topic] = partitions
         if not own:
-            raise DaggerError(f"stream {stream.table}: the previous checkpoint has no offsets for its topics "
-                              f"({', '.join(stream.topics or [stream.topic_pattern])}); use --from earliest, "
-                              "latest or a time")
+            raise DaggerError(
+                f"stream {stream.table}: the previous checkpoint has no offsets for its topics "
+                f"({', '.join(stream.topics or [stream.topic_pattern])}); use --from earliest, "
+                "latest or a time"
+            )
         # Spark needs an offset for every partition it reads: a topic the old version did not
         # read has none
         new = [t for t in stream.topics or () if t not in own]
         if new:
-            raise DaggerError(f"stream {stream.table}: the previous version did not read {', '.join(new)}, so "
-                              "it has no committed offsets there; use --from earliest, latest or a time")
+            raise DaggerError(
+                f"stream {stream.table}: the previous version did not read {', '.join(new)}, so "
+                "it has no committed offsets there; use --from earliest, latest or a time"
+            )
         options[stream.table] = {"startingOffsets": json.dumps(own, sort_keys=True)}
     return options
 
 
-_LEDGER_TAIL = 64 * 1024     # what is read of a launch ledger: its last launches, whatever its size
+_LEDGER_TAIL = 64 * 1024  # what is read of a launch ledger: its last launches, whatever its size
 
 
 def _read_tail_unfollowed(path: Path, limit: int) -> str | None:
@@ -226,12 +264,14 @@ def crash_loop(checkpoint: str) -> str | None:
         text = _read_tail_unfollowed(root / launches.LAUNCHES_FILE, _LEDGER_TAIL)
         committed = launches.last_committed_batch(_unfollowed(root / "commits").parent)
     except (OSError, DaggerError):
-        return None     # no ledger yet, one behind a team's link (not followed), or unreadable
+        return None  # no ledger yet, one behind a team's link (not followed), or unreadable
     entries = launches.parse(text or "")
     count = launches.launches_without_commit(entries, committed)
     if count < launches.CRASH_LOOP_LAUNCHES:
         return None
     since = dt.datetime.fromtimestamp(entries[-count]["at_ms"] / 1000, dt.timezone.utc)
     last = "no batch committed yet" if committed < 0 else f"the last committed batch is {committed}"
-    return (f"{count} driver launches in a row without a committed batch since "
-            f"{since.strftime('%Y-%m-%dT%H:%M:%SZ')} ({last})")
+    return (
+        f"{count} driver launches in a row without a committed batch since "
+        f"{since.strftime('%Y-%m-%dT%H:%M:%SZ')} ({last})"
+    )

@@ -9,6 +9,7 @@ same failover as the command (`failover_kafka`, `failover_spark`), once per dagg
 old driver must be gone before the checkpoint is taken over (`failover_spark` refuses while the
 dagger's /metrics still answers): the watchdog tries again each interval until `fence_timeout_s`.
 """
+
 from __future__ import annotations
 
 import socket
@@ -27,6 +28,7 @@ FENCE_TIMEOUT_S = 120.0
 @dataclass
 class Loss:
     """Consecutive failed checks of one kind for one dagger. Pure: fed the checks' results."""
+
     confirm: int = CONFIRM
     failed: int = 0
     since: float | None = None
@@ -75,17 +77,27 @@ class Watched:
     done_at: float | None = None
     version: int | None = None
     error: str | None = None
-    kind: str | None = None             # what was lost: kafka or spark
+    kind: str | None = None  # what was lost: kafka or spark
     to: str | None = None
-    timings: dict = field(default_factory=dict)     # the failover's steps (operations' timings)
-    crash_loop: str | None = None       # why its driver is in a crash loop, while it is
+    timings: dict = field(default_factory=dict)  # the failover's steps (operations' timings)
+    crash_loop: str | None = None  # why its driver is in a crash loop, while it is
 
 
 class Watchdog(threading.Thread):
-    def __init__(self, names: list[str], *, registry_url: str, clusters_dir: str | None = None,
-                 kafka_to: str | None = None, spark_to: str | None = None, interval_s: float = INTERVAL_S,
-                 confirm: int = CONFIRM, fence_timeout_s: float = FENCE_TIMEOUT_S, actor: str = "watchdog",
-                 on_event: Callable[[str, str, str, float], None] | None = None):
+    def __init__(
+        self,
+        names: list[str],
+        *,
+        registry_url: str,
+        clusters_dir: str | None = None,
+        kafka_to: str | None = None,
+        spark_to: str | None = None,
+        interval_s: float = INTERVAL_S,
+        confirm: int = CONFIRM,
+        fence_timeout_s: float = FENCE_TIMEOUT_S,
+        actor: str = "watchdog",
+        on_event: Callable[[str, str, str, float], None] | None = None,
+    ):
         super().__init__(name="dagger-watchdog", daemon=True)
         self.watched = {n: Watched(n, Loss(confirm), Loss(confirm)) for n in names}
         self.registry_url, self.clusters_dir = registry_url, clusters_dir
@@ -137,8 +149,12 @@ class Watchdog(threading.Thread):
         now = time.time()
         if w.started_at is None:
             spec = yaml.safe_load(registry.version(w.name).spec) or {}
-            addresses = [a for s in spec.get("streams", []) for a in
-                         str((s.get("kafka") or {}).get("bootstrap_servers", "")).split(",") if a.strip()]
+            addresses = [
+                a
+                for s in spec.get("streams", [])
+                for a in str((s.get("kafka") or {}).get("bootstrap_servers", "")).split(",")
+                if a.strip()
+            ]
             kafka_lost = w.kafka.observe(bool(addresses) and not any(_accepts(a) for a in addresses), now)
             clusters = load_clusters(self.clusters_dir, team=dagger.team)
             try:
@@ -161,9 +177,13 @@ class Watchdog(threading.Thread):
                 self._say("failed", w.name, w.error)
                 return
             w.started_at, w.kind, w.to = time.time(), kind, to
-            self._say("detected", w.name, f"{kind} cluster lost ({w.kafka.failed or w.spark.failed} failed checks "
-                                          f"since {time.strftime('%H:%M:%S', time.gmtime(w.detected_at))}Z); "
-                                          f"moving to {to}")
+            self._say(
+                "detected",
+                w.name,
+                f"{kind} cluster lost ({w.kafka.failed or w.spark.failed} failed checks "
+                f"since {time.strftime('%H:%M:%S', time.gmtime(w.detected_at))}Z); "
+                f"moving to {to}",
+            )
         self.fail_over(registry, w)
 
     def check_crash_loop(self, registry, w: Watched, dagger) -> None:
@@ -174,8 +194,9 @@ class Watchdog(threading.Thread):
         looping = crash_loop(dagger.checkpoint)
         if looping and not w.crash_loop:
             if dagger.status != "CRASH_LOOP":
-                registry.record_status(w.name, "CRASH_LOOP", actor=self.actor, detail=looping,
-                                       submission_id=dagger.submission_id)
+                registry.record_status(
+                    w.name, "CRASH_LOOP", actor=self.actor, detail=looping, submission_id=dagger.submission_id
+                )
             self._say("failed", w.name, f"crash loop on {dagger.cluster}: {looping}")
         w.crash_loop = looping
 
@@ -190,7 +211,7 @@ class Watchdog(threading.Thread):
         except DaggerError as e:
             fenced = isinstance(e, DriverStillAnswers)
             if fenced and time.time() - w.started_at < self.fence_timeout_s:
-                return          # the old driver still answers: try again next interval
+                return  # the old driver still answers: try again next interval
             w.error = str(e)
             self._say("failed", w.name, w.error)
             return

@@ -1,5 +1,6 @@
 """Where a dagger's results go. Each sink writes one micro-batch's rows and is idempotent by
 window and tags, so a batch Spark replays after a failure overwrites what it wrote before."""
+
 from __future__ import annotations
 
 from .base import Sink, SinkError, retrying

@@ -1,4 +1,5 @@
 """What every sink shares: the interface, result rows as Python values, and retries with back-off."""
+
 from __future__ import annotations
 
 import logging
@@ -10,8 +11,8 @@ from ..errors import DaggerError
 
 log = logging.getLogger(__name__)
 
-WINDOW_COLUMN = "window_timestamp"   # raystack/dagger's name for the time of a result row
-TAG_PREFIXES = ("tag_", "label_")     # raystack/dagger's tag columns
+WINDOW_COLUMN = "window_timestamp"  # raystack/dagger's name for the time of a result row
+TAG_PREFIXES = ("tag_", "label_")  # raystack/dagger's tag columns
 
 
 def window_and_tags(names: list[str]) -> list[str]:
@@ -28,7 +29,7 @@ class SinkError(DaggerError):
 class SinkStats:
     rows: int = 0
     batches: int = 0
-    errors: int = 0        # failed attempts
+    errors: int = 0  # failed attempts
     retries: int = 0
 
 
@@ -36,7 +37,7 @@ class Sink:
     """One micro-batch at a time: write(dataframe, batch_id) returns only when all of it is stored."""
 
     kind = "?"
-    permanent: tuple = ()   # error types meaning "the sink refuses this data": never retried
+    permanent: tuple = ()  # error types meaning "the sink refuses this data": never retried
 
     def __init__(self, plan, columns: list[dict], *, retry_for_s: float = 600.0, out=None):
         self.plan = plan
@@ -60,12 +61,25 @@ class Sink:
         pass
 
     def _retry(self, what: str, attempt):
-        return retrying(attempt, what=f"{self.kind} sink: {what}", stats=self.stats, give_up_after_s=self.retry_for_s,
-                        permanent=self.permanent)
+        return retrying(
+            attempt,
+            what=f"{self.kind} sink: {what}",
+            stats=self.stats,
+            give_up_after_s=self.retry_for_s,
+            permanent=self.permanent,
+        )
 
 
-def retrying(attempt, *, what: str, stats: SinkStats | None = None, give_up_after_s: float = 600.0,
-             first_delay_s: float = 0.5, max_delay_s: float = 30.0, permanent=()):
+def retrying(
+    attempt,
+    *,
+    what: str,
+    stats: SinkStats | None = None,
+    give_up_after_s: float = 600.0,
+    first_delay_s: float = 0.5,
+    max_delay_s: float = 30.0,
+    permanent=(),
+):
     """Call attempt() until it succeeds; on an error wait (exponential back-off with jitter,
     capped) and try again, for at most give_up_after_s. Errors of the `permanent` types are not
     retried: a sink that refuses the data will refuse it again."""
@@ -85,8 +99,9 @@ def retrying(attempt, *, what: str, stats: SinkStats | None = None, give_up_afte
                 stats.errors += 1
             elapsed = time.monotonic() - started
             if elapsed + delay > give_up_after_s:
-                raise SinkError(f"{what}: failed {tries} times over {elapsed:.0f}s; last error: "
-                                f"{type(e).__name__}: {e}") from e
+                raise SinkError(
+                    f"{what}: failed {tries} times over {elapsed:.0f}s; last error: {type(e).__name__}: {e}"
+                ) from e
             log.warning("%s: %s: %s; retry %d in %.1fs", what, type(e).__name__, e, tries, delay)
             if stats:
                 stats.retries += 1
@@ -97,6 +112,7 @@ def retrying(attempt, *, what: str, stats: SinkStats | None = None, give_up_afte
 @dataclass(frozen=True)
 class ResultRows:
     """A batch's rows as Python values: timestamps as aware UTC datetimes."""
+
     names: list[str]
     rows: list[tuple] = field(default_factory=list)
 
@@ -110,12 +126,19 @@ def collect(dataframe) -> ResultRows:
     from pyspark.sql.types import TimestampNTZType, TimestampType
 
     stamps = {f.name for f in dataframe.schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))}
-    selected = dataframe.select(*[F.unix_micros(F.col(f"`{n}`").cast("timestamp")).alias(n) if n in stamps
-                                  else F.col(f"`{n}`") for n in dataframe.columns])
+    selected = dataframe.select(
+        *[
+            F.unix_micros(F.col(f"`{n}`").cast("timestamp")).alias(n) if n in stamps else F.col(f"`{n}`")
+            for n in dataframe.columns
+        ]
+    )
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     names = dataframe.columns
     rows = []
     for row in selected.collect():
-        rows.append(tuple(epoch + dt.timedelta(microseconds=v) if n in stamps and v is not None else v
-                          for n, v in zip(names, row)))
+        rows.append(
+            tuple(
+                epoch + dt.timedelta(microseconds=v) if n in stamps and v is not None else v for n, v in zip(names, row)
+            )
+        )
     return ResultRows(names, rows)

@@ -10,6 +10,7 @@ through influxdb-client's v2 write API instead (InfluxDB 2.x, 1.8+, VictoriaMetr
 being `db_name` (plus `/retention_policy`); with a `username` it logs in by HTTP basic auth (1.8,
 VictoriaMetrics' -httpAuth), with a password alone that is a 2.x token.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,7 +31,7 @@ class InfluxRefused(Exception):
 
 def tag_name(column: str) -> str | None:
     if column.startswith(LABEL_PREFIX):
-        return column[len(LABEL_PREFIX):]
+        return column[len(LABEL_PREFIX) :]
     if column.startswith(TAG_PREFIX):
         return column
     return None
@@ -47,6 +48,7 @@ def _field_value(value):
         return int((value - _EPOCH) / dt.timedelta(milliseconds=1))
     if isinstance(value, (bytes, bytearray)):
         import base64
+
         return base64.b64encode(bytes(value)).decode("ascii")
     return str(value)
 
@@ -76,7 +78,7 @@ def points(measurement: str, names: list[str], rows: list[tuple]):
                 if value is not None:
                     point = point.field(name, value)
                     fields += 1
-        if fields:   # a point without fields is refused by InfluxDB
+        if fields:  # a point without fields is refused by InfluxDB
             out.append(point)
     return out
 
@@ -95,9 +97,11 @@ class InfluxSink(Sink):
     def check(cls, plan, columns):
         names = [c["name"] for c in columns]
         if WINDOW_COLUMN not in names:
-            raise DaggerError(f"sink influx: the query must have a {WINDOW_COLUMN} column, the time of each "
-                              f"point (e.g. TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS {WINDOW_COLUMN}); "
-                              f"its columns are {', '.join(names)}")
+            raise DaggerError(
+                f"sink influx: the query must have a {WINDOW_COLUMN} column, the time of each "
+                f"point (e.g. TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS {WINDOW_COLUMN}); "
+                f"its columns are {', '.join(names)}"
+            )
         kind = next(c["type"] for c in columns if c["name"] == WINDOW_COLUMN)
         if not kind.startswith("timestamp"):
             raise DaggerError(f"sink influx: {WINDOW_COLUMN} must be a timestamp, it is {kind}")
@@ -109,8 +113,10 @@ class InfluxSink(Sink):
             if tag is not None:
                 tags[tag] = name
         if not [n for n in names if n != WINDOW_COLUMN and tag_name(n) is None]:
-            raise DaggerError("sink influx: the query has no field column (every column is the time or a "
-                              "tag), and InfluxDB refuses points without fields")
+            raise DaggerError(
+                "sink influx: the query has no field column (every column is the time or a "
+                "tag), and InfluxDB refuses points without fields"
+            )
 
     def describe(self) -> str:
         return f"influx {self.spec.url} db {self.spec.db_name} measurement {self.spec.measurement_name}"
@@ -120,7 +126,7 @@ class InfluxSink(Sink):
         batch = points(self.spec.measurement_name, result.names, result.rows)
         size = self.spec.batch_size or len(batch) or 1
         for start in range(0, len(batch), size):
-            chunk = batch[start:start + size]
+            chunk = batch[start : start + size]
             self._retry(f"batch {batch_id}", lambda: self._post(chunk))  # noqa: B023 - called before the loop moves on
         self.stats.rows += len(batch)
         self.stats.batches += 1
@@ -143,6 +149,7 @@ class InfluxSink(Sink):
             password = self.spec.password.get_secret_value() if self.spec.password else ""
             headers.update(urllib3.make_headers(basic_auth=f"{self.spec.username}:{password}"))
         from urllib.parse import urlencode
+
         url = self.spec.url.rstrip("/") + "/write?" + urlencode(fields)
         response = self._http.request("POST", url, body=body, headers=headers)
         if response.status >= 300:
@@ -159,9 +166,11 @@ class InfluxSink(Sink):
         who = f"user {self.spec.username!r}" if self.spec.username else "an anonymous client (no username)"
         what = "refused the login of" if status == 401 else "does not let"
         tail = "" if status == 401 else " write there"
-        return (f"sink influx: InfluxDB at {self.spec.url} {what} {who}{tail} (database {self.spec.db_name!r}, "
-                f"HTTP {status}: {text.strip()}); a dagger writes with its team's sink credential to its team's "
-                "database only")
+        return (
+            f"sink influx: InfluxDB at {self.spec.url} {what} {who}{tail} (database {self.spec.db_name!r}, "
+            f"HTTP {status}: {text.strip()}); a dagger writes with its team's sink credential to its team's "
+            "database only"
+        )
 
     # -- the v2 write API (InfluxDB 2.x, 1.8+, VictoriaMetrics) through influxdb-client -------
     def _post_v2(self, chunk) -> None:
@@ -174,22 +183,30 @@ class InfluxSink(Sink):
             if self.spec.username:
                 # a login: HTTP basic auth, which InfluxDB 1.8's v2 API and VictoriaMetrics
                 # (-httpAuth.*) both check; a token alone is InfluxDB 2.x's "Token ..." header
-                self._client = InfluxDBClient(url=self.spec.url, token=f"{self.spec.username}:{password}",
-                                              auth_basic=True, org=self.spec.org or "-", timeout=30_000,
-                                              retries=False)
+                self._client = InfluxDBClient(
+                    url=self.spec.url,
+                    token=f"{self.spec.username}:{password}",
+                    auth_basic=True,
+                    org=self.spec.org or "-",
+                    timeout=30_000,
+                    retries=False,
+                )
             else:
-                self._client = InfluxDBClient(url=self.spec.url, token=password, org=self.spec.org or "-",
-                                              timeout=30_000, retries=False)
+                self._client = InfluxDBClient(
+                    url=self.spec.url, token=password, org=self.spec.org or "-", timeout=30_000, retries=False
+                )
         bucket = self.spec.db_name + (f"/{self.spec.retention_policy}" if self.spec.retention_policy else "")
         try:
             self._client.write_api(write_options=SYNCHRONOUS).write(
-                bucket=bucket, org=self.spec.org or "-", record=chunk, write_precision=WritePrecision.MS)
+                bucket=bucket, org=self.spec.org or "-", record=chunk, write_precision=WritePrecision.MS
+            )
         except ApiException as e:
             if e.status in (401, 403):
                 raise InfluxRefused(self._refused_login(e.status, (e.body or e.reason or "")[:300])) from None
             if e.status and 400 <= e.status < 500 and e.status not in (408, 429):
-                raise InfluxRefused(f"the v2 write API refused the points (HTTP {e.status}): "
-                                    f"{(e.body or e.reason or '')[:300]}") from None
+                raise InfluxRefused(
+                    f"the v2 write API refused the points (HTTP {e.status}): {(e.body or e.reason or '')[:300]}"
+                ) from None
             raise
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ JSON object of the window and tag columns, so a compacted topic keeps the latest
 A replayed batch writes its rows again (Kafka's writer is at-least-once); with the key a
 compacted topic, or a reader keeping the latest per key, sees each window once.
 """
+
 from __future__ import annotations
 
 from google.protobuf.descriptor import FieldDescriptor as FD
@@ -19,8 +20,18 @@ from .base import Sink, window_and_tags
 TIMESTAMP = "google.protobuf.Timestamp"
 TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
 _INTEGRAL = {"tinyint", "smallint", "int", "bigint"}
-_NUMERIC_FIELDS = {FD.TYPE_INT32, FD.TYPE_INT64, FD.TYPE_UINT32, FD.TYPE_UINT64, FD.TYPE_SINT32, FD.TYPE_SINT64,
-                   FD.TYPE_FIXED32, FD.TYPE_FIXED64, FD.TYPE_SFIXED32, FD.TYPE_SFIXED64}
+_NUMERIC_FIELDS = {
+    FD.TYPE_INT32,
+    FD.TYPE_INT64,
+    FD.TYPE_UINT32,
+    FD.TYPE_UINT64,
+    FD.TYPE_SINT32,
+    FD.TYPE_SINT64,
+    FD.TYPE_FIXED32,
+    FD.TYPE_FIXED64,
+    FD.TYPE_SFIXED32,
+    FD.TYPE_SFIXED64,
+}
 _FLOAT_FIELDS = {FD.TYPE_FLOAT, FD.TYPE_DOUBLE}
 
 
@@ -33,7 +44,7 @@ def type_problem(spark_type: str, field) -> str | None:
     if repeated:
         if not spark_type.startswith("array<"):
             return "a repeated field needs an array"
-        spark_type = spark_type[len("array<"):-1]
+        spark_type = spark_type[len("array<") : -1]
     t = field.type
     if t in _NUMERIC_FIELDS:
         return None if spark_type in _INTEGRAL else f"a {_type_name(field)} field needs an integer"
@@ -66,14 +77,16 @@ def check_columns(descriptor, columns: list[dict], what: str) -> None:
         field = fields.get(column["name"])
         if field is None:
             close = closest(column["name"], fields, n=1)
-            problems.append(f"column {column['name']} is not a field of {descriptor.full_name}"
-                            + (f" (did you mean {close[0]}?)" if close else
-                               f" (its fields: {', '.join(fields)})"))
+            problems.append(
+                f"column {column['name']} is not a field of {descriptor.full_name}"
+                + (f" (did you mean {close[0]}?)" if close else f" (its fields: {', '.join(fields)})")
+            )
             continue
         problem = type_problem(column["type"], field)
         if problem:
-            problems.append(f"column {column['name']} ({column['type']}) cannot be written to field "
-                            f"{field.name}: {problem}")
+            problems.append(
+                f"column {column['name']} ({column['type']}) cannot be written to field {field.name}: {problem}"
+            )
     if problems:
         raise DaggerError(f"sink kafka {what}: " + "; ".join(problems))
 
@@ -106,8 +119,10 @@ class KafkaSink(Sink):
             names = {c["name"] for c in columns}
             missing = [f for f in key.fields_by_name if f not in names]
             if missing:
-                raise DaggerError(f"sink kafka proto_key {spec.proto_key}: its fields {', '.join(missing)} "
-                                  f"are not output columns of the query")
+                raise DaggerError(
+                    f"sink kafka proto_key {spec.proto_key}: its fields {', '.join(missing)} "
+                    f"are not output columns of the query"
+                )
             check_columns(key, [c for c in columns if c["name"] in key.fields_by_name], f"proto_key {spec.proto_key}")
 
     def describe(self) -> str:
@@ -120,11 +135,13 @@ class KafkaSink(Sink):
         if self.spec.data_type == "PROTO":
             # by proto name: the spec may give raystack's Java class name
             proto = self.plan.descriptor_set.message_descriptor
-            functions.registerEncoder(spark._jsparkSession, "__dagger_encode_value", data,
-                                      proto(self.spec.proto_message).full_name)
+            functions.registerEncoder(
+                spark._jsparkSession, "__dagger_encode_value", data, proto(self.spec.proto_message).full_name
+            )
             if self.spec.proto_key:
-                functions.registerEncoder(spark._jsparkSession, "__dagger_encode_key", data,
-                                          proto(self.spec.proto_key).full_name)
+                functions.registerEncoder(
+                    spark._jsparkSession, "__dagger_encode_key", data, proto(self.spec.proto_key).full_name
+                )
         self._registered = True
 
     def records(self, dataframe):
@@ -145,8 +162,11 @@ class KafkaSink(Sink):
         else:
             value = as_json(self.names)
         if self.spec.proto_key:
-            key_names = [n for n in self.names if n in
-                         self.plan.descriptor_set.message_descriptor(self.spec.proto_key).fields_by_name]
+            key_names = [
+                n
+                for n in self.names
+                if n in self.plan.descriptor_set.message_descriptor(self.spec.proto_key).fields_by_name
+            ]
             key = F.call_udf("__dagger_encode_key", struct(key_names))
         else:
             names = window_and_tags(self.names)

@@ -1,4 +1,5 @@
 """`log`: one JSON object per result row on stdout, exactly as preview prints them."""
+
 from __future__ import annotations
 
 import sys

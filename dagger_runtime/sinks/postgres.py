@@ -1,6 +1,7 @@
 """`postgres`: result rows upserted into a table, keyed by the window and the tag/label columns
 (or the job's key_columns), so a replayed batch overwrites its rows. The table is created from the
 query's output columns when it does not exist."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,20 @@ import re
 from ..errors import DaggerError
 from .base import Sink, collect, window_and_tags
 
-_SIMPLE = {"string": "TEXT", "int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "SMALLINT",
-           "double": "DOUBLE PRECISION", "float": "REAL", "boolean": "BOOLEAN", "timestamp": "TIMESTAMPTZ",
-           "timestamp_ntz": "TIMESTAMP", "date": "DATE", "binary": "BYTEA"}
+_SIMPLE = {
+    "string": "TEXT",
+    "int": "INTEGER",
+    "bigint": "BIGINT",
+    "smallint": "SMALLINT",
+    "tinyint": "SMALLINT",
+    "double": "DOUBLE PRECISION",
+    "float": "REAL",
+    "boolean": "BOOLEAN",
+    "timestamp": "TIMESTAMPTZ",
+    "timestamp_ntz": "TIMESTAMP",
+    "date": "DATE",
+    "binary": "BYTEA",
+}
 
 
 def column_type(spark_type: str) -> str:
@@ -35,22 +47,29 @@ def upsert_statement(table: str, names: list[str], keys: list[str]):
     from psycopg import sql
 
     others = [n for n in names if n not in keys]
-    update = (sql.SQL("DO UPDATE SET {}").format(sql.SQL(", ").join(
-        sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(n), sql.Identifier(n)) for n in others))
-        if others else sql.SQL("DO NOTHING"))
+    update = (
+        sql.SQL("DO UPDATE SET {}").format(
+            sql.SQL(", ").join(sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(n), sql.Identifier(n)) for n in others)
+        )
+        if others
+        else sql.SQL("DO NOTHING")
+    )
     return sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) {}").format(
-        _table(table), sql.SQL(", ").join(map(sql.Identifier, names)),
+        _table(table),
+        sql.SQL(", ").join(map(sql.Identifier, names)),
         sql.SQL(", ").join(sql.Placeholder() * len(names)),
-        sql.SQL(", ").join(map(sql.Identifier, keys)), update)
+        sql.SQL(", ").join(map(sql.Identifier, keys)),
+        update,
+    )
 
 
 def create_statement(table: str, columns: list[dict], keys: list[str]):
     from psycopg import sql
 
-    defs = [sql.SQL("{} {}").format(sql.Identifier(c["name"]), sql.SQL(column_type(c["type"])))
-            for c in columns]
+    defs = [sql.SQL("{} {}").format(sql.Identifier(c["name"]), sql.SQL(column_type(c["type"]))) for c in columns]
     return sql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))").format(
-        _table(table), sql.SQL(", ").join(defs), sql.SQL(", ").join(map(sql.Identifier, keys)))
+        _table(table), sql.SQL(", ").join(defs), sql.SQL(", ").join(map(sql.Identifier, keys))
+    )
 
 
 def _table(table: str):
@@ -65,9 +84,12 @@ class _Refused(Exception):
 
 # what the server answers when the login itself is refused (wrong password, a role or database
 # pg_hba.conf does not let in, CONNECT not granted, no such role or database): never retried
-_LOGIN_REFUSED = re.compile(r"password authentication failed|no pg_hba\.conf entry|permission denied for database|"
-                            r"CONNECT privilege|role \S+ does not exist|database \S+ does not exist|"
-                            r"no password supplied|authentication failed", re.IGNORECASE)
+_LOGIN_REFUSED = re.compile(
+    r"password authentication failed|no pg_hba\.conf entry|permission denied for database|"
+    r"CONNECT privilege|role \S+ does not exist|database \S+ does not exist|"
+    r"no password supplied|authentication failed",
+    re.IGNORECASE,
+)
 
 
 def login_refusal(error: Exception) -> str | None:
@@ -98,12 +120,16 @@ class PostgresSink(Sink):
         names = [c["name"] for c in columns]
         keys = key_columns(spec, names)
         if not keys:
-            raise DaggerError("sink postgres: no key to upsert by: the query has no window_timestamp, tag_* or "
-                              "label_* column; name the key with key_columns")
+            raise DaggerError(
+                "sink postgres: no key to upsert by: the query has no window_timestamp, tag_* or "
+                "label_* column; name the key with key_columns"
+            )
         unknown = [k for k in keys if k not in names]
         if unknown:
-            raise DaggerError(f"sink postgres: key_columns {', '.join(unknown)} are not output columns of the "
-                              f"query (its columns: {', '.join(names)})")
+            raise DaggerError(
+                f"sink postgres: key_columns {', '.join(unknown)} are not output columns of the "
+                f"query (its columns: {', '.join(names)})"
+            )
         seen = set()
         for name in names:
             if name.lower() in seen:
@@ -114,7 +140,7 @@ class PostgresSink(Sink):
         return f"postgres {self.spec.url} table {self.spec.table} (upsert by {', '.join(self.keys)})"
 
     def _url(self) -> str:
-        return self.spec.url[len("jdbc:"):] if self.spec.url.startswith("jdbc:") else self.spec.url
+        return self.spec.url[len("jdbc:") :] if self.spec.url.startswith("jdbc:") else self.spec.url
 
     def where(self) -> str:
         """Which server, database and login, for errors (the URL holds no password)."""
@@ -125,8 +151,10 @@ class PostgresSink(Sink):
         except Exception:  # noqa: BLE001 - the URL was checked when the spec loaded; say what we have
             info = {}
         user = self.spec.user or info.get("user") or "(the OS user)"
-        return (f"sink postgres: PostgreSQL at {info.get('host', '?')}:{info.get('port', 5432)} database "
-                f"{info.get('dbname', '?')!r} as role {user!r}")
+        return (
+            f"sink postgres: PostgreSQL at {info.get('host', '?')}:{info.get('port', 5432)} database "
+            f"{info.get('dbname', '?')!r} as role {user!r}"
+        )
 
     def _connect(self):
         import psycopg
@@ -139,8 +167,10 @@ class PostgresSink(Sink):
                 reason = login_refusal(e)
                 if reason is None:
                     raise
-                raise _Refused(f"{self.where()} refused the login: {reason}; a dagger logs in with its team's "
-                               "sink credential, to its team's database only") from None
+                raise _Refused(
+                    f"{self.where()} refused the login: {reason}; a dagger logs in with its team's "
+                    "sink credential, to its team's database only"
+                ) from None
             self._ready = False
         if not self._ready:
             self._prepare(self._conn)
@@ -154,7 +184,9 @@ class PostgresSink(Sink):
         schema, _, name = self.spec.table.rpartition(".")
         rows = conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
-            " AND table_schema = COALESCE(NULLIF(%s, ''), current_schema())", (name, schema)).fetchall()
+            " AND table_schema = COALESCE(NULLIF(%s, ''), current_schema())",
+            (name, schema),
+        ).fetchall()
         conn.commit()
         existing = {r[0] for r in rows}
         missing = [n for n in self.names if n not in existing]
@@ -189,8 +221,13 @@ class PostgresSink(Sink):
             with conn.transaction():
                 with conn.cursor() as cur:
                     cur.executemany(statement, rows)
-        except (psycopg.errors.DataError, psycopg.errors.IntegrityError, psycopg.errors.SyntaxError,
-                psycopg.errors.UndefinedColumn, psycopg.errors.InsufficientPrivilege) as e:
+        except (
+            psycopg.errors.DataError,
+            psycopg.errors.IntegrityError,
+            psycopg.errors.SyntaxError,
+            psycopg.errors.UndefinedColumn,
+            psycopg.errors.InsufficientPrivilege,
+        ) as e:
             reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
             if isinstance(e, psycopg.errors.InsufficientPrivilege):
                 raise _Refused(f"{self.where()} may not write table {self.spec.table!r}: {reason}") from None
@@ -214,6 +251,7 @@ def _plain(value):
         return [_plain(v) for v in value]
     if isinstance(value, (bytes, bytearray)):
         import base64
+
         return base64.b64encode(bytes(value)).decode("ascii")
     if hasattr(value, "isoformat"):
         return value.isoformat()

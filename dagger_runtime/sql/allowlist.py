@@ -6,6 +6,7 @@ is not, so a Spark upgrade cannot silently widen the sandbox. The parse-tree che
 (`dagger_runtime.sql.guard`) reads these lists for the analyst's SQL; the JVM plan check
 (`jvm/decoder/.../PlanGuard.java`) reads the same allowed names for the translated query.
 """
+
 from __future__ import annotations
 
 
@@ -83,16 +84,26 @@ _AGGREGATES = _names("""
 _WINDOW_FUNCTIONS = _names("cume_dist dense_rank lag lead nth_value ntile percent_rank rank row_number")
 
 ALLOWED_SPARK_FUNCTIONS: frozenset[str] = (
-    _OPERATORS | _MATH | _TYPES_AND_NULLS | _STRINGS | _TIME | _COLLECTIONS | _JSON_CSV_VARIANT
-    | _GENERATORS | _AGGREGATES | _WINDOW_FUNCTIONS
+    _OPERATORS
+    | _MATH
+    | _TYPES_AND_NULLS
+    | _STRINGS
+    | _TIME
+    | _COLLECTIONS
+    | _JSON_CSV_VARIANT
+    | _GENERATORS
+    | _AGGREGATES
+    | _WINDOW_FUNCTIONS
 )
 
 # --- Spark built-ins a dagger may not call, each with the reason the analyst is told -------------
 _JVM = "calls any Java method in the cluster's JVM"
 _FILES = "reveals the paths of the files the cluster reads"
 _CLUSTER = "reveals the cluster's catalog, user or version"
-_PROCESSING_TIME = ("reads the clock of the machine: a dagger runs on event time (use rowtime), "
-                    "so that a replayed window gives the same result")
+_PROCESSING_TIME = (
+    "reads the clock of the machine: a dagger runs on event time (use rowtime), "
+    "so that a replayed window gives the same result"
+)
 _RANDOM = "gives a different value on every run, so a replayed window would give another result"
 _PARTITIONING = "depends on how Spark partitions the data, so a replayed window would give another result"
 _STOPS = "stops the job on a value; a dagger never stops because of its data"
@@ -104,22 +115,52 @@ _TABLE_FUNCTION = "is a table function; a dagger query reads only its own stream
 REFUSED_SPARK_FUNCTIONS: dict[str, str] = {
     **dict.fromkeys(("reflect", "java_method", "try_reflect"), _JVM),
     **dict.fromkeys(("input_file_name", "input_file_block_start", "input_file_block_length"), _FILES),
-    **dict.fromkeys(("current_catalog", "current_database", "current_schema", "current_user", "user",
-                     "session_user", "version"), _CLUSTER),
+    **dict.fromkeys(
+        ("current_catalog", "current_database", "current_schema", "current_user", "user", "session_user", "version"),
+        _CLUSTER,
+    ),
     # Flink's clock functions too (CURRENT_TIME, LOCALTIME, CURRENT_ROW_TIMESTAMP(), PROCTIME())
-    **dict.fromkeys(("current_timestamp", "now", "current_date", "curdate", "localtimestamp", "current_time",
-                     "localtime", "current_row_timestamp", "proctime"), _PROCESSING_TIME),
-    "current_watermark": ("depends on when the engine moves its watermark, which a replay does not repeat; "
-                          "Spark moves a query's watermark between batches, never within one. Compare rowtime "
-                          "with the window instead, or let the watermark drop late messages"),
+    **dict.fromkeys(
+        (
+            "current_timestamp",
+            "now",
+            "current_date",
+            "curdate",
+            "localtimestamp",
+            "current_time",
+            "localtime",
+            "current_row_timestamp",
+            "proctime",
+        ),
+        _PROCESSING_TIME,
+    ),
+    "current_watermark": (
+        "depends on when the engine moves its watermark, which a replay does not repeat; "
+        "Spark moves a query's watermark between batches, never within one. Compare rowtime "
+        "with the window instead, or let the watermark drop late messages"
+    ),
     **dict.fromkeys(("rand", "randn", "random", "randstr", "uniform", "uuid", "shuffle"), _RANDOM),
     # AES-GCM and CBC draw a random initialisation vector
     "aes_encrypt": _RANDOM,
     **dict.fromkeys(("monotonically_increasing_id", "spark_partition_id"), _PARTITIONING),
     **dict.fromkeys(("assert_true", "raise_error"), _STOPS),
-    **dict.fromkeys(("xpath", "xpath_boolean", "xpath_double", "xpath_float", "xpath_int", "xpath_long",
-                     "xpath_number", "xpath_short", "xpath_string", "from_xml", "schema_of_xml", "to_xml"),
-                    _XML),
+    **dict.fromkeys(
+        (
+            "xpath",
+            "xpath_boolean",
+            "xpath_double",
+            "xpath_float",
+            "xpath_int",
+            "xpath_long",
+            "xpath_number",
+            "xpath_short",
+            "xpath_string",
+            "from_xml",
+            "schema_of_xml",
+            "to_xml",
+        ),
+        _XML,
+    ),
     **dict.fromkeys(("from_avro", "to_avro", "schema_of_avro"), _NOT_IN_RUNTIME),
     **dict.fromkeys(("from_protobuf", "to_protobuf"), _PROTOBUF),
     **dict.fromkeys(("range", "collations", "sql_keywords"), _TABLE_FUNCTION),
@@ -142,20 +183,35 @@ def classify(name: str) -> str | None:
 # --- What a dagger query's constants and shape may cost (dagger_runtime.validate, ConstantGuard) --
 # Spark evaluates constant expressions in the driver while it plans the query: past these caps a
 # query is refused instead of running the driver out of heap or holding it for hours.
-MAX_STRING_LITERAL = 1_048_576     # characters (or bytes) of one literal: 1 MB
-MAX_CONSTANT_COUNT = 100_000       # a constant count, length or position: repeat, space, lpad/rpad,
-                                   # array_repeat, array_insert, sequence's elements, printf widths
-MAX_CONSTANT_SIZE = 16_777_216     # what one constant expression may build, nested sizes multiplied
-MAX_NESTING_DEPTH = 400            # levels of the query's tree (each AND/OR of a chain is one)
-MAX_PAREN_DEPTH = 40               # parentheses (calls included) inside one another
-MAX_JSON_PATH = 1_024              # characters of a literal JSON path
-MAX_JSON_PATH_NESTING = 32         # brackets and parentheses inside one another in a JSON path
-CONSTANT_FOLDING_BUDGET_S = 10.0   # Spark's optimizer (constant folding) at validation: its CPU time
-REGEX_STEP_BUDGET = 200_000        # steps java.util.regex may take on a pumped text of
-REGEX_PUMP_LENGTH = 24             # this many characters, per constant regex
-MAX_REGEX_LENGTH = 10_000          # characters of one constant regex or LIKE pattern
-MAX_QUERY_TEXT = 262_144           # characters of the query's text, checked before it is parsed
+MAX_STRING_LITERAL = 1_048_576  # characters (or bytes) of one literal: 1 MB
+MAX_CONSTANT_COUNT = 100_000  # a constant count, length or position: repeat, space, lpad/rpad,
+# array_repeat, array_insert, sequence's elements, printf widths
+MAX_CONSTANT_SIZE = 16_777_216  # what one constant expression may build, nested sizes multiplied
+MAX_NESTING_DEPTH = 400  # levels of the query's tree (each AND/OR of a chain is one)
+MAX_PAREN_DEPTH = 40  # parentheses (calls included) inside one another
+MAX_JSON_PATH = 1_024  # characters of a literal JSON path
+MAX_JSON_PATH_NESTING = 32  # brackets and parentheses inside one another in a JSON path
+CONSTANT_FOLDING_BUDGET_S = 10.0  # Spark's optimizer (constant folding) at validation: its CPU time
+REGEX_STEP_BUDGET = 200_000  # steps java.util.regex may take on a pumped text of
+REGEX_PUMP_LENGTH = 24  # this many characters, per constant regex
+MAX_REGEX_LENGTH = 10_000  # characters of one constant regex or LIKE pattern
+MAX_QUERY_TEXT = 262_144  # characters of the query's text, checked before it is parsed
 
-__all__ = ["ALLOWED_SPARK_FUNCTIONS", "REFUSED_CALLS", "REFUSED_SPARK_FUNCTIONS", "classify", "MAX_STRING_LITERAL",
-           "MAX_CONSTANT_COUNT", "MAX_CONSTANT_SIZE", "MAX_NESTING_DEPTH", "MAX_PAREN_DEPTH", "MAX_JSON_PATH", "MAX_JSON_PATH_NESTING",
-           "CONSTANT_FOLDING_BUDGET_S", "REGEX_STEP_BUDGET", "REGEX_PUMP_LENGTH", "MAX_REGEX_LENGTH", "MAX_QUERY_TEXT"]
+__all__ = [
+    "ALLOWED_SPARK_FUNCTIONS",
+    "REFUSED_CALLS",
+    "REFUSED_SPARK_FUNCTIONS",
+    "classify",
+    "MAX_STRING_LITERAL",
+    "MAX_CONSTANT_COUNT",
+    "MAX_CONSTANT_SIZE",
+    "MAX_NESTING_DEPTH",
+    "MAX_PAREN_DEPTH",
+    "MAX_JSON_PATH",
+    "MAX_JSON_PATH_NESTING",
+    "CONSTANT_FOLDING_BUDGET_S",
+    "REGEX_STEP_BUDGET",
+    "REGEX_PUMP_LENGTH",
+    "MAX_REGEX_LENGTH",
+    "MAX_QUERY_TEXT",
+]

@@ -12,6 +12,7 @@ function sqlglot would read them as (TIMESTAMPADD, TRUNCATE, LOG, LOCATE...) are
 calls under the name written, so that dagger_runtime.sql.flink translates them with Flink's
 meaning instead of sqlglot's guess.
 """
+
 from sqlglot import exp, parser
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
@@ -22,11 +23,13 @@ from .flink_json import FUNCTION_PARSERS as _JSON_PARSERS
 TABLE_ARGUMENT = "table_argument"
 
 # Flink built-ins read as calls by name (translated by dagger_runtime.sql.flink)
-FLINK_CALLS = frozenset("""
+FLINK_CALLS = frozenset(
+    """
     TIMESTAMPADD TIMESTAMPDIFF TRUNCATE TO_TIMESTAMP TO_TIMESTAMP_LTZ TO_DATE DATE_FORMAT
     FROM_UNIXTIME UNIX_TIMESTAMP LOG LN LOG10 LOG2 FIRST_VALUE LAST_VALUE LOCATE LPAD RPAD
     LTRIM RTRIM WEEK SHA2 REGEXP_EXTRACT FROM_BASE64 STR_TO_MAP ARRAY_REVERSE ARRAY_SLICE CARDINALITY
-""".split())
+""".split()
+)
 
 
 def _call(name: str):
@@ -36,8 +39,9 @@ def _call(name: str):
 class FlinkSQL(Spark):
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
-        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items()
-                    if not (k == "SESSION" and v == TokenType.SESSION)}
+        KEYWORDS = {
+            k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if not (k == "SESSION" and v == TokenType.SESSION)
+        }
 
     class Parser(Spark.Parser):
         FUNCTIONS = {**Spark.Parser.FUNCTIONS, **{name: _call(name) for name in FLINK_CALLS}}
@@ -48,8 +52,9 @@ class FlinkSQL(Spark):
             # Hive's parser reads CHAR(n)/VARCHAR(n) as STRING (as Spark's CAST does); Flink cuts
             # (and pads) to n, so a cast's own type keeps its length for
             # dagger_runtime.sql.flink_types; a CHAR/VARCHAR nested in another type is a STRING
-            this = parser.Parser._parse_types(self, check_func=check_func, schema=schema,
-                                              allow_identifiers=allow_identifiers, **kwargs)
+            this = parser.Parser._parse_types(
+                self, check_func=check_func, schema=schema, allow_identifiers=allow_identifiers, **kwargs
+            )
             if this is None or schema:
                 return this
             for node in list(this.walk()):
@@ -61,8 +66,12 @@ class FlinkSQL(Spark):
         def _parse_lambda(self, alias: bool = False):
             # a window table-valued function's input, TABLE(TUMBLE(TABLE bookings, ...)): a table
             # reference (dagger_runtime.sql.window_tvf rewrites the call or refuses it)
-            if self._curr and self._curr.token_type == TokenType.TABLE and self._next \
-                    and self._next.token_type != TokenType.L_PAREN:
+            if (
+                self._curr
+                and self._curr.token_type == TokenType.TABLE
+                and self._next
+                and self._next.token_type != TokenType.L_PAREN
+            ):
                 self._advance()
                 table = self._parse_table_parts()
                 table.meta[TABLE_ARGUMENT] = True

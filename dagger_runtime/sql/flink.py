@@ -17,6 +17,7 @@ Two passes, both on sqlglot trees:
   like raystack/dagger's own functions.
 Every translation is checked once more in the JVM on Spark's plan (dagger_runtime.sandbox).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,14 @@ from ..errors import QueryError
 from . import flink_json
 from .functions import Budget, DaggerFunction, refuse, refuse_reserved_names, register, string_literal, template
 
-_MS = {"MILLISECOND": 1, "SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000,
-       "WEEK": 7 * 86_400_000}
+_MS = {
+    "MILLISECOND": 1,
+    "SECOND": 1_000,
+    "MINUTE": 60_000,
+    "HOUR": 3_600_000,
+    "DAY": 86_400_000,
+    "WEEK": 7 * 86_400_000,
+}
 _MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
 _TRUNC_UNITS = ("MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
 
@@ -73,17 +80,26 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
 # Flink's weeks start on Sunday; Spark's date_trunc('WEEK') on Monday
 _FLOOR = {u: template(f"date_trunc('{u}', {{0}})") for u in _TRUNC_UNITS if u != "WEEK"}
 _FLOOR["WEEK"] = template("date_trunc('WEEK', {0} + INTERVAL 1 DAY) - INTERVAL 1 DAY")
-_STEP = {"MILLISECOND": "INTERVAL 1 MILLISECOND", "SECOND": "INTERVAL 1 SECOND", "MINUTE": "INTERVAL 1 MINUTE",
-         "HOUR": "INTERVAL 1 HOUR", "DAY": "INTERVAL 1 DAY", "WEEK": "INTERVAL 7 DAY",
-         "MONTH": "INTERVAL 1 MONTH", "QUARTER": "INTERVAL 3 MONTH", "YEAR": "INTERVAL 1 YEAR"}
+_STEP = {
+    "MILLISECOND": "INTERVAL 1 MILLISECOND",
+    "SECOND": "INTERVAL 1 SECOND",
+    "MINUTE": "INTERVAL 1 MINUTE",
+    "HOUR": "INTERVAL 1 HOUR",
+    "DAY": "INTERVAL 1 DAY",
+    "WEEK": "INTERVAL 7 DAY",
+    "MONTH": "INTERVAL 1 MONTH",
+    "QUARTER": "INTERVAL 3 MONTH",
+    "YEAR": "INTERVAL 1 YEAR",
+}
 
 
 def _time_floor_ceil(sql: str, node: exp.Floor | exp.Ceil) -> exp.Expression:
     unit = _unit(node.args["to"])
     name = "FLOOR" if isinstance(node, exp.Floor) else "CEIL"
     if unit not in _TRUNC_UNITS:
-        raise _refuse(sql, node, f"{name}(... TO {node.args['to'].sql()}): the unit must be one of "
-                                 f"{', '.join(_TRUNC_UNITS)}")
+        raise _refuse(
+            sql, node, f"{name}(... TO {node.args['to'].sql()}): the unit must be one of {', '.join(_TRUNC_UNITS)}"
+        )
     floor = _FLOOR[unit]([node.this])
     if isinstance(node, exp.Floor):
         return exp.Paren(this=floor)
@@ -97,33 +113,48 @@ def _timestampadd(args: list[exp.Expression]) -> exp.Expression:
     if name in _MONTHS:
         step = f"make_ym_interval(0, {_MONTHS[name]})"
     elif name in _MS or name == "MICROSECOND":
-        step = {"MICROSECOND": "INTERVAL '0.000001' SECOND", "MILLISECOND": "INTERVAL '0.001' SECOND",
-                "SECOND": "INTERVAL 1 SECOND", "MINUTE": "INTERVAL 1 MINUTE", "HOUR": "INTERVAL 1 HOUR",
-                "DAY": "INTERVAL 1 DAY", "WEEK": "INTERVAL 7 DAY"}[name]
+        step = {
+            "MICROSECOND": "INTERVAL '0.000001' SECOND",
+            "MILLISECOND": "INTERVAL '0.001' SECOND",
+            "SECOND": "INTERVAL 1 SECOND",
+            "MINUTE": "INTERVAL 1 MINUTE",
+            "HOUR": "INTERVAL 1 HOUR",
+            "DAY": "INTERVAL 1 DAY",
+            "WEEK": "INTERVAL 7 DAY",
+        }[name]
     else:
-        raise QueryError(f"refused: TIMESTAMPADD({unit.sql()}, ...): the unit must be one of MICROSECOND, "
-                         "MILLISECOND, SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER, YEAR")
+        raise QueryError(
+            f"refused: TIMESTAMPADD({unit.sql()}, ...): the unit must be one of MICROSECOND, "
+            "MILLISECOND, SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER, YEAR"
+        )
     return template(f"({{1}} + {{0}} * {step})")([count, time])
 
 
 # Calcite's month difference, which Flink uses: the largest m with add_months(d1, m) <= d0 (d0 >= d1),
 # negated when d0 < d1; then one less when add_months(d1, m) lands on d0's day and d0's time of day
 # is earlier than d1's (so 2020-02-01 10:00 -> 2020-01-01 09:00 is -2 months, as in Flink)
-_MONTHS_INT = ("((year(@A@) * 12 + month(@A@)) - (year(@B@) * 12 + month(@B@))"
-               " - CASE WHEN add_months(@B@, (year(@A@) * 12 + month(@A@)) - (year(@B@) * 12 + month(@B@))) > @A@"
-               " THEN 1 ELSE 0 END)")
+_MONTHS_INT = (
+    "((year(@A@) * 12 + month(@A@)) - (year(@B@) * 12 + month(@B@))"
+    " - CASE WHEN add_months(@B@, (year(@A@) * 12 + month(@A@)) - (year(@B@) * 12 + month(@B@))) > @A@"
+    " THEN 1 ELSE 0 END)"
+)
 _D0, _D1 = "to_date({0})", "to_date({1})"
-_MONTHS_SIGNED = (f"(CASE WHEN {_D0} >= {_D1} THEN {_MONTHS_INT.replace('@A@', _D0).replace('@B@', _D1)}"
-                  f" ELSE -{_MONTHS_INT.replace('@A@', _D1).replace('@B@', _D0)} END)")
+_MONTHS_SIGNED = (
+    f"(CASE WHEN {_D0} >= {_D1} THEN {_MONTHS_INT.replace('@A@', _D0).replace('@B@', _D1)}"
+    f" ELSE -{_MONTHS_INT.replace('@A@', _D1).replace('@B@', _D0)} END)"
+)
 _TIME_OF_DAY = "(unix_millis(CAST(@T@ AS TIMESTAMP)) - unix_millis(CAST(to_date(@T@) AS TIMESTAMP)))"
 _MONTH_DIFF_OF = (
     f"({_MONTHS_SIGNED} - CASE WHEN add_months({_D1}, {_MONTHS_SIGNED}) = {_D0}"
-    f" AND {_TIME_OF_DAY.replace('@T@', '{0}')} < {_TIME_OF_DAY.replace('@T@', '{1}')} THEN 1 ELSE 0 END)")
+    f" AND {_TIME_OF_DAY.replace('@T@', '{0}')} < {_TIME_OF_DAY.replace('@T@', '{1}')} THEN 1 ELSE 0 END)"
+)
 # the formula reads each time point 22 times: they are bound once, as the fields of a lambda's
 # argument, so that nested calls (TIMESTAMPDIFF(MONTH, TIMESTAMPADD(...), ...)) do not multiply
 _MONTH_DIFF = template(
     "element_at(transform(array(named_struct('t0', {0}, 't1', {1})), p -> "
-    + _MONTH_DIFF_OF.replace("{0}", "p.t0").replace("{1}", "p.t1") + "), 1)")
+    + _MONTH_DIFF_OF.replace("{0}", "p.t0").replace("{1}", "p.t1")
+    + "), 1)"
+)
 
 
 def _timestampdiff(args: list[exp.Expression]) -> exp.Expression:
@@ -133,13 +164,17 @@ def _timestampdiff(args: list[exp.Expression]) -> exp.Expression:
         return template("unix_micros(CAST({1} AS TIMESTAMP)) - unix_micros(CAST({0} AS TIMESTAMP))")([first, second])
     if name in _MS:
         # milliseconds between the two, divided and truncated toward zero (Java's long division)
-        return template(f"CAST((unix_millis(CAST({{1}} AS TIMESTAMP)) - unix_millis(CAST({{0}} AS TIMESTAMP)))"
-                        f" DIV {_MS[name]} AS INT)")([first, second])
+        return template(
+            f"CAST((unix_millis(CAST({{1}} AS TIMESTAMP)) - unix_millis(CAST({{0}} AS TIMESTAMP)))"
+            f" DIV {_MS[name]} AS INT)"
+        )([first, second])
     if name in _MONTHS:
         months = _MONTH_DIFF([second, first])
         return months if name == "MONTH" else template(f"CAST({{0}} DIV {_MONTHS[name]} AS INT)")([months])
-    raise QueryError(f"refused: TIMESTAMPDIFF({unit.sql()}, ...): the unit must be one of MICROSECOND, MILLISECOND, "
-                     "SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER, YEAR")
+    raise QueryError(
+        f"refused: TIMESTAMPDIFF({unit.sql()}, ...): the unit must be one of MICROSECOND, MILLISECOND, "
+        "SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, QUARTER, YEAR"
+    )
 
 
 def _to_timestamp_ltz(args: list[exp.Expression]) -> exp.Expression:
@@ -154,24 +189,54 @@ def _to_timestamp_ltz(args: list[exp.Expression]) -> exp.Expression:
         return template("timestamp_millis(CAST({0} AS BIGINT))")([value])
     if p == 0:
         return template("timestamp_millis(CAST({0} * 1000 AS BIGINT))")([value])
-    raise QueryError("refused: TO_TIMESTAMP_LTZ(value, precision): the precision must be the literal 0 "
-                     "(epoch seconds) or 3 (epoch milliseconds)")
+    raise QueryError(
+        "refused: TO_TIMESTAMP_LTZ(value, precision): the precision must be the literal 0 "
+        "(epoch seconds) or 3 (epoch milliseconds)"
+    )
 
 
 # --- datetime patterns ---------------------------------------------------------------------------
 # Flink formats with java.time's DateTimeFormatter, as Spark does, but Spark refuses or reads
 # differently the week-based and localized letters; those are refused here by name.
-_PATTERN_LETTERS = {"y": 4, "M": 4, "d": 2, "H": 2, "h": 2, "m": 2, "s": 2, "S": 9, "a": 1, "E": 4, "D": 3,
-                    "k": 2, "K": 2, "G": 3}
+_PATTERN_LETTERS = {
+    "y": 4,
+    "M": 4,
+    "d": 2,
+    "H": 2,
+    "h": 2,
+    "m": 2,
+    "s": 2,
+    "S": 9,
+    "a": 1,
+    "E": 4,
+    "D": 3,
+    "k": 2,
+    "K": 2,
+    "G": 3,
+}
 _PATTERN_ALTERNATIVES = {
-    "u": "use DAYOFWEEK(x) (Sunday = 1)", "e": "use DAYOFWEEK(x) (Sunday = 1)",
-    "c": "use DAYOFWEEK(x) (Sunday = 1)", "w": "use WEEK(x)", "W": "compute the week of the month from DAYOFMONTH(x)",
-    "Y": "use YEAR(x), or EXTRACT(ISOYEAR FROM x) for the week-based year", "F": "use DAYOFMONTH(x)",
-    "z": "format in UTC and append the zone as text ('UTC')", "Z": "append the offset as text ('+0000')",
-    "X": "append the offset as text ('Z')", "x": "append the offset as text ('+00')",
-    "V": "append the zone as text", "O": "append the offset as text", "Q": "use QUARTER(x)", "q": "use QUARTER(x)",
-    "L": "use MM or MMM", "n": "use S (fraction of second)", "N": "use S (fraction of second)",
-    "A": "use HOUR, MINUTE and SECOND", "B": "use a", "g": "use TO_DATE", "p": "pad with LPAD",
+    "u": "use DAYOFWEEK(x) (Sunday = 1)",
+    "e": "use DAYOFWEEK(x) (Sunday = 1)",
+    "c": "use DAYOFWEEK(x) (Sunday = 1)",
+    "w": "use WEEK(x)",
+    "W": "compute the week of the month from DAYOFMONTH(x)",
+    "Y": "use YEAR(x), or EXTRACT(ISOYEAR FROM x) for the week-based year",
+    "F": "use DAYOFMONTH(x)",
+    "z": "format in UTC and append the zone as text ('UTC')",
+    "Z": "append the offset as text ('+0000')",
+    "X": "append the offset as text ('Z')",
+    "x": "append the offset as text ('+00')",
+    "V": "append the zone as text",
+    "O": "append the offset as text",
+    "Q": "use QUARTER(x)",
+    "q": "use QUARTER(x)",
+    "L": "use MM or MMM",
+    "n": "use S (fraction of second)",
+    "N": "use S (fraction of second)",
+    "A": "use HOUR, MINUTE and SECOND",
+    "B": "use a",
+    "g": "use TO_DATE",
+    "p": "pad with LPAD",
 }
 
 
@@ -183,41 +248,63 @@ def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expressi
     """A Flink datetime pattern that Spark reads the same way, else a refusal naming the letter."""
     text = _string_literal(node)
     if text is None:
-        raise _refuse(sql, node, f"{function}: the pattern must be a string literal such as 'yyyy-MM-dd HH:mm:ss', "
-                                 "so that it can be checked before the job runs")
+        raise _refuse(
+            sql,
+            node,
+            f"{function}: the pattern must be a string literal such as 'yyyy-MM-dd HH:mm:ss', "
+            "so that it can be checked before the job runs",
+        )
     for match in re.finditer(r"''|'(?:[^']|'')*'?|([A-Za-z])\1*|.", text, re.DOTALL):
         token = match.group(0)
         if token.startswith("'"):
             # '' is a quote; '...' is quoted text, '' inside it a quote; it must be closed
-            if token != "''" and (len(token) == 1 or not token.endswith("'")
-                                  or re.fullmatch(r"'(?:[^']|'')*'", token) is None):
-                raise _refuse(sql, node, f"{function}: the pattern '{text}' has a quote (') that is not closed; "
-                                         "quote literal text as 'T' and write a quote itself as ''")
+            if token != "''" and (
+                len(token) == 1 or not token.endswith("'") or re.fullmatch(r"'(?:[^']|'')*'", token) is None
+            ):
+                raise _refuse(
+                    sql,
+                    node,
+                    f"{function}: the pattern '{text}' has a quote (') that is not closed; "
+                    "quote literal text as 'T' and write a quote itself as ''",
+                )
             continue
         if match.group(1) is None:
             if token in _PATTERN_OTHERS:
                 continue
-            raise _refuse(sql, node, f"{function}: the character '{token}' in the pattern '{text}' is not supported "
-                                     "(Spark reads it differently or not at all); outside the pattern letters use "
-                                     "only digits, spaces and - : . , / _, or quote literal text: 'T'")
+            raise _refuse(
+                sql,
+                node,
+                f"{function}: the character '{token}' in the pattern '{text}' is not supported "
+                "(Spark reads it differently or not at all); outside the pattern letters use "
+                "only digits, spaces and - : . , / _, or quote literal text: 'T'",
+            )
         letter, count = match.group(1), len(match.group(0))
         if letter in _PATTERN_LETTERS and count <= _PATTERN_LETTERS[letter]:
             continue
-        why = (f"'{match.group(0)}' (more than {_PATTERN_LETTERS[letter]} '{letter}')" if letter in _PATTERN_LETTERS
-               else f"'{letter}'")
+        why = (
+            f"'{match.group(0)}' (more than {_PATTERN_LETTERS[letter]} '{letter}')"
+            if letter in _PATTERN_LETTERS
+            else f"'{letter}'"
+        )
         alternative = _PATTERN_ALTERNATIVES.get(letter, "use the letters y M d H h m s S a E D k K G")
-        raise _refuse(sql, node, f"{function}: the pattern letter {why} in '{text}' is not supported "
-                                 f"(Spark's datetime patterns read it differently from Flink's); {alternative}")
+        raise _refuse(
+            sql,
+            node,
+            f"{function}: the pattern letter {why} in '{text}' is not supported "
+            f"(Spark's datetime patterns read it differently from Flink's); {alternative}",
+        )
     return node.copy()
 
 
 def _pattern_args(function: str, index: int):
     """Builder wrapper: the pattern argument at `index`, checked; sql text for messages comes later."""
+
     def check(args: list[exp.Expression]) -> list[exp.Expression]:
         if len(args) > index:
             args = list(args)
             args[index] = spark_pattern("", args[index], function)
         return args
+
     return check
 
 
@@ -237,13 +324,17 @@ def _from_unixtime(args: list[exp.Expression]) -> exp.Expression:
 
 def _unix_timestamp(args: list[exp.Expression]) -> exp.Expression:
     if not args:
-        raise QueryError("refused: UNIX_TIMESTAMP() without arguments reads the clock of the machine: a dagger runs "
-                         "on event time; use UNIX_TIMESTAMP(CAST(rowtime AS STRING)) or unix_seconds(rowtime)")
+        raise QueryError(
+            "refused: UNIX_TIMESTAMP() without arguments reads the clock of the machine: a dagger runs "
+            "on event time; use UNIX_TIMESTAMP(CAST(rowtime AS STRING)) or unix_seconds(rowtime)"
+        )
     args = _pattern_args("UNIX_TIMESTAMP", 1)(args)
     if len(args) == 1:
         # Flink's default pattern is parsed leniently: one- or two-digit fields, anything after the
         # seconds ignored ('2020-01-31 10:15:30.999' is 10:15:30)
-        parsed = template(r"unix_timestamp(regexp_extract({0}, '^\\d+-\\d+-\\d+ \\d+:\\d+:\\d+', 0), 'y-M-d H:m:s')")(args)
+        parsed = template(r"unix_timestamp(regexp_extract({0}, '^\\d+-\\d+-\\d+ \\d+:\\d+:\\d+', 0), 'y-M-d H:m:s')")(
+            args
+        )
     else:
         parsed = _call("unix_timestamp", *args)
     # a string Flink cannot parse gives Long.MIN_VALUE, not NULL
@@ -277,9 +368,11 @@ _CONVERT_TZ_TEXT = template(r"""
 # GMT, GMT+h[h][:mm] (up to 18 hours, java.time's limit), and the three-letter names of Java's
 # ZoneId.SHORT_IDS, which Spark reads through that map and TimeZone as the same zones (PST is
 # America/Los_Angeles, EST -05:00).
-_GMT_OFFSET = re.compile(r"GMT[+-](?:(\d{1,2})(?::(\d{2}))?|(\d{2})(\d{2}))")   # h, hh, h:mm, hh:mm, hhmm
-_SHORT_IDS = frozenset("ACT AET AGT ART AST BET BST CAT CNT CST CTT EAT ECT IET IST JST MIT NET NST PLT PNT PRT PST "
-                       "SST VST EST MST HST".split())
+_GMT_OFFSET = re.compile(r"GMT[+-](?:(\d{1,2})(?::(\d{2}))?|(\d{2})(\d{2}))")  # h, hh, h:mm, hh:mm, hhmm
+_SHORT_IDS = frozenset(
+    "ACT AET AGT ART AST BET BST CAT CNT CST CTT EAT ECT IET IST JST MIT NET NST PLT PNT PRT PST "
+    "SST VST EST MST HST".split()
+)
 
 
 def _zone_ok(zone: str) -> bool:
@@ -292,6 +385,7 @@ def _zone_ok(zone: str) -> bool:
     if "/" not in zone or zone.startswith(("posix/", "right/", "SystemV/")):
         return False
     import zoneinfo
+
     return zone in zoneinfo.available_timezones()
 
 
@@ -299,26 +393,36 @@ def _convert_tz(args: list[exp.Expression]) -> exp.Expression:
     for node, which in ((args[1], "from"), (args[2], "to")):
         zone = _string_literal(node)
         if zone is None:
-            raise QueryError(f"refused: CONVERT_TZ(string, from_zone, to_zone): the {which} zone must be a string "
-                             "literal such as 'Asia/Jakarta', 'UTC' or 'GMT+07:00', so that it can be checked before "
-                             "the job runs; for a zone per row use a CASE over the zones it can be")
+            raise QueryError(
+                f"refused: CONVERT_TZ(string, from_zone, to_zone): the {which} zone must be a string "
+                "literal such as 'Asia/Jakarta', 'UTC' or 'GMT+07:00', so that it can be checked before "
+                "the job runs; for a zone per row use a CASE over the zones it can be"
+            )
         if not _zone_ok(zone):
-            raise QueryError(f"refused: CONVERT_TZ: '{zone}' is not a time zone both Flink and Spark read alike; "
-                             "write a region such as 'Asia/Jakarta', or 'UTC', or an offset as 'GMT+07:00'")
+            raise QueryError(
+                f"refused: CONVERT_TZ: '{zone}' is not a time zone both Flink and Spark read alike; "
+                "write a region such as 'Asia/Jakarta', or 'UTC', or an offset as 'GMT+07:00'"
+            )
     return _CONVERT_TZ_TEXT(args)
 
 
 # --- numbers -----------------------------------------------------------------------------------
 # Flink's LN, LOG10, LOG2 and LOG are Java's Math.log: -Infinity at 0, NaN below (Spark: NULL)
 def _flink_log(fn: str) -> str:
-    return (f"(CASE WHEN {{0}} = 0 THEN CAST('-Infinity' AS DOUBLE) WHEN {{0}} < 0 THEN CAST('NaN' AS DOUBLE) "
-            f"ELSE {fn}({{0}}) END)")
+    return (
+        f"(CASE WHEN {{0}} = 0 THEN CAST('-Infinity' AS DOUBLE) WHEN {{0}} < 0 THEN CAST('NaN' AS DOUBLE) "
+        f"ELSE {fn}({{0}}) END)"
+    )
 
 
 _LN = template(_flink_log("ln"))
 _LOG_BASE = template(
     "(CASE WHEN {0} > 0 AND {1} > 0 THEN log({0}, {1}) ELSE "
-    + _flink_log("ln").replace("{0}", "{1}") + " / " + _flink_log("ln") + " END)")
+    + _flink_log("ln").replace("{0}", "{1}")
+    + " / "
+    + _flink_log("ln")
+    + " END)"
+)
 
 
 def _log(args: list[exp.Expression]) -> exp.Expression:
@@ -330,9 +434,11 @@ def _truncate(args: list[exp.Expression]) -> exp.Expression:
     # BigDecimal; `x - x +` keeps a DOUBLE a DOUBLE
     digits = args[1] if len(args) == 2 else exp.Literal.number(0)
     if _int_literal(digits) is None:
-        raise QueryError("refused: TRUNCATE(x, digits): the number of digits must be an integer literal such as 2 "
-                         "(Spark cannot truncate at a number of digits computed per row); for a few values use "
-                         "CASE WHEN d = 1 THEN TRUNCATE(x, 1) WHEN d = 2 THEN TRUNCATE(x, 2) ... END")
+        raise QueryError(
+            "refused: TRUNCATE(x, digits): the number of digits must be an integer literal such as 2 "
+            "(Spark cannot truncate at a number of digits computed per row); for a few values use "
+            "CASE WHEN d = 1 THEN TRUNCATE(x, 1) WHEN d = 2 THEN TRUNCATE(x, 2) ... END"
+        )
     return template("({0} - {0} + CASE WHEN {0} >= 0 THEN floor({0}, {1}) ELSE ceil({0}, {1}) END)")([args[0], digits])
 
 
@@ -370,6 +476,7 @@ def _trim(position: str):
         if len(args) == 1:
             return _call("ltrim" if position == "LEADING" else "rtrim", args[0])  # spaces only, as Flink
         return exp.Trim(this=args[0].copy(), expression=args[1].copy(), position=position)
+
     return build
 
 
@@ -392,22 +499,28 @@ def _row(args: list[exp.Expression]) -> exp.Expression:
 def _refusal(message: str):
     def build(args: list[exp.Expression]) -> exp.Expression:
         raise QueryError(f"refused: {message}")
+
     return build
 
 
 def _str_to_map(args: list[exp.Expression]) -> exp.Expression:
     # Flink's default delimiters are ',' between pairs and '=' within one (Spark's: ',' and ':')
     defaults = [exp.Literal.string(","), exp.Literal.string("=")]
-    args = [*args, *defaults[len(args) - 1:]]
+    args = [*args, *defaults[len(args) - 1 :]]
     delimiters = []
     for node in args[1:]:
         text = _string_literal(node)
         if text is None or text == "":
-            raise QueryError("refused: STR_TO_MAP(string, pair_delimiter, key_value_delimiter): the delimiters must be "
-                             "non-empty string literals such as ',' and '=' (Spark reads a delimiter as a regex)")
+            raise QueryError(
+                "refused: STR_TO_MAP(string, pair_delimiter, key_value_delimiter): the delimiters must be "
+                "non-empty string literals such as ',' and '=' (Spark reads a delimiter as a regex)"
+            )
         # Flink splits at the delimiter as text; Spark's str_to_map reads it as a regex
-        quoted = text if re.fullmatch(r"[A-Za-z0-9 ,=;:&_#@%\-]+", text) else \
-            "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
+        quoted = (
+            text
+            if re.fullmatch(r"[A-Za-z0-9 ,=;:&_#@%\-]+", text)
+            else "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
+        )
         delimiters.append(exp.Literal.string(quoted))
     return _call("str_to_map", args[0], *delimiters)
 
@@ -419,14 +532,18 @@ def _array_slice(args: list[exp.Expression]) -> exp.Expression:
         args = [*args, exp.Anonymous(this="size", expressions=[args[0].copy()])]
     first = "greatest(CASE WHEN {1} < 0 THEN size({0}) + {1} + 1 WHEN {1} = 0 THEN 1 ELSE {1} END, 1)"
     last = "least(CASE WHEN {2} < 0 THEN size({0}) + {2} + 1 WHEN {2} = 0 THEN 1 ELSE {2} END, size({0}))"
-    return template(f"CASE WHEN {{0}} IS NULL OR {{1}} IS NULL OR {{2}} IS NULL THEN NULL "
-                    f"WHEN {first} > {last} THEN slice({{0}}, 1, 0) "
-                    f"ELSE slice({{0}}, {first}, {last} - {first} + 1) END")(args)
+    return template(
+        f"CASE WHEN {{0}} IS NULL OR {{1}} IS NULL OR {{2}} IS NULL THEN NULL "
+        f"WHEN {first} > {last} THEN slice({{0}}, 1, 0) "
+        f"ELSE slice({{0}}, {first}, {last} - {first} + 1) END"
+    )(args)
 
 
 def _collect(args: list[exp.Expression]) -> exp.Expression:
-    raise QueryError("refused: COLLECT returns a MULTISET, which the dagger runtime has not; use ARRAY_AGG(x) "
-                     "(every value, NULLs included) or CollectArray(x)")
+    raise QueryError(
+        "refused: COLLECT returns a MULTISET, which the dagger runtime has not; use ARRAY_AGG(x) "
+        "(every value, NULLs included) or CollectArray(x)"
+    )
 
 
 # --- registration --------------------------------------------------------------------------------
@@ -462,12 +579,22 @@ _fn("JSON_VALUE", ("json", "path"), flink_json.json_value_plain)
 register(DaggerFunction("ROW", ("value", "..."), build=_row, optional=1, variadic=True))
 # Flink's FIRST_VALUE/LAST_VALUE skip NULLs (Spark's keep them unless told); Spark's own
 # (value, ignore_nulls) form is left as written
-_fn("FIRST_VALUE", ("value", "ignore_nulls"), lambda a: _call("first_value", a[0], a[1] if len(a) == 2 else exp.true()),
-    optional=1, aggregate=True)
-_fn("LAST_VALUE", ("value", "ignore_nulls"), lambda a: _call("last_value", a[0], a[1] if len(a) == 2 else exp.true()),
-    optional=1, aggregate=True)
+_fn(
+    "FIRST_VALUE",
+    ("value", "ignore_nulls"),
+    lambda a: _call("first_value", a[0], a[1] if len(a) == 2 else exp.true()),
+    optional=1,
+    aggregate=True,
+)
+_fn(
+    "LAST_VALUE",
+    ("value", "ignore_nulls"),
+    lambda a: _call("last_value", a[0], a[1] if len(a) == 2 else exp.true()),
+    optional=1,
+    aggregate=True,
+)
 _fn("COLLECT", ("value",), _collect, aggregate=True)
-_fn("FROM_BASE64", ("string",), template("CAST(unbase64({0}) AS STRING)"))   # Flink: a STRING (Spark: BINARY)
+_fn("FROM_BASE64", ("string",), template("CAST(unbase64({0}) AS STRING)"))  # Flink: a STRING (Spark: BINARY)
 _fn("STR_TO_MAP", ("string", "pair_delimiter", "key_value_delimiter"), _str_to_map, optional=2)
 _fn("ARRAY_REVERSE", ("array",), lambda a: _call("reverse", a[0]))
 # Spark's size/cardinality of NULL is -1 (spark.sql.legacy.sizeOfNull); Flink's is NULL
@@ -502,16 +629,27 @@ def _similar_regex(sql: str, node: exp.Expression, pattern: str) -> str:
             end = pattern.find("]", i + 1)
             if end < 0:
                 raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': '[' without ']'")
-            inner = pattern[i + 1:end]
-            classes = {"[:ALPHA:]": r"\p{Alpha}", "[:alpha:]": r"\p{Alpha}", "[:UPPER:]": r"\p{Upper}",
-                       "[:upper:]": r"\p{Upper}", "[:LOWER:]": r"\p{Lower}", "[:lower:]": r"\p{Lower}",
-                       "[:DIGIT:]": r"\d", "[:digit:]": r"\d", "[:SPACE:]": " ", "[:space:]": " ",
-                       "[:WHITESPACE:]": r"\s", "[:whitespace:]": r"\s", "[:ALNUM:]": r"\p{Alnum}",
-                       "[:alnum:]": r"\p{Alnum}"}
+            inner = pattern[i + 1 : end]
+            classes = {
+                "[:ALPHA:]": r"\p{Alpha}",
+                "[:alpha:]": r"\p{Alpha}",
+                "[:UPPER:]": r"\p{Upper}",
+                "[:upper:]": r"\p{Upper}",
+                "[:LOWER:]": r"\p{Lower}",
+                "[:lower:]": r"\p{Lower}",
+                "[:DIGIT:]": r"\d",
+                "[:digit:]": r"\d",
+                "[:SPACE:]": " ",
+                "[:space:]": " ",
+                "[:WHITESPACE:]": r"\s",
+                "[:whitespace:]": r"\s",
+                "[:ALNUM:]": r"\p{Alnum}",
+                "[:alnum:]": r"\p{Alnum}",
+            }
             if inner.startswith("[:"):
                 end = pattern.find(":]", i + 1)
-                name = pattern[i + 1:end + 2] if end > 0 else ""
-                if name not in classes or pattern[end + 2:end + 3] != "]":
+                name = pattern[i + 1 : end + 2] if end > 0 else ""
+                if name not in classes or pattern[end + 2 : end + 3] != "]":
                     raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': unknown character class")
                 out.append("[" + classes[name] + "]")
                 i = end + 3
@@ -528,12 +666,19 @@ def _similar_regex(sql: str, node: exp.Expression, pattern: str) -> str:
 
 def _similar_to(sql: str, node: exp.SimilarTo) -> exp.Expression:
     if node.args.get("escape") is not None or isinstance(node.parent, exp.Escape):
-        raise _refuse(sql, node, "SIMILAR TO ... ESCAPE is not supported; write the pattern without an escape "
-                                 "character, or use REGEXP(string, regex)")
+        raise _refuse(
+            sql,
+            node,
+            "SIMILAR TO ... ESCAPE is not supported; write the pattern without an escape "
+            "character, or use REGEXP(string, regex)",
+        )
     pattern = _string_literal(node.expression)
     if pattern is None:
-        raise _refuse(sql, node, "SIMILAR TO: the pattern must be a string literal; for a computed pattern use "
-                                 "REGEXP(string, regex)")
+        raise _refuse(
+            sql,
+            node,
+            "SIMILAR TO: the pattern must be a string literal; for a computed pattern use REGEXP(string, regex)",
+        )
     regex = r"\A(?:" + _similar_regex(sql, node, pattern) + r")\z"
     return exp.RegexpLike(this=node.this.copy(), expression=exp.Literal.string(regex))
 
@@ -556,8 +701,12 @@ def _percentile(sql: str, node: exp.WithinGroup) -> exp.Expression | None:
     except ValueError:
         ok = False
     if not ok:
-        raise _refuse(sql, node, f"PERCENTILE_CONT({fn.this.sql()}): the fraction must be a number literal between "
-                                 "0 and 1, such as PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x)")
+        raise _refuse(
+            sql,
+            node,
+            f"PERCENTILE_CONT({fn.this.sql()}): the fraction must be a number literal between "
+            "0 and 1, such as PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x)",
+        )
     fraction = fn.this.copy()
     if key.args.get("desc"):
         fraction = exp.Sub(this=exp.Literal.number(1), expression=exp.Paren(this=fraction))
@@ -565,7 +714,7 @@ def _percentile(sql: str, node: exp.WithinGroup) -> exp.Expression | None:
 
 
 _EXTRACT = {
-    "SECOND": "CAST(second({0}) AS BIGINT)",                        # Spark: seconds with the fraction
+    "SECOND": "CAST(second({0}) AS BIGINT)",  # Spark: seconds with the fraction
     "MILLISECOND": "pmod(unix_millis(CAST({0} AS TIMESTAMP)), 1000)",  # Flink: within the second
     "MICROSECOND": "pmod(unix_micros(CAST({0} AS TIMESTAMP)), 1000000)",
     "NANOSECOND": "pmod(unix_micros(CAST({0} AS TIMESTAMP)), 1000000) * 1000",
@@ -612,11 +761,16 @@ _INITCAP = template(r"""
 
 def _regexp_extract(args: list[exp.Expression]) -> exp.Expression:
     if len(args) == 2:
-        args = [*args, exp.Literal.number(0)]   # Flink: the whole match by default (Spark: group 1)
+        args = [*args, exp.Literal.number(0)]  # Flink: the whole match by default (Spark: group 1)
     # no match: NULL in Flink ('' in Spark)
-    return exp.Case(ifs=[exp.If(this=exp.EQ(this=_call("regexp_instr", *args[:2]), expression=exp.Literal.number(0)),
-                                true=exp.Null())],
-                    default=_call("regexp_extract", *args))
+    return exp.Case(
+        ifs=[
+            exp.If(
+                this=exp.EQ(this=_call("regexp_instr", *args[:2]), expression=exp.Literal.number(0)), true=exp.Null()
+            )
+        ],
+        default=_call("regexp_extract", *args),
+    )
 
 
 _fn("REGEXP_EXTRACT", ("string", "regex", "group"), _regexp_extract, optional=1)
@@ -632,20 +786,25 @@ def _array_agg(sql: str, node: exp.ArrayAgg) -> exp.Expression:
 
 def _bracket(sql: str, node: exp.Bracket) -> exp.Expression | None:
     base = node.this
-    if isinstance(base, exp.Column) and not base.table and base.name.upper() == "MAP" \
-            and not base.this.args.get("quoted"):
+    if (
+        isinstance(base, exp.Column)
+        and not base.table
+        and base.name.upper() == "MAP"
+        and not base.this.args.get("quoted")
+    ):
         # Flink's MAP['k1', v1, 'k2', v2] constructor
         return exp.Anonymous(this="map", expressions=[e.copy() for e in node.expressions])
     if len(node.expressions) != 1 or node.args.get("offset"):
-        return None                                # element_at/try_element_at as written: 1-based already
+        return None  # element_at/try_element_at as written: 1-based already
     index = node.expressions[0]
     if _string_literal(index) is not None:
-        return None                                # map['key']: the same in both
+        return None  # map['key']: the same in both
     number = _constant_int(index)
     if number is not None and number < 1 and _is_array(base):
         # Flink refuses it when it validates the query
-        raise _refuse(sql, node, f"{node.sql()}: Flink's array positions start at 1; "
-                                 f"write {base.sql()}[1] for the first element")
+        raise _refuse(
+            sql, node, f"{node.sql()}: Flink's array positions start at 1; write {base.sql()}[1] for the first element"
+        )
     if number is not None and number >= 1:
         # Flink counts array positions from 1 (Spark's [] from 0); element_at counts from 1 and
         # reads a map by key as well; out of range gives NULL in both
@@ -654,8 +813,7 @@ def _bracket(sql: str, node: exp.Bracket) -> exp.Expression | None:
     # reads the query, not the schemas, so the base may be an array or a map. On an array Flink
     # gives NULL below 1 where Spark's element_at fails (0) or counts from the end (negative);
     # typeof, folded when Spark plans the query, keeps a map's lookup by any key
-    return template("CASE WHEN {1} >= 1 OR typeof({0}) LIKE 'map<%' THEN try_element_at({0}, {1}) END")(
-        [base, index])
+    return template("CASE WHEN {1} >= 1 OR typeof({0}) LIKE 'map<%' THEN try_element_at({0}, {1}) END")([base, index])
 
 
 def _constant_int(node: exp.Expression) -> int | None:
@@ -664,8 +822,9 @@ def _constant_int(node: exp.Expression) -> int | None:
         left, right = _constant_int(node.this), _constant_int(node.expression)
         if left is None or right is None:
             return None
-        return left + right if isinstance(node, exp.Add) else left - right if isinstance(node, exp.Sub) \
-            else left * right
+        return (
+            left + right if isinstance(node, exp.Add) else left - right if isinstance(node, exp.Sub) else left * right
+        )
     if isinstance(node, exp.Paren):
         return _constant_int(node.this)
     if isinstance(node, exp.Neg):
@@ -674,9 +833,28 @@ def _constant_int(node: exp.Expression) -> int | None:
     return _int_literal(node)
 
 
-_ARRAY_BUILDERS = {"array", "split", "sequence", "array_repeat", "slice", "collect_list", "array_distinct",
-                   "array_sort", "sort_array", "reverse", "array_remove", "array_union", "array_intersect",
-                   "array_except", "flatten", "arrays_zip", "map_keys", "map_values", "transform", "filter"}
+_ARRAY_BUILDERS = {
+    "array",
+    "split",
+    "sequence",
+    "array_repeat",
+    "slice",
+    "collect_list",
+    "array_distinct",
+    "array_sort",
+    "sort_array",
+    "reverse",
+    "array_remove",
+    "array_union",
+    "array_intersect",
+    "array_except",
+    "flatten",
+    "arrays_zip",
+    "map_keys",
+    "map_values",
+    "transform",
+    "filter",
+}
 
 
 def _is_array(node: exp.Expression) -> bool:
@@ -684,13 +862,20 @@ def _is_array(node: exp.Expression) -> bool:
     if isinstance(node, (exp.Array, exp.RegexpSplit, exp.Split)):
         return True
     name = node.name.lower() if isinstance(node, exp.Anonymous) else (node.key if isinstance(node, exp.Func) else "")
-    return name in _ARRAY_BUILDERS or (isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous)
-                                       and type(node).__name__ in ("ArrayDistinct", "ArraySort", "SortArray",
-                                                                   "Flatten", "Transform", "ArrayFilter"))
+    return name in _ARRAY_BUILDERS or (
+        isinstance(node, exp.Func)
+        and not isinstance(node, exp.Anonymous)
+        and type(node).__name__ in ("ArrayDistinct", "ArraySort", "SortArray", "Flatten", "Transform", "ArrayFilter")
+    )
 
 
-_JSON_KINDS = {"": None, "VALUE": None, "SCALAR": "NOT IN ('OBJECT', 'ARRAY')", "OBJECT": "= 'OBJECT'",
-               "ARRAY": "= 'ARRAY'"}
+_JSON_KINDS = {
+    "": None,
+    "VALUE": None,
+    "SCALAR": "NOT IN ('OBJECT', 'ARRAY')",
+    "OBJECT": "= 'OBJECT'",
+    "ARRAY": "= 'ARRAY'",
+}
 
 
 def _is_json(sql: str, node: exp.Is) -> exp.Expression | None:
@@ -702,13 +887,18 @@ def _is_json(sql: str, node: exp.Is) -> exp.Expression | None:
     unique = bool(kind_node.args.get("unique")) and kind_node.args.get("with_") is not False
     if kind not in _JSON_KINDS or unique:
         written = " ".join(w for w in ("IS JSON", kind, "WITH UNIQUE KEYS" if unique else "") if w)
-        raise _refuse(sql, node, f"{written} is not supported; use IS JSON, IS JSON SCALAR, IS JSON OBJECT "
-                                 "or IS JSON ARRAY (duplicate keys are not checked)")
+        raise _refuse(
+            sql,
+            node,
+            f"{written} is not supported; use IS JSON, IS JSON SCALAR, IS JSON OBJECT "
+            "or IS JSON ARRAY (duplicate keys are not checked)",
+        )
     test = _JSON_KINDS[kind]
     if test is None:
         return template("coalesce(try_parse_json({0}) IS NOT NULL, false)")([node.this])
     return template(f"coalesce(regexp_extract(schema_of_variant(try_parse_json({{0}})), '^[A-Z]+', 0) {test}, false)")(
-        [node.this])
+        [node.this]
+    )
 
 
 # the typed rewrites that read an argument more than once
@@ -757,9 +947,14 @@ def explain_unparsable(sql: str) -> tuple[str, int] | None:
     if tvf:
         kind = tvf.group(1).upper()
         if kind == "SESSION":
-            return ("the window table-valued function TABLE(SESSION(...)) is not supported; write the group "
-                    "window: GROUP BY SESSION(rowtime, INTERVAL '10' MINUTE), key", tvf.start())
-        return (f"TABLE({kind}(...)) is read with its arguments in order (named arguments are not supported): "
-                f"TABLE({kind}(TABLE stream, DESCRIPTOR(rowtime), INTERVAL ...))", tvf.start())
+            return (
+                "the window table-valued function TABLE(SESSION(...)) is not supported; write the group "
+                "window: GROUP BY SESSION(rowtime, INTERVAL '10' MINUTE), key",
+                tvf.start(),
+            )
+        return (
+            f"TABLE({kind}(...)) is read with its arguments in order (named arguments are not supported): "
+            f"TABLE({kind}(TABLE stream, DESCRIPTOR(rowtime), INTERVAL ...))",
+            tvf.start(),
+        )
     return None
-

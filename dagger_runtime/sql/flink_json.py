@@ -15,6 +15,7 @@ calls into FlinkJson nodes; `rewrite` (called from flink.normalise, before the s
 check) writes them, and sqlglot's JSON_OBJECT/JSON_OBJECTAGG nodes, as Spark SQL. MAP_UNION is
 a macro by name. docs/reference/flink-functions.md lists what remains different.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,19 @@ from .functions import DaggerFunction, refuse, register, string_literal, templat
 
 class FlinkJson(exp.Expression, exp.Func):
     """A Flink JSON call as written: its name (this), arguments and clauses."""
-    arg_types = {"this": True, "expressions": False, "returning": False, "wrapper": False, "on_empty": False,
-                 "on_error": False, "empty_default": False, "error_default": False, "on_null": False,
-                 "order": False}
+
+    arg_types = {
+        "this": True,
+        "expressions": False,
+        "returning": False,
+        "wrapper": False,
+        "on_empty": False,
+        "on_error": False,
+        "empty_default": False,
+        "error_default": False,
+        "on_null": False,
+        "order": False,
+    }
 
 
 _NAMES = ("JSON_STRING", "JSON_ARRAY", "JSON_ARRAYAGG", "JSON_QUERY", "JSON_EXISTS", "JSON_VALUE")
@@ -54,11 +65,14 @@ def _behaviour(parser, on: str, words: tuple[str, ...]):
 
 
 _WRAPPERS = (
-    (("WITHOUT", "ARRAY", "WRAPPER"), "WITHOUT"), (("WITHOUT", "WRAPPER"), "WITHOUT"),
-    (("WITH", "CONDITIONAL", "ARRAY", "WRAPPER"), "CONDITIONAL"), (("WITH", "CONDITIONAL", "WRAPPER"), "CONDITIONAL"),
+    (("WITHOUT", "ARRAY", "WRAPPER"), "WITHOUT"),
+    (("WITHOUT", "WRAPPER"), "WITHOUT"),
+    (("WITH", "CONDITIONAL", "ARRAY", "WRAPPER"), "CONDITIONAL"),
+    (("WITH", "CONDITIONAL", "WRAPPER"), "CONDITIONAL"),
     (("WITH", "UNCONDITIONAL", "ARRAY", "WRAPPER"), "UNCONDITIONAL"),
     (("WITH", "UNCONDITIONAL", "WRAPPER"), "UNCONDITIONAL"),
-    (("WITH", "ARRAY", "WRAPPER"), "UNCONDITIONAL"), (("WITH", "WRAPPER"), "UNCONDITIONAL"),
+    (("WITH", "ARRAY", "WRAPPER"), "UNCONDITIONAL"),
+    (("WITH", "WRAPPER"), "UNCONDITIONAL"),
 )
 _BEHAVIOURS = {
     "JSON_VALUE": ("NULL", "ERROR", "DEFAULT"),
@@ -84,6 +98,7 @@ def _parser(name: str):
             self.raise_error(f"{name}(json, path ...): a comma must separate the JSON value and the path")
         path = self._parse_assignment()
         args["expressions"] = [a for a in (json_arg, path) if a is not None]
+
         def once(key: str, clause: str) -> None:
             # Calcite reads each clause at most once; a second would otherwise silently win
             if key in args:
@@ -113,17 +128,22 @@ def _parser(name: str):
                         args[key.replace("on_", "") + "_default"] = got[1]
                     found = True
             if not found:
-                self.raise_error(f"{name}: unexpected '{self._curr.text}'; the clauses Flink reads are "
-                                 + {"JSON_VALUE": "RETURNING type, {NULL | DEFAULT value} ON EMPTY, "
-                                                  "{NULL | DEFAULT value} ON ERROR",
-                                    "JSON_QUERY": "RETURNING STRING, WITH [CONDITIONAL | UNCONDITIONAL] ARRAY "
-                                                  "WRAPPER, {NULL | EMPTY ARRAY | EMPTY OBJECT} ON EMPTY / ON ERROR",
-                                    "JSON_EXISTS": "{TRUE | FALSE | UNKNOWN} ON ERROR"}[name])
+                self.raise_error(
+                    f"{name}: unexpected '{self._curr.text}'; the clauses Flink reads are "
+                    + {
+                        "JSON_VALUE": "RETURNING type, {NULL | DEFAULT value} ON EMPTY, "
+                        "{NULL | DEFAULT value} ON ERROR",
+                        "JSON_QUERY": "RETURNING STRING, WITH [CONDITIONAL | UNCONDITIONAL] ARRAY "
+                        "WRAPPER, {NULL | EMPTY ARRAY | EMPTY OBJECT} ON EMPTY / ON ERROR",
+                        "JSON_EXISTS": "{TRUE | FALSE | UNKNOWN} ON ERROR",
+                    }[name]
+                )
                 break
         if name == "JSON_VALUE" and len(args) == 2:
             # no clause: the by-name macro of dagger_runtime.sql.flink, as before
             return self.expression(exp.Anonymous(this=name, expressions=args["expressions"]))
         return self.expression(FlinkJson(**args))
+
     return parse
 
 
@@ -138,7 +158,7 @@ def _literal(node: exp.Expression | None) -> str | None:
     return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
-_RAW = "flink_json"          # meta key on a translation whose result is JSON text: "raw" (object/array) or "text"
+_RAW = "flink_json"  # meta key on a translation whose result is JSON text: "raw" (object/array) or "text"
 
 
 def _mark(node: exp.Expression, kind: str) -> exp.Expression:
@@ -173,7 +193,7 @@ _DECIMAL_TEXT = """
 # typeof is folded when Spark plans the query, so each value takes one branch.
 _FRAGMENT = template(f"""
   CASE WHEN {{0}} IS NULL THEN NULL
-       WHEN typeof({{0}}) LIKE 'decimal%' THEN {_DECIMAL_TEXT.replace('{0}', 'CAST({0} AS STRING)')}
+       WHEN typeof({{0}}) LIKE 'decimal%' THEN {_DECIMAL_TEXT.replace("{0}", "CAST({0} AS STRING)")}
        WHEN typeof({{0}}) IN ('timestamp', 'timestamp_ntz')
          THEN concat('"', replace(CAST({{0}} AS STRING), ' ', 'T'), '"')
        ELSE regexp_extract(to_json(array({{0}}), map('ignoreNullFields', 'false')), '(?s)^\\\\[(.*)\\\\]$', 1) END
@@ -189,7 +209,7 @@ def _fragment(value: exp.Expression) -> exp.Expression:
 
 
 def _java_order(key: str) -> bytes:
-    return key.encode("utf-16-be")     # String.compareTo: UTF-16 code units
+    return key.encode("utf-16-be")  # String.compareTo: UTF-16 code units
 
 
 def _on_null(node: exp.Expression, default: str) -> str:
@@ -211,8 +231,12 @@ _ASSEMBLE = template("""
 # --- JSON_OBJECT, JSON_ARRAY, JSON_STRING ------------------------------------------------------------
 def _json_object(sql: str, node: exp.JSONObject) -> exp.Expression:
     if node.args.get("unique_keys"):
-        raise _refuse(sql, node, "JSON_OBJECT(... WITH UNIQUE KEYS) is not supported (Flink 1.20 does not read it); "
-                                 "write JSON_OBJECT without it: a repeated key keeps its last value")
+        raise _refuse(
+            sql,
+            node,
+            "JSON_OBJECT(... WITH UNIQUE KEYS) is not supported (Flink 1.20 does not read it); "
+            "write JSON_OBJECT without it: a repeated key keeps its last value",
+        )
     if node.args.get("return_type") or node.args.get("encoding"):
         raise _refuse(sql, node, "JSON_OBJECT(... RETURNING/ENCODING) is not supported; JSON_OBJECT returns a STRING")
     pairs = node.expressions
@@ -230,21 +254,32 @@ def _json_object(sql: str, node: exp.JSONObject) -> exp.Expression:
         for key in sorted(by_key, key=_java_order):
             values = by_key[key]
             # ABSENT ON NULL: a NULL value sets nothing, so the last non-NULL one stays
-            value = values[-1] if not absent or len(values) == 1 else exp.Coalesce(
-                this=values[-1], expressions=list(reversed(values[:-1])))
+            value = (
+                values[-1]
+                if not absent or len(values) == 1
+                else exp.Coalesce(this=values[-1], expressions=list(reversed(values[:-1])))
+            )
             text = exp.Literal.string(json.dumps(key, ensure_ascii=False) + ":")
             if absent:
                 entries.append(exp.Anonymous(this="concat", expressions=[text, value]))
             else:
-                entries.append(exp.Anonymous(this="concat", expressions=[
-                    text, exp.Coalesce(this=value, expressions=[exp.Literal.string("null")])]))
+                entries.append(
+                    exp.Anonymous(
+                        this="concat",
+                        expressions=[text, exp.Coalesce(this=value, expressions=[exp.Literal.string("null")])],
+                    )
+                )
         body = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(","), *entries])
-        return _mark(exp.Anonymous(this="concat", expressions=[exp.Literal.string("{"), body,
-                                                                 exp.Literal.string("}")]), "raw")
+        return _mark(
+            exp.Anonymous(this="concat", expressions=[exp.Literal.string("{"), body, exp.Literal.string("}")]), "raw"
+        )
     structs = []
     for i, pair in enumerate(pairs):
-        structs.append(template("named_struct('k', CAST({0} AS STRING), 'i', {1}, 'v', {2})")(
-            [pair.this, exp.Literal.number(i), _fragment(pair.expression)]))
+        structs.append(
+            template("named_struct('k', CAST({0} AS STRING), 'i', {1}, 'v', {2})")(
+                [pair.this, exp.Literal.number(i), _fragment(pair.expression)]
+            )
+        )
     array = exp.Anonymous(this="array", expressions=structs)
     if absent:
         array = template("filter({0}, __e -> __e.v IS NOT NULL)")([array])
@@ -261,15 +296,16 @@ def _json_array(sql: str, node: FlinkJson) -> exp.Expression:
         parts = [exp.Coalesce(this=p, expressions=[exp.Literal.string("null")]) for p in parts]
     # concat_ws leaves NULLs out: ABSENT ON NULL
     body = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string(","), *parts])
-    return _mark(exp.Anonymous(this="concat", expressions=[exp.Literal.string("["), body, exp.Literal.string("]")]),
-                 "raw")
+    return _mark(
+        exp.Anonymous(this="concat", expressions=[exp.Literal.string("["), body, exp.Literal.string("]")]), "raw"
+    )
 
 
 def _json_string(sql: str, node: FlinkJson) -> exp.Expression:
     if len(node.expressions) != 1:
         raise _refuse(sql, node, f"JSON_STRING takes 1 argument: JSON_STRING(value); got {len(node.expressions)}")
     value = node.expressions[0]
-    if _kind(value) == "raw":     # Flink: the JSON text of a nested JSON_OBJECT/JSON_ARRAY, as a JSON string
+    if _kind(value) == "raw":  # Flink: the JSON text of a nested JSON_OBJECT/JSON_ARRAY, as a JSON string
         return _mark(_KEY_TEXT([value]), "text")
     return _mark(_FRAGMENT([value]), "text")
 
@@ -285,10 +321,14 @@ def _path(sql: str, node: FlinkJson) -> tuple[exp.Expression, str, bool]:
     if text is None:
         raise _refuse(sql, node, f"{name}(json, path): the path must be a string literal such as '$.a.b'")
     mode = re.match(r"^\s*(lax|strict)\s+", text, flags=re.IGNORECASE)
-    body = text[mode.end():].strip() if mode else text.strip()
+    body = text[mode.end() :].strip() if mode else text.strip()
     if not _JSON_PATH.fullmatch(body):
-        raise _refuse(sql, node, f"{name} path '{text}': only member and index steps are supported "
-                                 "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not")
+        raise _refuse(
+            sql,
+            node,
+            f"{name} path '{text}': only member and index steps are supported "
+            "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not",
+        )
     spark_path = re.sub(r'\["([^"\]]*)"\]', r"['\1']", body)
     # Flink reads a path without a mode as strict (SqlJsonUtils.jsonApiCommonSyntax)
     return json_arg, spark_path, bool(mode) and mode.group(1).lower() == "lax"
@@ -297,18 +337,22 @@ def _path(sql: str, node: FlinkJson) -> tuple[exp.Expression, str, bool]:
 def _no_error_clause(sql: str, node: FlinkJson) -> None:
     for key, on in (("on_empty", "EMPTY"), ("on_error", "ERROR")):
         if node.args.get(key) == "ERROR":
-            raise _refuse(sql, node, f"{node.name.upper()}(... ERROR ON {on}) fails the job on a message; a dagger "
-                                     f"never stops because of its data: write NULL ON {on}"
-                                     + (" or DEFAULT value ON " + on if node.name.upper() == "JSON_VALUE" else "")
-                                     + (" (or FALSE/UNKNOWN ON ERROR)" if node.name.upper() == "JSON_EXISTS" else ""))
+            raise _refuse(
+                sql,
+                node,
+                f"{node.name.upper()}(... ERROR ON {on}) fails the job on a message; a dagger "
+                f"never stops because of its data: write NULL ON {on}"
+                + (" or DEFAULT value ON " + on if node.name.upper() == "JSON_VALUE" else "")
+                + (" (or FALSE/UNKNOWN ON ERROR)" if node.name.upper() == "JSON_EXISTS" else ""),
+            )
 
 
 # x: the value at the path as a VARIANT (SQL NULL when the JSON does not parse or the path is missing)
 _AT = "variant_get(try_parse_json({0}), {1})"
 _TYPE = f"schema_of_variant({_AT})"
-_ABSENT = f"({_AT} IS NULL OR {_TYPE} = 'VOID')"             # no value: bad JSON, missing path, JSON null
+_ABSENT = f"({_AT} IS NULL OR {_TYPE} = 'VOID')"  # no value: bad JSON, missing path, JSON null
 _NON_SCALAR = f"({_TYPE} LIKE 'OBJECT%' OR {_TYPE} LIKE 'ARRAY%')"
-_TEXT = "get_json_object({0}, {1})"                         # Jackson's text of the value, as Flink writes it
+_TEXT = "get_json_object({0}, {1})"  # Jackson's text of the value, as Flink writes it
 
 
 def _json_query(sql: str, node: FlinkJson) -> exp.Expression:
@@ -316,8 +360,12 @@ def _json_query(sql: str, node: FlinkJson) -> exp.Expression:
     returning = node.args.get("returning")
     if returning is not None and not returning.is_type(exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
         written = returning.sql(dialect="spark")
-        raise _refuse(sql, node, f"JSON_QUERY(... RETURNING {written}) is not supported; JSON_QUERY returns "
-                                 "the JSON text as a STRING (RETURNING STRING)")
+        raise _refuse(
+            sql,
+            node,
+            f"JSON_QUERY(... RETURNING {written}) is not supported; JSON_QUERY returns "
+            "the JSON text as a STRING (RETURNING STRING)",
+        )
     json_arg, path, lax = _path(sql, node)
     results = {"NULL": "NULL", None: "NULL", "EMPTY ARRAY": "'[]'", "EMPTY OBJECT": "'{}'"}
     empty, error = results[node.args.get("on_empty")], results[node.args.get("on_error")]
@@ -335,22 +383,35 @@ def _json_query(sql: str, node: FlinkJson) -> exp.Expression:
 def _json_exists(sql: str, node: FlinkJson) -> exp.Expression:
     _no_error_clause(sql, node)
     json_arg, path, lax = _path(sql, node)
-    error = "false" if lax else {"TRUE": "true", "FALSE": "false", "UNKNOWN": "NULL", None: "false"}[
-        node.args.get("on_error")]
+    error = (
+        "false"
+        if lax
+        else {"TRUE": "true", "FALSE": "false", "UNKNOWN": "NULL", None: "false"}[node.args.get("on_error")]
+    )
     return template(f"CASE WHEN {{0}} IS NULL THEN NULL WHEN {_ABSENT} THEN {error} ELSE true END")(
-        [json_arg, exp.Literal.string(path)])
+        [json_arg, exp.Literal.string(path)]
+    )
 
 
-_RETURNING = {exp.DataType.Type.TEXT: "STRING", exp.DataType.Type.VARCHAR: "STRING", exp.DataType.Type.INT: "INT",
-              exp.DataType.Type.DOUBLE: "DOUBLE", exp.DataType.Type.BOOLEAN: "BOOLEAN"}
+_RETURNING = {
+    exp.DataType.Type.TEXT: "STRING",
+    exp.DataType.Type.VARCHAR: "STRING",
+    exp.DataType.Type.INT: "INT",
+    exp.DataType.Type.DOUBLE: "DOUBLE",
+    exp.DataType.Type.BOOLEAN: "BOOLEAN",
+}
 # the value as the RETURNING type where Flink 1.20 gives it (a JSON integer within INT's range for
 # INT, a JSON number with a fraction or exponent for DOUBLE, a JSON boolean for BOOLEAN); Flink
 # fails the job on any other (a ClassCastException), here the ON ERROR behaviour applies
 _TYPED_VALUE = {
-    "INT": (f"{_TYPE} = 'BIGINT' AND CAST({_TEXT} AS BIGINT) BETWEEN -2147483648 AND 2147483647",
-            f"CAST({_TEXT} AS INT)"),
-    "DOUBLE": (f"({_TYPE} = 'DOUBLE' OR ({_TYPE} LIKE 'DECIMAL%' AND {_TYPE} NOT LIKE '%,0)'))",
-               f"CAST({_TEXT} AS DOUBLE)"),
+    "INT": (
+        f"{_TYPE} = 'BIGINT' AND CAST({_TEXT} AS BIGINT) BETWEEN -2147483648 AND 2147483647",
+        f"CAST({_TEXT} AS INT)",
+    ),
+    "DOUBLE": (
+        f"({_TYPE} = 'DOUBLE' OR ({_TYPE} LIKE 'DECIMAL%' AND {_TYPE} NOT LIKE '%,0)'))",
+        f"CAST({_TEXT} AS DOUBLE)",
+    ),
     "BOOLEAN": (f"{_TYPE} = 'BOOLEAN'", f"{_TEXT} = 'true'"),
 }
 
@@ -364,9 +425,13 @@ def _json_value(sql: str, node: FlinkJson) -> exp.Expression:
         kind = _RETURNING.get(returning.this)
         if kind is None or (returning.expressions and kind != "STRING"):
             written = returning.sql(dialect="spark")
-            raise _refuse(sql, node, f"JSON_VALUE(... RETURNING {written}) is not supported (Flink 1.20 "
-                                     "returns STRING, INT, DOUBLE or BOOLEAN); write RETURNING INT, DOUBLE, BOOLEAN "
-                                     "or STRING, or CAST the STRING")
+            raise _refuse(
+                sql,
+                node,
+                f"JSON_VALUE(... RETURNING {written}) is not supported (Flink 1.20 "
+                "returns STRING, INT, DOUBLE or BOOLEAN); write RETURNING INT, DOUBLE, BOOLEAN "
+                "or STRING, or CAST the STRING",
+            )
     json_arg, path, lax = _path(sql, node)
     spark_path = exp.Literal.string(path)
 
@@ -384,9 +449,10 @@ def _json_value(sql: str, node: FlinkJson) -> exp.Expression:
         test, value = _TYPED_VALUE[kind]
         scalar = template(value)([json_arg, spark_path])
     missing = "{3}" if lax else "{4}"
-    return template(f"CASE WHEN {{0}} IS NULL THEN NULL WHEN {_ABSENT} THEN {missing} "
-                    f"WHEN {_NON_SCALAR} THEN {missing} WHEN {test} THEN {{2}} ELSE {{4}} END")(
-        [json_arg, spark_path, scalar, empty, error])
+    return template(
+        f"CASE WHEN {{0}} IS NULL THEN NULL WHEN {_ABSENT} THEN {missing} "
+        f"WHEN {_NON_SCALAR} THEN {missing} WHEN {test} THEN {{2}} ELSE {{4}} END"
+    )([json_arg, spark_path, scalar, empty, error])
 
 
 # --- the aggregates ---------------------------------------------------------------------------------
@@ -394,17 +460,25 @@ def _agg_value(sql: str, node: exp.Expression, name: str, value: exp.Expression)
     # Flink 1.20 takes a STRING only and inserts it unquoted, as JSON text (JSON_ARRAYAGG(vehicle_type)
     # gives [car,bike]), and refuses numbers and booleans: only values that are JSON text pass
     if _kind(value) is None:
-        raise _refuse(sql, node, f"{name} of a plain value is not supported: Flink 1.20 inserts a STRING unquoted, "
-                                 f"which is not JSON ([car,bike]), and refuses numbers and booleans; write "
-                                 f"{name}({'KEY k VALUE ' if name == 'JSON_OBJECTAGG' else ''}JSON_STRING(x)) for the "
-                                 f"value as JSON, or a JSON_OBJECT(...)/JSON_ARRAY(...) or JSON_QUERY(...) value")
+        raise _refuse(
+            sql,
+            node,
+            f"{name} of a plain value is not supported: Flink 1.20 inserts a STRING unquoted, "
+            f"which is not JSON ([car,bike]), and refuses numbers and booleans; write "
+            f"{name}({'KEY k VALUE ' if name == 'JSON_OBJECTAGG' else ''}JSON_STRING(x)) for the "
+            f"value as JSON, or a JSON_OBJECT(...)/JSON_ARRAY(...) or JSON_QUERY(...) value",
+        )
     return value.copy()
 
 
 def _json_arrayagg(sql: str, node: FlinkJson) -> exp.Expression:
     if node.args.get("order") is not None:
-        raise _refuse(sql, node, "JSON_ARRAYAGG(... ORDER BY ...) is not supported; the elements come in the order "
-                                 "the window's messages are collected")
+        raise _refuse(
+            sql,
+            node,
+            "JSON_ARRAYAGG(... ORDER BY ...) is not supported; the elements come in the order "
+            "the window's messages are collected",
+        )
     if len(node.expressions) != 1:
         raise _refuse(sql, node, f"JSON_ARRAYAGG takes 1 argument; got {len(node.expressions)}")
     if isinstance(node.expressions[0], exp.Distinct):
@@ -419,8 +493,12 @@ def _json_arrayagg(sql: str, node: FlinkJson) -> exp.Expression:
 
 def _json_objectagg(sql: str, node: exp.JSONObjectAgg) -> exp.Expression:
     if node.args.get("unique_keys") or node.args.get("return_type") or node.args.get("encoding"):
-        raise _refuse(sql, node, "JSON_OBJECTAGG(... WITH UNIQUE KEYS / RETURNING) is not supported; write "
-                                 "JSON_OBJECTAGG(KEY k VALUE v [NULL | ABSENT ON NULL])")
+        raise _refuse(
+            sql,
+            node,
+            "JSON_OBJECTAGG(... WITH UNIQUE KEYS / RETURNING) is not supported; write "
+            "JSON_OBJECTAGG(KEY k VALUE v [NULL | ABSENT ON NULL])",
+        )
     pairs = node.expressions
     if len(pairs) != 1 or not isinstance(pairs[0], exp.JSONKeyValue):
         raise _refuse(sql, node, "JSON_OBJECTAGG takes one KEY k VALUE v pair")
@@ -428,15 +506,24 @@ def _json_objectagg(sql: str, node: exp.JSONObjectAgg) -> exp.Expression:
     # each entry's text collected with its key, sorted by key; a NULL key is left out. Flink fails the
     # job on a repeated key; here each is written (the few transforms keep the sandbox's size bound low)
     kept = "{0} IS NOT NULL" + (" AND {1} IS NOT NULL" if _on_null(node, "NULL") == "ABSENT" else "")
-    return _mark(template(
-        f"concat('{{', array_join(transform(array_sort(collect_list(CASE WHEN {kept} THEN named_struct("
-        "'k', CAST({0} AS STRING), 'e', concat(regexp_extract(to_json(array(CAST({0} AS STRING))), "
-        "'(?s)^\\\\[(.*)\\\\]$', 1), ':', coalesce({1}, 'null'))) END)), __x -> __x.e), ','), '}')")(
-        [key, value]), "text")
+    return _mark(
+        template(
+            f"concat('{{', array_join(transform(array_sort(collect_list(CASE WHEN {kept} THEN named_struct("
+            "'k', CAST({0} AS STRING), 'e', concat(regexp_extract(to_json(array(CAST({0} AS STRING))), "
+            "'(?s)^\\\\[(.*)\\\\]$', 1), ':', coalesce({1}, 'null'))) END)), __x -> __x.e), ','), '}')"
+        )([key, value]),
+        "text",
+    )
 
 
-_SCALARS = {"JSON_STRING": _json_string, "JSON_ARRAY": _json_array, "JSON_QUERY": _json_query,
-            "JSON_EXISTS": _json_exists, "JSON_VALUE": _json_value, "JSON_ARRAYAGG": _json_arrayagg}
+_SCALARS = {
+    "JSON_STRING": _json_string,
+    "JSON_ARRAY": _json_array,
+    "JSON_QUERY": _json_query,
+    "JSON_EXISTS": _json_exists,
+    "JSON_VALUE": _json_value,
+    "JSON_ARRAYAGG": _json_arrayagg,
+}
 NODES = (FlinkJson, exp.JSONObject, exp.JSONObjectAgg)
 
 
@@ -470,8 +557,11 @@ register(DaggerFunction("MAP_UNION", ("map", "..."), build=_map_union, optional=
 # Java's does not); a quoted key has a character other than space, holds no '*' (get_json_object
 # finds nothing for '*', ' ' or '' where Flink does), and a double-quoted one no ' (rewritten to
 # the single-quoted form Spark reads).
-_JSON_PATH = re.compile(r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\]"""
-                        r"""|\['[^'\]*]*[^'\]*\s][^'\]*]*'\]|\["[^"'\]*]*[^"'\]*\s][^"'\]*]*"\])*""", re.ASCII)
+_JSON_PATH = re.compile(
+    r"""\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\]"""
+    r"""|\['[^'\]*]*[^'\]*\s][^'\]*]*'\]|\["[^"'\]*]*[^"'\]*\s][^"'\]*]*"\])*""",
+    re.ASCII,
+)
 
 
 def json_value_plain(args: list[exp.Expression]) -> exp.Expression:
@@ -482,8 +572,10 @@ def json_value_plain(args: list[exp.Expression]) -> exp.Expression:
         raise QueryError("refused: JSON_VALUE(json, path): the path must be a string literal such as '$.a.b'")
     body = re.sub(r"^\s*(lax|strict)\s+", "", text, flags=re.IGNORECASE).strip()
     if not _JSON_PATH.fullmatch(body):
-        raise QueryError(f"refused: JSON_VALUE path '{text}': only member and index steps are supported "
-                         "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not")
+        raise QueryError(
+            f"refused: JSON_VALUE path '{text}': only member and index steps are supported "
+            "($.a.b, $.a[0], $['a b']); wildcards, filters and '..' are not"
+        )
     spark_path = re.sub(r'\["([^"\]]*)"\]', r"['\1']", body)
     spark = exp.Literal.string(spark_path)
     # Flink returns scalars only: an object or an array gives NULL (Spark's get_json_object returns

@@ -21,6 +21,7 @@ templates keep Spark's meaning (`typeof(a) LIKE 'map<%'`). The calls are written
 checks of the analyst's query (their names start with the reserved __dagger_, which an analyst
 may not write); the JVM plan check sees what their builders make, Spark's allowed expressions.
 """
+
 from __future__ import annotations
 
 from sqlglot import exp
@@ -29,13 +30,22 @@ DIVIDE = "__dagger_divide"
 AVG = "__dagger_avg"
 TYPEOF = "__dagger_typeof"
 CAST_STRING = "__dagger_cast_string"
-NAMES = (DIVIDE, AVG, TYPEOF, CAST_STRING)   # as FlinkTypes.names() in the JVM
+NAMES = (DIVIDE, AVG, TYPEOF, CAST_STRING)  # as FlinkTypes.names() in the JVM
 
 _MARK = "dagger_flink_types"
-_STRINGS = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR,
-            exp.DataType.Type.NVARCHAR, exp.DataType.Type.NCHAR)
-_TIMESTAMPS = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ,
-               exp.DataType.Type.TIMESTAMPNTZ)
+_STRINGS = (
+    exp.DataType.Type.TEXT,
+    exp.DataType.Type.VARCHAR,
+    exp.DataType.Type.CHAR,
+    exp.DataType.Type.NVARCHAR,
+    exp.DataType.Type.NCHAR,
+)
+_TIMESTAMPS = (
+    exp.DataType.Type.TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPTZ,
+    exp.DataType.Type.TIMESTAMPLTZ,
+    exp.DataType.Type.TIMESTAMPNTZ,
+)
 
 
 def mark(tree: exp.Expression) -> None:
@@ -67,7 +77,7 @@ def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
 def _wrap_avg(node: exp.Avg) -> None:
     target: exp.Expression = node.parent if isinstance(node.parent, exp.Filter) else node
     if isinstance(target.parent, exp.Window):
-        return       # AVG(x) OVER (...): Spark's (OVER cannot run on a stream in any case)
+        return  # AVG(x) OVER (...): Spark's (OVER cannot run on a stream in any case)
     wrapper = exp.Anonymous(this=AVG, expressions=[])
     target.replace(wrapper)
     wrapper.set("expressions", [target])
@@ -82,8 +92,8 @@ def _string_cast(node: exp.Cast) -> exp.Expression:
     fixed = to.is_type(exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR)
     if length is None:
         if not fixed:
-            return text      # VARCHAR: Flink's STRING
-        length = 1           # CHAR: Flink's CHAR(1)
+            return text  # VARCHAR: Flink's STRING
+        length = 1  # CHAR: Flink's CHAR(1)
     cut = exp.Substring(this=text, start=exp.Literal.number(1), length=exp.Literal.number(length))
     if not fixed:
         return cut

@@ -5,6 +5,7 @@ with code generation) or a vectorised UDF (registered by dagger_runtime.udfs, ca
 Arrow batches). Names are matched case-insensitively, as Spark and Flink do. Contracts follow
 raystack/dagger's Java implementations (docs/reference/udf-contracts.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ Builder = Callable[[list[exp.Expression]], exp.Expression]
 class DaggerFunction:
     name: str
     params: tuple[str, ...]
-    build: Builder | None = None       # macro: Spark SQL expression built from the arguments
-    vectorised: bool = False           # a UDF registered under `name` by dagger_runtime.udfs
-    optional: int = 0                  # how many trailing params may be omitted
+    build: Builder | None = None  # macro: Spark SQL expression built from the arguments
+    vectorised: bool = False  # a UDF registered under `name` by dagger_runtime.udfs
+    optional: int = 0  # how many trailing params may be omitted
     aggregate: bool = False
-    variadic: bool = False             # the last param repeats (ROW(a, b, ...))
+    variadic: bool = False  # the last param repeats (ROW(a, b, ...))
 
     def arity_ok(self, n: int) -> bool:
         return len(self.params) - self.optional <= n <= (n if self.variadic else len(self.params))
@@ -36,7 +37,7 @@ class DaggerFunction:
         if self.variadic:
             return f"{self.name}({self.params[0]}, ...)"
         required = self.params[: len(self.params) - self.optional]
-        optional = [f"[{p}]" for p in self.params[len(self.params) - self.optional:]]
+        optional = [f"[{p}]" for p in self.params[len(self.params) - self.optional :]]
         return f"{self.name}({', '.join([*required, *optional])})"
 
 
@@ -52,6 +53,7 @@ def template(text: str) -> Builder:
             if isinstance(node, exp.Column) and not node.table and node.name.startswith("__arg"):
                 return args[int(node.name[5:-2])].copy()
             return node
+
         return tree.copy().transform(substitute)
 
     return build
@@ -82,9 +84,13 @@ def refuse_reserved_names(sql: str, tree: exp.Expression) -> None:
     for ident in tree.find_all(exp.Identifier):
         if str(ident.this).lower().startswith(RESERVED_PREFIX):
             line, col = locate(sql, ident)
-            raise QueryError(f"refused: the name {ident.this} starts with {RESERVED_PREFIX}, which is reserved for "
-                             "the translation's own variables; rename it (an alias such as AS i)",
-                             line=line, col=col, sql=sql)
+            raise QueryError(
+                f"refused: the name {ident.this} starts with {RESERVED_PREFIX}, which is reserved for "
+                "the translation's own variables; rename it (an alias such as AS i)",
+                line=line,
+                col=col,
+                sql=sql,
+            )
 
 
 _REGISTRY: dict[str, DaggerFunction] = {}
@@ -119,8 +125,12 @@ def rewrite(sql: str, tree: exp.Expression) -> set[str]:
             args = [a for a in (node.this, node.expression) if a is not None]
         if not fn.arity_ok(len(args)):
             line, col = locate(sql, node)
-            raise QueryError(f"{fn.name} takes {_count(fn)} arguments: {fn.signature()}; got {len(args)}",
-                             line=line, col=col, sql=sql)
+            raise QueryError(
+                f"{fn.name} takes {_count(fn)} arguments: {fn.signature()}; got {len(args)}",
+                line=line,
+                col=col,
+                sql=sql,
+            )
         if fn.vectorised:
             used.add(fn.name)
             node.replace(exp.Anonymous(this=fn.name, expressions=[a.copy() for a in args]))
@@ -168,9 +178,14 @@ class Budget:
 
     def _refuse(self, call: exp.Expression) -> None:
         line, col = locate(self.sql, call)
-        raise QueryError("refused: the query's functions, nested as written, translate into more than "
-                         f"{MAX_TRANSLATED_NODES:,} expressions; compute the inner value in a subquery "
-                         "and apply the outer function to its column", line=line, col=col, sql=self.sql)
+        raise QueryError(
+            "refused: the query's functions, nested as written, translate into more than "
+            f"{MAX_TRANSLATED_NODES:,} expressions; compute the inner value in a subquery "
+            "and apply the outer function to its column",
+            line=line,
+            col=col,
+            sql=self.sql,
+        )
 
 
 def _count(fn: DaggerFunction) -> str:

@@ -7,6 +7,7 @@ its line and column. What is not listed is refused, so a new spelling cannot sli
 second check (`dagger_runtime.sandbox`, in the JVM) runs on Spark's own plans of the translated
 query and does not depend on this parser agreeing with Spark's.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,37 +27,112 @@ _QUERIES = (exp.Select, exp.Union, exp.Subquery)
 
 # Clauses and expression nodes a dagger query may contain. Functions (exp.Func) are checked by
 # name against the allow-list, except the few sqlglot models as functions that are operators.
-_ALLOWED_NODES: frozenset[type] = frozenset({
-    # query structure
-    exp.Select, exp.Union, exp.Subquery, exp.With, exp.CTE, exp.From, exp.Join, exp.Where, exp.Group,
-    exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Distinct, exp.Table, exp.TableAlias,
-    exp.Lateral, exp.Window, exp.WindowSpec, exp.Cube, exp.Rollup, exp.GroupingSets,
-    # names and values
-    exp.Column, exp.Identifier, exp.Star, exp.Literal, exp.Boolean, exp.Null, exp.Alias, exp.Aliases,
-    exp.Paren, exp.Tuple, exp.Dot, exp.Bracket, exp.DataType, exp.DataTypeParam, exp.ColumnDef,
-    exp.Interval, exp.Var, exp.Lambda,
-    # operators
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.BitwiseAnd, exp.BitwiseOr,
-    exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.DPipe, exp.EQ,
-    exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Not, exp.Is,
-    exp.In, exp.Between, exp.Like, exp.ILike, exp.Escape, exp.Any, exp.All,
-    # how sqlglot holds some arguments: JSON paths of get_json_object, STRUCT's fields
-    exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey, exp.JSONPathSubscript, exp.JSONPathWildcard,
-    exp.JSONPathSlice, exp.JSONPathUnion, exp.PropertyEQ,
-    # literal and call syntax: x'ff', INTERVAL '1-2' YEAR TO MONTH, first(x) IGNORE NULLS,
-    # mode() WITHIN GROUP (ORDER BY x)
-    exp.HexString, exp.IntervalSpan, exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup,
-    # COUNT(*) FILTER (WHERE ...): an aggregate over the rows that pass, in Flink and Spark alike
-    exp.Filter,
-})
+_ALLOWED_NODES: frozenset[type] = frozenset(
+    {
+        # query structure
+        exp.Select,
+        exp.Union,
+        exp.Subquery,
+        exp.With,
+        exp.CTE,
+        exp.From,
+        exp.Join,
+        exp.Where,
+        exp.Group,
+        exp.Having,
+        exp.Order,
+        exp.Ordered,
+        exp.Limit,
+        exp.Distinct,
+        exp.Table,
+        exp.TableAlias,
+        exp.Lateral,
+        exp.Window,
+        exp.WindowSpec,
+        exp.Cube,
+        exp.Rollup,
+        exp.GroupingSets,
+        # names and values
+        exp.Column,
+        exp.Identifier,
+        exp.Star,
+        exp.Literal,
+        exp.Boolean,
+        exp.Null,
+        exp.Alias,
+        exp.Aliases,
+        exp.Paren,
+        exp.Tuple,
+        exp.Dot,
+        exp.Bracket,
+        exp.DataType,
+        exp.DataTypeParam,
+        exp.ColumnDef,
+        exp.Interval,
+        exp.Var,
+        exp.Lambda,
+        # operators
+        exp.Add,
+        exp.Sub,
+        exp.Mul,
+        exp.Div,
+        exp.IntDiv,
+        exp.Mod,
+        exp.Neg,
+        exp.BitwiseAnd,
+        exp.BitwiseOr,
+        exp.BitwiseXor,
+        exp.BitwiseNot,
+        exp.BitwiseLeftShift,
+        exp.BitwiseRightShift,
+        exp.DPipe,
+        exp.EQ,
+        exp.NEQ,
+        exp.GT,
+        exp.GTE,
+        exp.LT,
+        exp.LTE,
+        exp.NullSafeEQ,
+        exp.NullSafeNEQ,
+        exp.Not,
+        exp.Is,
+        exp.In,
+        exp.Between,
+        exp.Like,
+        exp.ILike,
+        exp.Escape,
+        exp.Any,
+        exp.All,
+        # how sqlglot holds some arguments: JSON paths of get_json_object, STRUCT's fields
+        exp.JSONPath,
+        exp.JSONPathRoot,
+        exp.JSONPathKey,
+        exp.JSONPathSubscript,
+        exp.JSONPathWildcard,
+        exp.JSONPathSlice,
+        exp.JSONPathUnion,
+        exp.PropertyEQ,
+        # literal and call syntax: x'ff', INTERVAL '1-2' YEAR TO MONTH, first(x) IGNORE NULLS,
+        # mode() WITHIN GROUP (ORDER BY x)
+        exp.HexString,
+        exp.IntervalSpan,
+        exp.IgnoreNulls,
+        exp.RespectNulls,
+        exp.WithinGroup,
+        # COUNT(*) FILTER (WHERE ...): an aggregate over the rows that pass, in Flink and Spark alike
+        exp.Filter,
+    }
+)
 # Nodes sqlglot does not model as functions but writes for Spark as one call (from_utc_timestamp,
 # to_utc_timestamp): checked by the name of that call.
 _CALL_SHAPED: frozenset[type] = frozenset({exp.AtTimeZone, exp.FromTimeZone})
 # Names Spark reads as a function call when no column has that name (`SELECT user FROM ...`)
-_LITERAL_FUNCTIONS = frozenset({"current_date", "current_timestamp", "current_time", "current_user", "user",
-                                "session_user", "grouping__id"})
-_OPERATOR_FUNCS: frozenset[type] = frozenset({exp.And, exp.Or, exp.Case, exp.If, exp.Cast, exp.TryCast,
-                                              exp.RegexpLike, exp.Exists})
+_LITERAL_FUNCTIONS = frozenset(
+    {"current_date", "current_timestamp", "current_time", "current_user", "user", "session_user", "grouping__id"}
+)
+_OPERATOR_FUNCS: frozenset[type] = frozenset(
+    {exp.And, exp.Or, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.RegexpLike, exp.Exists}
+)
 
 # What the analyst is told for the constructs most often tried; others are named by their kind.
 _LABELS: dict[type, str] = {
@@ -109,6 +185,7 @@ def _head_sql(node: exp.Expression) -> str:
     placeholder column: the call's name does not depend on what its arguments hold, and writing
     the whole subtree at every call (sqlglot copies it to write it) made checking a large query
     quadratic (a 190 KB tree of ORs took 40 s)."""
+
     def stand_in(value):
         if isinstance(value, exp.Expression):
             if isinstance(value, (exp.DataType, exp.Var, exp.Interval)) or not any(value.iter_expressions()):
@@ -132,15 +209,32 @@ def statement_kind(sql: str) -> str:
     if not words:
         return "an empty statement"
     two = " ".join(words).upper()
-    return two if two in ("EXECUTE IMMEDIATE", "LOAD DATA", "CACHE TABLE", "UNCACHE TABLE", "ADD JAR",
-                          "ADD FILE", "ADD ARCHIVE", "INSERT INTO", "INSERT OVERWRITE") else words[0].upper()
+    return (
+        two
+        if two
+        in (
+            "EXECUTE IMMEDIATE",
+            "LOAD DATA",
+            "CACHE TABLE",
+            "UNCACHE TABLE",
+            "ADD JAR",
+            "ADD FILE",
+            "ADD ARCHIVE",
+            "INSERT INTO",
+            "INSERT OVERWRITE",
+        )
+        else words[0].upper()
+    )
 
 
 def _dialect_function(name: str) -> bool:
     """Group windows and their bounds (TUMBLE, HOP_END...) and raystack/dagger's UDFs."""
     upper = name.upper()
-    return (upper in windows.GROUP_FUNCS or windows.AUX_FUNCTION.match(upper) is not None
-            or functions.lookup(name) is not None)
+    return (
+        upper in windows.GROUP_FUNCS
+        or windows.AUX_FUNCTION.match(upper) is not None
+        or functions.lookup(name) is not None
+    )
 
 
 def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[str, ...]) -> list[Refusal]:
@@ -155,8 +249,13 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
     if not isinstance(tree, _QUERIES):
         start = len(sql) - len(sql.lstrip())
         line, col = offset_to_line_col(sql, start)
-        refusals.append(Refusal(f"only a SELECT query is allowed, not {statement_kind(sql)}: a dagger query "
-                                "only reads its streams", line, col))
+        refusals.append(
+            Refusal(
+                f"only a SELECT query is allowed, not {statement_kind(sql)}: a dagger query only reads its streams",
+                line,
+                col,
+            )
+        )
         return refusals
 
     parens = too_many_parentheses(sql)
@@ -166,10 +265,13 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
     deep, depth = _too_deep(tree)
     if deep is not None:
         # nothing else walks this tree: Python's and Spark's recursive code would overflow its stack
-        refuse(deep, f"the query is nested {depth} levels deep, more than the {allowlist.MAX_NESTING_DEPTH} "
-                     "allowed (each AND or OR of a chain, each operator and each call inside another is a "
-                     "level); split the condition, e.g. x IN (1, 2, 3) for a chain of ORs, or compute parts "
-                     "in a subquery")
+        refuse(
+            deep,
+            f"the query is nested {depth} levels deep, more than the {allowlist.MAX_NESTING_DEPTH} "
+            "allowed (each AND or OR of a chain, each operator and each call inside another is a "
+            "level); split the condition, e.g. x IN (1, 2, 3) for a chain of ORs, or compute parts "
+            "in a subquery",
+        )
         return refusals
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     for node in tree.walk():
@@ -191,9 +293,12 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
         elif isinstance(node, exp.PropertyEQ) and not isinstance(node.parent, exp.Struct):
             refuse(node, "named arguments (:=) are not allowed")
         elif isinstance(node, exp.Column) and not node.table and node.name.lower() in _LITERAL_FUNCTIONS:
-            refuse(node, f"`{node.name}` on its own is read by Spark as the function {node.name.lower()}(), "
-                         f"which {allowlist.classify(node.name) or 'is not allowed'}; if the stream has a "
-                         f"field of that name, write it with the table name (table.{node.name})")
+            refuse(
+                node,
+                f"`{node.name}` on its own is read by Spark as the function {node.name.lower()}(), "
+                f"which {allowlist.classify(node.name) or 'is not allowed'}; if the stream has a "
+                f"field of that name, write it with the table name (table.{node.name})",
+            )
         elif isinstance(node, exp.Table):
             problem = _check_table(node, streams, ctes)
             if problem:
@@ -201,8 +306,11 @@ def check(sql: str, tree: exp.Expression, tables: set[str] | list[str] | tuple[s
         elif isinstance(node, exp.Lateral) and not (node.args.get("view") and isinstance(node.this, exp.Func)):
             refuse(node, "LATERAL subqueries are not allowed; use LATERAL VIEW with a generator such as explode")
         elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
-            refuse(node, f"qualified function names ({node.sql(comments=False)[:40]}) are not allowed: "
-                         "call functions by their plain name")
+            refuse(
+                node,
+                f"qualified function names ({node.sql(comments=False)[:40]}) are not allowed: "
+                "call functions by their plain name",
+            )
         elif isinstance(node, (exp.Literal, exp.Identifier)) and "${" in str(node.this):
             refuse(node, "${...} is not allowed: Spark's variable substitution is off in daggers")
     return refusals
@@ -224,17 +332,20 @@ def query_too_long(sql: str) -> str | None:
     """A query text past MAX_QUERY_TEXT, said before it is parsed (parsing and Spark's analysis of
     hundreds of thousands of tokens take minutes)."""
     if len(sql) > allowlist.MAX_QUERY_TEXT:
-        return (f"the query has {len(sql):,} characters; a dagger's query may have at most "
-                f"{allowlist.MAX_QUERY_TEXT:,} (256 KB): keep long lists of values in a DART or a "
-                "lookup, not in the query")
+        return (
+            f"the query has {len(sql):,} characters; a dagger's query may have at most "
+            f"{allowlist.MAX_QUERY_TEXT:,} (256 KB): keep long lists of values in a DART or a "
+            "lookup, not in the query"
+        )
     return None
 
 
 def regex_too_long(regex: str) -> str | None:
     """A regex past MAX_REGEX_LENGTH, said before its static check runs."""
     if len(regex) > allowlist.MAX_REGEX_LENGTH:
-        return (f"it has {len(regex):,} characters; a regex or LIKE pattern may have at most "
-                f"{allowlist.MAX_REGEX_LENGTH:,}")
+        return (
+            f"it has {len(regex):,} characters; a regex or LIKE pattern may have at most {allowlist.MAX_REGEX_LENGTH:,}"
+        )
     return None
 
 
@@ -257,17 +368,36 @@ def too_many_parentheses(sql: str) -> Refusal | None:
             depth -= 1
     if where is None:
         return None
-    return Refusal(f"parentheses and calls are nested {deepest} deep, more than the {allowlist.MAX_PAREN_DEPTH} "
-                   "allowed; compute inner parts in a subquery or a WITH clause", where.line,
-                   where.col - len(where.text) + 1)
+    return Refusal(
+        f"parentheses and calls are nested {deepest} deep, more than the {allowlist.MAX_PAREN_DEPTH} "
+        "allowed; compute inner parts in a subquery or a WITH clause",
+        where.line,
+        where.col - len(where.text) + 1,
+    )
 
 
 # functions whose arguments after the first are regexes (Spark's and dagger's names)
-REGEX_FUNCTIONS = frozenset({"rlike", "regexp", "regexp_like", "regexp_extract", "regexp_extract_all",
-                             "regexp_replace", "regexp_count", "regexp_instr", "regexp_substr", "split",
-                             "str_to_map", "dartcontains", "similar_to", "regexp_split"})
-_REGEX_NODES = tuple(t for t in (getattr(exp, n, None) for n in ("RegexpLike", "RegexpILike", "SimilarTo"))
-                     if t is not None)
+REGEX_FUNCTIONS = frozenset(
+    {
+        "rlike",
+        "regexp",
+        "regexp_like",
+        "regexp_extract",
+        "regexp_extract_all",
+        "regexp_replace",
+        "regexp_count",
+        "regexp_instr",
+        "regexp_substr",
+        "split",
+        "str_to_map",
+        "dartcontains",
+        "similar_to",
+        "regexp_split",
+    }
+)
+_REGEX_NODES = tuple(
+    t for t in (getattr(exp, n, None) for n in ("RegexpLike", "RegexpILike", "SimilarTo")) if t is not None
+)
 
 
 _REGEX_LABELS = {"RegexpLike": "RLIKE", "RegexpILike": "ILIKE", "SimilarTo": "SIMILAR TO"}
@@ -280,12 +410,16 @@ def _costs(node: exp.Expression) -> list[str]:
 
     problems = []
     if isinstance(node, exp.Literal) and node.is_string and len(node.this) > allowlist.MAX_STRING_LITERAL:
-        problems.append(f"a string literal of {len(node.this):,} characters; literals may have at most "
-                        f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)")
+        problems.append(
+            f"a string literal of {len(node.this):,} characters; literals may have at most "
+            f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)"
+        )
         return problems
     if isinstance(node, exp.HexString) and len(str(node.this)) // 2 > allowlist.MAX_STRING_LITERAL:
-        problems.append(f"a binary literal of {len(str(node.this)) // 2:,} bytes; literals may have at most "
-                        f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)")
+        problems.append(
+            f"a binary literal of {len(str(node.this)) // 2:,} bytes; literals may have at most "
+            f"{allowlist.MAX_STRING_LITERAL:,} (1 MB)"
+        )
         return problems
     if isinstance(node, (exp.Like, exp.ILike)):
         pattern = node.expression
@@ -296,7 +430,9 @@ def _costs(node: exp.Expression) -> list[str]:
                 return problems
             why = regexes.problem(like_regex(pattern.this))
             if why:
-                problems.append(f"the LIKE pattern '{_short(pattern.this)}' would backtrack for hours: as a regex, {why}")
+                problems.append(
+                    f"the LIKE pattern '{_short(pattern.this)}' would backtrack for hours: as a regex, {why}"
+                )
         return problems
     name = None
     if isinstance(node, _REGEX_NODES):
@@ -333,8 +469,10 @@ def _dart_numbers(name: str, args: list[exp.Expression]) -> list[str]:
         arg = args[i]
         value = arg.this if isinstance(arg, exp.Neg) else arg
         if isinstance(value, exp.Literal) and not value.is_string and not re.fullmatch(r"\d+", value.this):
-            out.append(f"{'DartContains' if name == 'dartcontains' else 'DartGet'}: the refresh rate "
-                       f"{arg.sql()} is not a whole number of hours; write e.g. 1 or 24")
+            out.append(
+                f"{'DartContains' if name == 'dartcontains' else 'DartGet'}: the refresh rate "
+                f"{arg.sql()} is not a whole number of hours; write e.g. 1 or 24"
+            )
     return out
 
 
@@ -398,17 +536,20 @@ def _did_you_mean(name: str) -> str:
 
 def _check_table(node: exp.Table, streams: set[str], ctes: set[str]) -> str | None:
     if isinstance(node.this, exp.Func):
-        return (f"table function {function_name(node.this)}() is not allowed: a dagger query reads only "
-                "its own streams")
-    if not isinstance(node.this, exp.Identifier) or node.args.get("db") is not None \
-            or node.args.get("catalog") is not None:
-        return (f"table {node.sql(dialect='spark', comments=False)} is not allowed: a dagger query reads "
-                f"only its own streams ({', '.join(sorted(streams))}), not other databases or files")
+        return f"table function {function_name(node.this)}() is not allowed: a dagger query reads only its own streams"
+    if (
+        not isinstance(node.this, exp.Identifier)
+        or node.args.get("db") is not None
+        or node.args.get("catalog") is not None
+    ):
+        return (
+            f"table {node.sql(dialect='spark', comments=False)} is not allowed: a dagger query reads "
+            f"only its own streams ({', '.join(sorted(streams))}), not other databases or files"
+        )
     name = node.name.lower()
     if name in streams or name in ctes:
         return None
-    return (f"unknown table `{node.name}`: this job's streams are "
-            f"{', '.join('`' + t + '`' for t in sorted(streams))}")
+    return f"unknown table `{node.name}`: this job's streams are {', '.join('`' + t + '`' for t in sorted(streams))}"
 
 
 def explain_unparsable(sql: str) -> Refusal | None:
@@ -425,9 +566,14 @@ def explain_unparsable(sql: str) -> Refusal | None:
     for token, following in zip(tokens, tokens[1:]):
         col = token.col - len(token.text) + 1
         if token.token_type == TokenType.USING and following.token_type == TokenType.STRING:
-            return Refusal("script transformation (MAP/REDUCE/TRANSFORM ... USING 'command') runs a shell "
-                           "command; it is not allowed", token.line, col)
+            return Refusal(
+                "script transformation (MAP/REDUCE/TRANSFORM ... USING 'command') runs a shell "
+                "command; it is not allowed",
+                token.line,
+                col,
+            )
         if token.text.upper() == "IDENTIFIER" and following.token_type == TokenType.L_PAREN:
-            return Refusal("the IDENTIFIER clause is not allowed: name tables, columns and functions as "
-                           "they are", token.line, col)
+            return Refusal(
+                "the IDENTIFIER clause is not allowed: name tables, columns and functions as they are", token.line, col
+            )
     return None

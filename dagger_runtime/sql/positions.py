@@ -1,4 +1,5 @@
 """Line and column of an AST node in the analyst's SQL, for error messages."""
+
 from __future__ import annotations
 
 from sqlglot import exp

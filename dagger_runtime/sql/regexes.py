@@ -16,6 +16,7 @@ It is a static check, conservative where the syntax is rare (a class it does not
 matches anything); the JVM then runs the regex on pumped texts under a step budget
 (`dev.daggers.runtime.ConstantGuard.regexProblem`), which catches what this misses.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,7 +40,8 @@ class _Unsupported(Exception):
 @dataclass
 class CharSet:
     """A set of characters, by a predicate; `any` for what the parser does not model exactly."""
-    test: object = None           # callable(ch) -> bool, or None for every character
+
+    test: object = None  # callable(ch) -> bool, or None for every character
     label: str = "."
 
     def has(self, ch: str) -> bool:
@@ -48,13 +50,13 @@ class CharSet:
 
 @dataclass
 class Node:
-    kind: str                                  # chars, seq, alt, repeat, empty, group
+    kind: str  # chars, seq, alt, repeat, empty, group
     chars: CharSet | None = None
     items: list = field(default_factory=list)  # seq items, alt branches, repeat/group body in [0]
     lo: int = 1
     hi: float = 1
-    greedy_backtracks: bool = True             # False: possessive or atomic, never gives back
-    text: str = ""                             # as written, for the message
+    greedy_backtracks: bool = True  # False: possessive or atomic, never gives back
+    text: str = ""  # as written, for the message
 
 
 _CLASS_ESCAPES = {
@@ -64,8 +66,9 @@ _CLASS_ESCAPES = {
     "W": lambda c: not (c.isascii() and (c.isalnum() or c == "_")),
     "s": lambda c: c in " \t\n\x0b\f\r",
     "S": lambda c: c not in " \t\n\x0b\f\r",
-    "h": lambda c: c in " \t\xa0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-                        "\u200a\u202f\u205f\u3000",
+    "h": lambda c: (
+        c in " \t\xa0\u1680\u180e\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+    ),
     "v": lambda c: c in "\n\x0b\f\r\x85\u2028\u2029",
 }
 _CLASS_ESCAPES["H"] = lambda c: not _CLASS_ESCAPES["h"](c)
@@ -98,7 +101,7 @@ class _Parser:
             branches.append(self.seq())
         if len(branches) == 1:
             return branches[0]
-        return Node("alt", items=branches, text=self.s[start:self.i])
+        return Node("alt", items=branches, text=self.s[start : self.i])
 
     def seq(self) -> Node:
         start = self.i
@@ -110,7 +113,7 @@ class _Parser:
                 continue
             atom = self.quantified(atom, atom_start)
             items.append(atom)
-        return Node("seq", items=items, text=self.s[start:self.i])
+        return Node("seq", items=items, text=self.s[start : self.i])
 
     def quantified(self, atom: Node, atom_start: int) -> Node:
         while True:
@@ -134,8 +137,9 @@ class _Parser:
             elif self.peek() == "+":
                 self.i += 1
                 backtracks = False
-            atom = Node("repeat", items=[atom], lo=lo, hi=hi, greedy_backtracks=backtracks,
-                        text=self.s[atom_start:self.i])
+            atom = Node(
+                "repeat", items=[atom], lo=lo, hi=hi, greedy_backtracks=backtracks, text=self.s[atom_start : self.i]
+            )
 
     def _bounds(self):
         j = self.i + 1
@@ -177,11 +181,12 @@ class _Parser:
         if c == "[":
             start = self.i
             chars = self.char_class()
-            return Node("chars", chars=CharSet(chars, self.s[start:self.i]))
+            return Node("chars", chars=CharSet(chars, self.s[start : self.i]))
         if c == ".":
             self.i += 1
-            return Node("chars", chars=CharSet(None if self.dotall else (lambda ch: ch not in "\n\r\u0085\u2028\u2029"),
-                                               "."))
+            return Node(
+                "chars", chars=CharSet(None if self.dotall else (lambda ch: ch not in "\n\r\u0085\u2028\u2029"), ".")
+            )
         if c in "^$":
             self.i += 1
             return Node("empty", text=c)
@@ -199,7 +204,7 @@ class _Parser:
         if c == "Q":
             k = self.s.find("\\E", self.i)
             end = len(self.s) if k < 0 else k
-            quoted, self.i = self.s[self.i:end], (len(self.s) if k < 0 else k + 2)
+            quoted, self.i = self.s[self.i : end], (len(self.s) if k < 0 else k + 2)
             return Node("seq", items=[self._char(ch) for ch in quoted], text=quoted)
         if c in _ZERO_WIDTH_ESCAPES:
             return Node("empty", text="\\" + c)
@@ -229,15 +234,15 @@ class _Parser:
         if c == "x":
             if self.peek() == "{":
                 k = self.s.find("}", self.i)
-                digits, self.i = self.s[self.i + 1:k], k + 1
+                digits, self.i = self.s[self.i + 1 : k], k + 1
             else:
-                digits, self.i = self.s[self.i:self.i + 2], self.i + 2
+                digits, self.i = self.s[self.i : self.i + 2], self.i + 2
             try:
                 return chr(int(digits, 16))
             except ValueError:
                 raise _Unsupported("bad \\x") from None
         if c == "u":
-            digits, self.i = self.s[self.i:self.i + 4], self.i + 4
+            digits, self.i = self.s[self.i : self.i + 4], self.i + 4
             try:
                 return chr(int(digits, 16))
             except ValueError:
@@ -246,7 +251,7 @@ class _Parser:
             j = self.i
             while j < len(self.s) and j - self.i < 3 and self.s[j] in "01234567":
                 j += 1
-            digits, self.i = self.s[self.i:j], j
+            digits, self.i = self.s[self.i : j], j
             return chr(int(digits or "0", 8))
         if c == "c":
             ch, self.i = self.peek(), self.i + 1
@@ -301,6 +306,7 @@ class _Parser:
         def test(ch: str, sets=sets, negate=negate) -> bool:
             inside = all(s(ch) for s in sets)
             return not inside if negate else inside
+
         return test
 
     def _range(self, lo: str, hi: str):
@@ -328,7 +334,7 @@ class _Parser:
         if e == "Q":
             k = self.s.find("\\E", self.i)
             end = len(self.s) if k < 0 else k
-            quoted, self.i = self.s[self.i:end], (len(self.s) if k < 0 else k + 2)
+            quoted, self.i = self.s[self.i : end], (len(self.s) if k < 0 else k + 2)
             return lambda ch, quoted=quoted: ch in quoted
         return self._escaped_char(e)
 
@@ -375,15 +381,15 @@ class _Parser:
                     raise _Unsupported("unterminated group")
                 self.i = j + 1
                 if self.s[j] == ")":
-                    return Node("empty", text=self.s[start:self.i])
+                    return Node("empty", text=self.s[start : self.i])
         body = self.alt()
         if self.peek() != ")":
             raise _Unsupported("unterminated group")
         self.i += 1
         if lookaround:
             # zero-width, but its body still backtracks: kept for the nesting check only
-            return Node("group", items=[body], lo=0, hi=0, text=self.s[start:self.i])
-        return Node("group", items=[body], greedy_backtracks=not atomic, text=self.s[start:self.i])
+            return Node("group", items=[body], lo=0, hi=0, text=self.s[start : self.i])
+        return Node("group", items=[body], greedy_backtracks=not atomic, text=self.s[start : self.i])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -469,37 +475,57 @@ def problem(regex: str) -> str | None:
     except (_Unsupported, ValueError, IndexError, RecursionError):
         return None  # Java's own compile reports a malformed regex; the JVM budget judges the rest
     alphabet = list(dict.fromkeys(_ALPHABET_BASE + sorted(parser.literals)))
-    wildcards = [n for n in _walk(tree) if n.kind == "repeat" and n.hi == INF and n.greedy_backtracks
-                 and n.items[0].kind == "chars" and sum(n.items[0].chars.has(chr(c)) for c in range(128)) >= 120]
+    wildcards = [
+        n
+        for n in _walk(tree)
+        if n.kind == "repeat"
+        and n.hi == INF
+        and n.greedy_backtracks
+        and n.items[0].kind == "chars"
+        and sum(n.items[0].chars.has(chr(c)) for c in range(128)) >= 120
+    ]
     if len(wildcards) > MAX_WILDCARDS:
-        return (f"{len(wildcards)} repetitions of any character ('.*', or '%' in LIKE) in one pattern, so a "
-                f"text that does not match is tried in about n^{len(wildcards)} ways (hours on a few thousand "
-                f"characters); at most {MAX_WILDCARDS} may appear in one pattern")
+        return (
+            f"{len(wildcards)} repetitions of any character ('.*', or '%' in LIKE) in one pattern, so a "
+            f"text that does not match is tried in about n^{len(wildcards)} ways (hours on a few thousand "
+            f"characters); at most {MAX_WILDCARDS} may appear in one pattern"
+        )
     for node in _walk(tree):
-        if (node.kind == "repeat" and node.hi != INF and node.hi >= MAX_COUNTED_VARIABLE and node.greedy_backtracks
-                and any(x.kind == "repeat" and x.lo != x.hi and x.greedy_backtracks for x in _walk(node.items[0]))):
-            return (f"the repetition {node.text!r} repeats a part of variable length up to {int(node.hi)} times, "
-                    "so a text that does not match is cut between the rounds in exponentially many ways "
-                    "(hours on a few dozen characters); repeat a part of fixed length, or at most "
-                    f"{MAX_COUNTED_VARIABLE - 1} times")
+        if (
+            node.kind == "repeat"
+            and node.hi != INF
+            and node.hi >= MAX_COUNTED_VARIABLE
+            and node.greedy_backtracks
+            and any(x.kind == "repeat" and x.lo != x.hi and x.greedy_backtracks for x in _walk(node.items[0]))
+        ):
+            return (
+                f"the repetition {node.text!r} repeats a part of variable length up to {int(node.hi)} times, "
+                "so a text that does not match is cut between the rounds in exponentially many ways "
+                "(hours on a few dozen characters); repeat a part of fixed length, or at most "
+                f"{MAX_COUNTED_VARIABLE - 1} times"
+            )
         if node.kind == "repeat" and node.hi > 1 and node.greedy_backtracks:
             body = node.items[0]
             found = _nested(body, alphabet)
             if found:
-                return (f"the repetition {node.text!r} repeats {found}, so a text can be split between "
-                        "them in exponentially many ways and java.util.regex tries them all before it "
-                        "fails (hours on a few dozen characters); write it so each character can be "
-                        "matched in one way only, e.g. (a+)+ as a+, or use a possessive quantifier "
-                        "(a++) or an atomic group (?>...)")
+                return (
+                    f"the repetition {node.text!r} repeats {found}, so a text can be split between "
+                    "them in exponentially many ways and java.util.regex tries them all before it "
+                    "fails (hours on a few dozen characters); write it so each character can be "
+                    "matched in one way only, e.g. (a+)+ as a+, or use a possessive quantifier "
+                    "(a++) or an atomic group (?>...)"
+                )
         if node.kind == "seq":
             run = _overlapping_run(node.items, alphabet)
             if run:
                 repeats, ch = run
                 shown = ", ".join(repr(r.text) for r in repeats)
-                return (f"{len(repeats)} unbounded repetitions in a row ({shown}) can all match "
-                        f"'{_shown(ch)}', so a text that does not match is tried in about n^{len(repeats)} "
-                        f"ways (hours on a few dozen characters); at most {MAX_OVERLAPPING_REPEATS} may "
-                        "overlap: merge them (a*a* is a*) or separate them by what they cannot match")
+                return (
+                    f"{len(repeats)} unbounded repetitions in a row ({shown}) can all match "
+                    f"'{_shown(ch)}', so a text that does not match is tried in about n^{len(repeats)} "
+                    f"ways (hours on a few dozen characters); at most {MAX_OVERLAPPING_REPEATS} may "
+                    "overlap: merge them (a*a* is a*) or separate them by what they cannot match"
+                )
     return None
 
 
@@ -516,8 +542,10 @@ def _nested(body: Node, alphabet) -> str | None:
         for i in range(len(alt.items)):
             for j in range(i + 1, len(alt.items)):
                 if _ambiguous(alt.items[i], alt.items[j], starts, alphabet):
-                    return (f"the alternatives {alt.items[i].text!r} and {alt.items[j].text!r}, which can "
-                            "match the same text")
+                    return (
+                        f"the alternatives {alt.items[i].text!r} and {alt.items[j].text!r}, which can "
+                        "match the same text"
+                    )
     if _nullable(body) and _unbounded_inside(body):
         return "something that can match nothing"
     return None

@@ -5,6 +5,7 @@ windows and dagger functions -> print Spark SQL. Column resolution and types are
 analyzer, which `validate` runs against the streams' schemas, after the JVM's own check of the
 translated query (dagger_runtime.sandbox).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,9 +27,9 @@ from .positions import locate, offset_to_line_col
 class Translation:
     source: str
     spark_sql: str
-    tables: tuple[str, ...]                 # stream tables the query reads, as the job names them
+    tables: tuple[str, ...]  # stream tables the query reads, as the job names them
     windows: tuple[windows.GroupWindow, ...]
-    udfs: tuple[str, ...]                   # vectorised UDFs the session must register
+    udfs: tuple[str, ...]  # vectorised UDFs the session must register
     output_columns: tuple[str, ...] = field(default=())
     # the analyst's query as parsed, before any rewrite: for messages and checks that point
     # into the analyst's SQL (nobody parses it again)
@@ -58,15 +59,24 @@ class Translation:
         select = tree if isinstance(tree, exp.Select) else None
         group = select.args.get("group") if select is not None else None
         # window() only: a session's end moves while it is open, so no boundary says it was written
-        calls = [g for g in (group.expressions if group else [])
-                 if isinstance(g, exp.Anonymous) and str(g.this).lower() == "window"]
+        calls = [
+            g
+            for g in (group.expressions if group else [])
+            if isinstance(g, exp.Anonymous) and str(g.this).lower() == "window"
+        ]
         if not calls:
-            raise QueryError("the query's outermost SELECT has no TUMBLE or HOP window, so a replay cannot tell "
-                             "which results the previous version already wrote")
+            raise QueryError(
+                "the query's outermost SELECT has no TUMBLE or HOP window, so a replay cannot tell "
+                "which results the previous version already wrote"
+            )
         ended = exp.Dot(this=calls[0].copy(), expression=exp.to_identifier("end"))
         select.select(exp.alias_(ended, column), append=True, copy=False)
-        return dataclasses.replace(self, spark_sql=tree.sql(dialect="spark", comments=False), spark_tree=tree,
-                                   output_columns=self.output_columns + (column,))
+        return dataclasses.replace(
+            self,
+            spark_sql=tree.sql(dialect="spark", comments=False),
+            spark_tree=tree,
+            output_columns=self.output_columns + (column,),
+        )
 
 
 def parse(sql: str) -> exp.Expression:
@@ -86,8 +96,12 @@ def parse(sql: str) -> exp.Expression:
             reason = "unexpected syntax"
         near = first.get("highlight")
         _refuse_unparsable(text)
-        raise QueryError(f"syntax error: {reason}" + (f" near '{near}'" if near else ""),
-                         line=first.get("line"), col=first.get("col"), sql=text) from None
+        raise QueryError(
+            f"syntax error: {reason}" + (f" near '{near}'" if near else ""),
+            line=first.get("line"),
+            col=first.get("col"),
+            sql=text,
+        ) from None
     except TokenError as e:
         raise QueryError(f"syntax error: {e}") from None
     except (SqlglotError, ValueError, IndexError, KeyError, AttributeError, TypeError) as e:
@@ -134,7 +148,7 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
     # Flink constructs sqlglot reads as typed nodes, in their Spark form before the check, so that
     # the check sees what will run
     window_tvf.rewrite(text, tree)
-    flink_types.mark(tree)     # the analyst's own divisions, AVGs, TYPEOFs and casts
+    flink_types.mark(tree)  # the analyst's own divisions, AVGs, TYPEOFs and casts
     flink.normalise(text, tree)
     refusals = guard.check(text, tree, tables)
     if refusals:
@@ -149,8 +163,16 @@ def translate(sql: str, tables: set[str] | list[str] | tuple[str, ...], rowtime:
     read = sorted({by_name[t.name.lower()] for t in parsed.find_all(exp.Table) if t.name.lower() in by_name})
     outputs = tuple(_output_names(parsed))
     # comments are dropped: Spark runs exactly the tree that was checked, nothing hidden in them
-    return Translation(text, tree.sql(dialect="spark", comments=False), tuple(read), tuple(found),
-                       tuple(sorted(used_udfs)), outputs, parsed, tree)
+    return Translation(
+        text,
+        tree.sql(dialect="spark", comments=False),
+        tuple(read),
+        tuple(found),
+        tuple(sorted(used_udfs)),
+        outputs,
+        parsed,
+        tree,
+    )
 
 
 def _output_names(tree: exp.Expression) -> list[str]:

@@ -24,6 +24,7 @@ in several), a TVF over anything but one stream table, and window joins. SESSION
 TVF takes `TABLE t PARTITION BY k`, which the parser does not read: flink.explain_unparsable
 names it.
 """
+
 from __future__ import annotations
 
 from sqlglot import exp
@@ -32,7 +33,7 @@ from ..errors import QueryError
 from .dialect import TABLE_ARGUMENT
 from .positions import locate
 
-_TVFS = {"TUMBLE": 1, "HOP": 2}      # interval arguments after TABLE t and DESCRIPTOR(time)
+_TVFS = {"TUMBLE": 1, "HOP": 2}  # interval arguments after TABLE t and DESCRIPTOR(time)
 _COLUMNS = {"window_start": "START", "window_end": "END", "window_time": "ROWTIME"}
 
 
@@ -65,44 +66,71 @@ def rewrite(sql: str, tree: exp.Expression) -> None:
     # (`current_user`): a table stands in FROM or JOIN, nowhere else
     for table in tree.find_all(exp.Table):
         if table.meta.get(TABLE_ARGUMENT):
-            raise _error(sql, table, f"TABLE {table.sql()} is only the input of a window table-valued function: "
-                                     "TABLE(TUMBLE(TABLE name, DESCRIPTOR(rowtime), INTERVAL ...))")
+            raise _error(
+                sql,
+                table,
+                f"TABLE {table.sql()} is only the input of a window table-valued function: "
+                "TABLE(TUMBLE(TABLE name, DESCRIPTOR(rowtime), INTERVAL ...))",
+            )
 
 
 def _rewrite_one(sql: str, select: exp.Select | None, table: exp.Table, call: exp.Anonymous) -> None:
     kind = str(call.this).upper()
     written = f"TABLE({kind}(...))"
     if kind == "CUMULATE":
-        raise _error(sql, call, "the window table-valued function TABLE(CUMULATE(...)) has no Spark equivalent; "
-                                "aggregate per HOP or TUMBLE window instead")
+        raise _error(
+            sql,
+            call,
+            "the window table-valued function TABLE(CUMULATE(...)) has no Spark equivalent; "
+            "aggregate per HOP or TUMBLE window instead",
+        )
     if kind not in _TVFS:
-        raise _error(sql, call, f"{written} is not a window table-valued function a dagger can run; use "
-                                "TABLE(TUMBLE(...)) or TABLE(HOP(...))")
+        raise _error(
+            sql,
+            call,
+            f"{written} is not a window table-valued function a dagger can run; use "
+            "TABLE(TUMBLE(...)) or TABLE(HOP(...))",
+        )
     args = list(call.expressions)
     want = 2 + _TVFS[kind]
     if len(args) != want:
-        shape = "TABLE t, DESCRIPTOR(rowtime), INTERVAL slide, INTERVAL size" if kind == "HOP" else \
-            "TABLE t, DESCRIPTOR(rowtime), INTERVAL size"
+        shape = (
+            "TABLE t, DESCRIPTOR(rowtime), INTERVAL slide, INTERVAL size"
+            if kind == "HOP"
+            else "TABLE t, DESCRIPTOR(rowtime), INTERVAL size"
+        )
         raise _error(sql, call, f"{written} takes {want} arguments ({shape}), got {len(args)}")
     data, descriptor, *intervals = args
     if not isinstance(data, exp.Table) or not isinstance(data.this, exp.Identifier) or data.args.get("db"):
         raise _error(sql, data, f"{written} reads one of the job's stream tables, written TABLE name")
-    if not (isinstance(descriptor, exp.Anonymous) and str(descriptor.this).upper() == "DESCRIPTOR"
-            and len(descriptor.expressions) == 1 and isinstance(descriptor.expressions[0], exp.Column)):
+    if not (
+        isinstance(descriptor, exp.Anonymous)
+        and str(descriptor.this).upper() == "DESCRIPTOR"
+        and len(descriptor.expressions) == 1
+        and isinstance(descriptor.expressions[0], exp.Column)
+    ):
         raise _error(sql, descriptor, f"{written} takes the time attribute as DESCRIPTOR(rowtime)")
     time_col = descriptor.expressions[0]
     parent = table.parent
     if select is None or not isinstance(parent, exp.From) or select.args.get("joins"):
-        raise _error(sql, call, f"{written} must be the only table of its SELECT (window joins are not supported); "
-                                "join the streams with an interval join, then GROUP BY TUMBLE(rowtime, ...)")
+        raise _error(
+            sql,
+            call,
+            f"{written} must be the only table of its SELECT (window joins are not supported); "
+            "join the streams with an interval join, then GROUP BY TUMBLE(rowtime, ...)",
+        )
     alias = table.alias
     group = select.args.get("group")
     keys = list(group.expressions) if group else []
     bounds = [k for k in keys if _window_column(k, alias)]
     grouped = {_window_column(k, alias) for k in bounds}
     if not {"window_start", "window_end"} <= grouped:
-        raise _error(sql, call, f"{written} is supported as a window aggregation only: GROUP BY window_start, "
-                                "window_end and the keys (a windowing TVF's rows alone are not)")
+        raise _error(
+            sql,
+            call,
+            f"{written} is supported as a window aggregation only: GROUP BY window_start, "
+            "window_end and the keys (a windowing TVF's rows alone are not)",
+        )
 
     def window(name: str) -> exp.Anonymous:
         return exp.Anonymous(this=name, expressions=[exp.column(time_col.name), *(i.copy() for i in intervals)])
@@ -114,7 +142,7 @@ def _rewrite_one(sql: str, select: exp.Select | None, table: exp.Table, call: ex
     # window_start / window_end / window_time anywhere in this SELECT -> TUMBLE_START(...) ...
     for key in ("expressions", "where", "having", "order", "qualify"):
         value = select.args.get(key)
-        for root in (value if isinstance(value, list) else [value]):
+        for root in value if isinstance(value, list) else [value]:
             if root is None:
                 continue
             for node in list(root.find_all(exp.Column)):
@@ -124,8 +152,7 @@ def _rewrite_one(sql: str, select: exp.Select | None, table: exp.Table, call: ex
                 if key == "where":
                     raise _error(sql, node, f"{name} is known only once rows are grouped: filter on it in HAVING")
                 if name not in grouped:  # as Flink: every window column selected is grouped by
-                    raise _error(sql, node, f"{name} is not being grouped: add it to GROUP BY window_start, "
-                                            "window_end")
+                    raise _error(sql, node, f"{name} is not being grouped: add it to GROUP BY window_start, window_end")
                 replacement = window(f"{kind}_{_COLUMNS[name]}")
                 if node.parent is select and key == "expressions":
                     replacement = exp.alias_(replacement, name)

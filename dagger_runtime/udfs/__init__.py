@@ -1,4 +1,5 @@
 """UDFs registered in every dagger's Spark session (the macros live in dagger_runtime.sql.catalog)."""
+
 from __future__ import annotations
 
 

@@ -215,7 +215,11 @@ def _face_ij_to_leaf(face: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarr
     bits = face & _SWAP_MASK
     pos = np.zeros(np.shape(face), dtype=_U64)
     for k in range(7, -1, -1):
-        key = bits + (((i >> (k * _LOOKUP_BITS)) & mask) << (_LOOKUP_BITS + 2)) + (((j >> (k * _LOOKUP_BITS)) & mask) << 2)
+        key = (
+            bits
+            + (((i >> (k * _LOOKUP_BITS)) & mask) << (_LOOKUP_BITS + 2))
+            + (((j >> (k * _LOOKUP_BITS)) & mask) << 2)
+        )
         value = LOOKUP_POS[key]
         pos |= (value >> 2).astype(_U64) << _U64(k * 2 * _LOOKUP_BITS)
         bits = value & (_SWAP_MASK | _INVERT_MASK)
@@ -416,7 +420,13 @@ def _triangle_area(a, b, c):
     sc = _angle(a, b)
     s = 0.5 * (sa + sb + sc)
     with np.errstate(invalid="ignore"):
-        area = 4 * np.arctan(np.sqrt(np.maximum(0.0, np.tan(0.5 * s) * np.tan(0.5 * (s - sa)) * np.tan(0.5 * (s - sb)) * np.tan(0.5 * (s - sc)))))
+        area = 4 * np.arctan(
+            np.sqrt(
+                np.maximum(
+                    0.0, np.tan(0.5 * s) * np.tan(0.5 * (s - sa)) * np.tan(0.5 * (s - sb)) * np.tan(0.5 * (s - sc))
+                )
+            )
+        )
     s2 = s * s
     dmin = s - np.maximum(sa, np.maximum(sb, sc))
     skinny = (s >= 3e-4) & (dmin < 1e-2 * s * s2 * s2)

@@ -33,6 +33,7 @@ The DART base URL is the Spark conf ``spark.dagger.dart.base`` (:data:`DART_BASE
 the executors with every query. Files are read through Hadoop's FileSystem API, cached per JVM
 and reloaded after refreshHours (``<= 0``: on every call). See ``DartStore.java``.
 """
+
 from __future__ import annotations
 
 from pyspark.sql.types import BooleanType, StringType

@@ -1,4 +1,5 @@
 """The S2 and GeoHash UDFs as Arrow (pandas) UDFs: one Python call per batch, numpy inside."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The client side: hand a command to the warm process, or say why it runs on its own Spark."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,17 @@ def forward(argv: list[str]) -> int | None:
     printed = False
     with conn:
         try:
-            wire.send_request(conn, {"op": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
-                                     "umask": umask, "fingerprint": wire.fingerprint()})
+            wire.send_request(
+                conn,
+                {
+                    "op": "run",
+                    "argv": argv,
+                    "cwd": os.getcwd(),
+                    "env": dict(os.environ),
+                    "umask": umask,
+                    "fingerprint": wire.fingerprint(),
+                },
+            )
             while True:
                 kind, data = wire.recv_frame(conn)
                 if kind == wire.ACK:
@@ -88,7 +98,7 @@ def forward(argv: list[str]) -> int | None:
 
 _REFUSALS = {
     wire.STALE: "the warm Spark process ran the runtime as it was before your last change and has stopped "
-                "(`warm start` for a new one)",
+    "(`warm start` for a new one)",
     wire.OTHER: "the warm Spark process runs another checkout or install of the runtime than this one",
 }
 

@@ -4,6 +4,7 @@ Each command runs as the client typed it, in the client's directory and environm
 output sent back as it is written; it gets a new session of the warm one, so its tables and
 UDFs are its own and gone when it ends. Commands run one after another.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,8 +52,9 @@ CANCEL_GRACE_S = 15.0
 
 
 class Server:
-    def __init__(self, path: Path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S, *,
-                 commands):
+    def __init__(
+        self, path: Path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_TIMEOUT_S, *, commands
+    ):
         """commands: dagger's command line (dagger_runtime.cli: build_parser, uses_warm, run_command,
         main), handed in, as it is what imports this module."""
         self.path, self.idle_timeout, self.command_timeout = path, idle_timeout, command_timeout
@@ -175,8 +177,10 @@ class Server:
         return self._alive()
 
     def _timeout_message(self) -> str:
-        return (f"error: the command ran longer than {self.command_timeout:.0f} s, the warm process's limit per "
-                "command (`warm start --command-timeout`); its Spark jobs were cancelled\n")
+        return (
+            f"error: the command ran longer than {self.command_timeout:.0f} s, the warm process's limit per "
+            "command (`warm start --command-timeout`); its Spark jobs were cancelled\n"
+        )
 
     def _cancel_when_gone(self, conn: socket.socket, done: threading.Event, began: float | None = None) -> None:
         """The client hung up (Ctrl-C, a closed terminal) during its command, or the command ran past
@@ -221,23 +225,46 @@ class Server:
                 proc.wait(10)
         os.chdir("/")
         # the process's own environment, not that of the client whose command is stuck
-        os.execve(sys.executable, [sys.executable, "-m", "dagger_runtime", "warm", "serve",
-                                   "--idle-timeout", str(self.idle_timeout),
-                                   "--command-timeout", str(self.command_timeout)], self.own_env)
+        os.execve(
+            sys.executable,
+            [
+                sys.executable,
+                "-m",
+                "dagger_runtime",
+                "warm",
+                "serve",
+                "--idle-timeout",
+                str(self.idle_timeout),
+                "--command-timeout",
+                str(self.command_timeout),
+            ],
+            self.own_env,
+        )
 
     def _status(self, request: dict) -> dict:
-        return {"pid": os.getpid(), "socket": str(self.path), "started": self.started,
-                "commands_run": self.served, "idle_timeout_s": self.idle_timeout,
-                "command_timeout_s": self.command_timeout,
-                "current": request.get("fingerprint") == self.code}
+        return {
+            "pid": os.getpid(),
+            "socket": str(self.path),
+            "started": self.started,
+            "commands_run": self.served,
+            "idle_timeout_s": self.idle_timeout,
+            "command_timeout_s": self.command_timeout,
+            "current": request.get("fingerprint") == self.code,
+        }
 
     def _run(self, conn: socket.socket, request: dict) -> int:
         from ..session import sessions_of
 
         argv, cwd, env, umask = (request.get(k) for k in ("argv", "cwd", "env", "umask"))
-        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
-                and isinstance(umask, int) and 0 <= umask <= 0o777):
+        if not (
+            isinstance(argv, list)
+            and all(isinstance(a, str) for a in argv)
+            and isinstance(cwd, str)
+            and isinstance(env, dict)
+            and all(isinstance(v, str) for v in env.values())
+            and isinstance(umask, int)
+            and 0 <= umask <= 0o777
+        ):
             raise wire.WarmError("a malformed run request")
         saved_env, saved_umask = dict(os.environ), os.umask(umask)  # files it writes: the client's modes
         out, err = _Frames(conn, wire.OUT), _Frames(conn, wire.ERR)
@@ -283,8 +310,9 @@ class Server:
 
 def _log_here() -> None:
     """Logging back to the process's own stderr after a command pointed it at its client's."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, force=True, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 def _own_log() -> None:

@@ -4,6 +4,7 @@ One unix socket per user, in a directory only that user can enter: the client se
 line, working directory and environment (a job's `${VAR}` secrets resolve from it), so both
 ends check that the other is the same user before a byte of it moves.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,8 +60,10 @@ def private_dir(path: Path, create: bool) -> Path:
     if info.st_uid != os.getuid():
         raise WarmError(f"{folder} belongs to uid {info.st_uid}, not to you: the warm process will not use it")
     if info.st_mode & 0o077:
-        raise WarmError(f"{folder} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                        f"`chmod 700 {folder}` or remove it")
+        raise WarmError(
+            f"{folder} can be entered by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+            f"`chmod 700 {folder}` or remove it"
+        )
     return folder
 
 
@@ -86,6 +89,7 @@ def fingerprint() -> str:
         packages = Path(spec.origin).parent.parent
         digest.update(f"{packages}\0{os.stat(packages).st_mtime_ns}\n".encode())
     from ..jvm import spark_jars
+
     try:
         jars = spark_jars()
     except DaggerError:

@@ -9,6 +9,7 @@ stay recoverable that long. It deliberately does not delete live objects by age:
 query that runs longer than the retention still needs files it wrote on its first day (its
 `metadata`, the first `sources/` entries); deleting those would break its restart.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,10 +27,10 @@ WRITER_ROLE = "roles/storage.objectAdmin"
 class CheckpointBucketArgs:
     team: str
     project: str
-    bucket_name: str                        # GCS: 3-63 characters, lowercase, globally unique
+    bucket_name: str  # GCS: 3-63 characters, lowercase, globally unique
     location: str
     retention_days: int
-    writer_member: pulumi.Input[str]        # serviceAccount:<the team's GSA>
+    writer_member: pulumi.Input[str]  # serviceAccount:<the team's GSA>
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -40,17 +41,28 @@ class CheckpointBucket(pulumi.ComponentResource):
     def __init__(self, name: str, args: CheckpointBucketArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("CheckpointBucket"), name, None, opts)
         bucket = gcp.storage.Bucket(
-            f"{name}-bucket", name=args.bucket_name, project=args.project, location=args.location.upper(),
-            uniform_bucket_level_access=True, public_access_prevention="enforced",
+            f"{name}-bucket",
+            name=args.bucket_name,
+            project=args.project,
+            location=args.location.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
             versioning=gcp.storage.BucketVersioningArgs(enabled=True),
-            lifecycle_rules=[gcp.storage.BucketLifecycleRuleArgs(
-                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                condition=gcp.storage.BucketLifecycleRuleConditionArgs(
-                    days_since_noncurrent_time=args.retention_days, with_state="ARCHIVED"))],
-            labels=dict(args.labels), force_destroy=False,
-            opts=child_opts(self))
-        gcp.storage.BucketIAMMember(f"{name}-writer", bucket=bucket.name, role=WRITER_ROLE,
-                                    member=args.writer_member, opts=child_opts(self))
+            lifecycle_rules=[
+                gcp.storage.BucketLifecycleRuleArgs(
+                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                        days_since_noncurrent_time=args.retention_days, with_state="ARCHIVED"
+                    ),
+                )
+            ],
+            labels=dict(args.labels),
+            force_destroy=False,
+            opts=child_opts(self),
+        )
+        gcp.storage.BucketIAMMember(
+            f"{name}-writer", bucket=bucket.name, role=WRITER_ROLE, member=args.writer_member, opts=child_opts(self)
+        )
         self.bucket_name = bucket.name
         self.checkpoint_url = bucket.name.apply(lambda b: f"gs://{b}/checkpoints")
         self.register_outputs({"bucket_name": self.bucket_name, "checkpoint_url": self.checkpoint_url})

@@ -3,6 +3,7 @@
 Nothing here creates a resource; each component module uses these so that names, labels and
 ports are decided in one place (and the tests read the same constants they check against).
 """
+
 from __future__ import annotations
 
 import re
@@ -37,10 +38,13 @@ KAFKA_PORT = 9092
 KAFKA_CONTROLLER_PORT = 9093
 
 # What a team's machines accept from the team's own range, and nothing else (TeamNetwork).
-SPARK_PORTS: tuple[str, ...] = (f"{SPARK_MASTER_PORT}-{SPARK_RPC_LAST_PORT}",
-                                f"{SPARK_MASTER_UI_PORT}-{SPARK_WORKER_UI_PORT}", SPARK_APP_UI_PORTS)
+SPARK_PORTS: tuple[str, ...] = (
+    f"{SPARK_MASTER_PORT}-{SPARK_RPC_LAST_PORT}",
+    f"{SPARK_MASTER_UI_PORT}-{SPARK_WORKER_UI_PORT}",
+    SPARK_APP_UI_PORTS,
+)
 KAFKA_PORTS: tuple[str, ...] = (f"{KAFKA_PORT}-{KAFKA_CONTROLLER_PORT}",)
-SSH_PORT = "22"     # vm flavour only: Ansible, from a runner inside the team's range
+SSH_PORT = "22"  # vm flavour only: Ansible, from a runner inside the team's range
 
 
 def component_type(name: str) -> str:
@@ -115,8 +119,11 @@ def _merge_vars(into: dict[str, Any], new: Mapping[str, Any], where: str) -> Non
         into[key] = value
 
 
-def inventory_of(groups: Mapping[str, Sequence[tuple[str, str]]], group_vars: Mapping[str, Mapping[str, Any]],
-                 host_vars: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def inventory_of(
+    groups: Mapping[str, Sequence[tuple[str, str]]],
+    group_vars: Mapping[str, Mapping[str, Any]],
+    host_vars: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """An inventory from {group: [(host, internal ip)]}: every host gets ansible_host = its internal IP."""
     inventory = empty_inventory()
     for group, hosts in groups.items():
@@ -128,25 +135,46 @@ def inventory_of(groups: Mapping[str, Sequence[tuple[str, str]]], group_vars: Ma
     return inventory
 
 
-def private_instance(logical_name: str, *, parent: pulumi.Resource, name: str, project: str, machine_type: str,
-                     zone: pulumi.Input[str], subnetwork: pulumi.Input[str], service_account_email: pulumi.Input[str],
-                     tags: Sequence[str], labels: Mapping[str, str], disk_gb: int = 100) -> gcp.compute.Instance:
+def private_instance(
+    logical_name: str,
+    *,
+    parent: pulumi.Resource,
+    name: str,
+    project: str,
+    machine_type: str,
+    zone: pulumi.Input[str],
+    subnetwork: pulumi.Input[str],
+    service_account_email: pulumi.Input[str],
+    tags: Sequence[str],
+    labels: Mapping[str, str],
+    disk_gb: int = 100,
+) -> gcp.compute.Instance:
     """A team's Compute Engine instance: no external IP (no access config), the team's account,
     tags and labels, OS Login only, Shielded VM. Its software comes from the Ansible roles."""
     return gcp.compute.Instance(
-        logical_name, name=name, project=project, machine_type=machine_type, zone=zone,
+        logical_name,
+        name=name,
+        project=project,
+        machine_type=machine_type,
+        zone=zone,
         boot_disk=gcp.compute.InstanceBootDiskArgs(
             initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                image=VM_IMAGE, size=disk_gb, type="pd-balanced", labels=dict(labels))),
+                image=VM_IMAGE, size=disk_gb, type="pd-balanced", labels=dict(labels)
+            )
+        ),
         network_interfaces=[gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=subnetwork)],
         service_account=gcp.compute.InstanceServiceAccountArgs(
-            email=service_account_email, scopes=["https://www.googleapis.com/auth/cloud-platform"]),
-        tags=list(tags), labels=dict(labels),
+            email=service_account_email, scopes=["https://www.googleapis.com/auth/cloud-platform"]
+        ),
+        tags=list(tags),
+        labels=dict(labels),
         metadata={"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"},
         shielded_instance_config=gcp.compute.InstanceShieldedInstanceConfigArgs(
-            enable_secure_boot=True, enable_vtpm=True, enable_integrity_monitoring=True),
+            enable_secure_boot=True, enable_vtpm=True, enable_integrity_monitoring=True
+        ),
         allow_stopping_for_update=True,
-        opts=child_opts(parent))
+        opts=child_opts(parent),
+    )
 
 
 def internal_ip(instance: gcp.compute.Instance) -> pulumi.Output[str]:

@@ -1,5 +1,6 @@
 """TeamIdentity: the team's Google service account, the project roles it needs and nothing more,
 and (on GKE) the Kubernetes service account its pods run as, bound through Workload Identity."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -18,8 +19,9 @@ WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 @dataclass(frozen=True)
 class WorkloadIdentity:
     """The Kubernetes side of a team identity (gke flavour)."""
+
     namespace: pulumi.Input[str]
-    workload_pool: pulumi.Input[str]        # <project>.svc.id.goog, from the platform stack
+    workload_pool: pulumi.Input[str]  # <project>.svc.id.goog, from the platform stack
     ksa_name: str = "dagger"
 
 
@@ -27,7 +29,7 @@ class WorkloadIdentity:
 class TeamIdentityArgs:
     team: str
     project: str
-    account_id: str                         # GCP: 6-30 characters
+    account_id: str  # GCP: 6-30 characters
     # project-level roles granted to the account; buckets and the like are granted on the resource
     project_roles: tuple[str, ...]
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -36,21 +38,29 @@ class TeamIdentityArgs:
 
 class TeamIdentity(pulumi.ComponentResource):
     email: pulumi.Output[str]
-    member: pulumi.Output[str]              # serviceAccount:<email>, the IAM member of the team
+    member: pulumi.Output[str]  # serviceAccount:<email>, the IAM member of the team
     ksa_name: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: TeamIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("TeamIdentity"), name, None, opts)
         self.account = gcp.serviceaccount.Account(
-            f"{name}-gsa", project=args.project, account_id=args.account_id,
+            f"{name}-gsa",
+            project=args.project,
+            account_id=args.account_id,
             display_name=f"daggers: team {args.team}",
             description=f"Runs team {args.team}'s Spark clusters and Kafka mirrors (managed by daggers infra)",
-            opts=child_opts(self))
+            opts=child_opts(self),
+        )
         self.email = self.account.email
         self.member = self.email.apply(lambda email: f"serviceAccount:{email}")
         for role in args.project_roles:
-            gcp.projects.IAMMember(f"{name}-{slug(role.removeprefix('roles/'))}", project=args.project,
-                                   role=role, member=self.member, opts=child_opts(self))
+            gcp.projects.IAMMember(
+                f"{name}-{slug(role.removeprefix('roles/'))}",
+                project=args.project,
+                role=role,
+                member=self.member,
+                opts=child_opts(self),
+            )
 
         self.ksa_name = None
         wi = args.workload_identity
@@ -58,15 +68,22 @@ class TeamIdentity(pulumi.ComponentResource):
             ksa = k8s.core.v1.ServiceAccount(
                 f"{name}-ksa",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=wi.ksa_name, namespace=wi.namespace,
+                    name=wi.ksa_name,
+                    namespace=wi.namespace,
                     labels=k8s_labels(args.labels, args.team, "identity"),
-                    annotations={WORKLOAD_IDENTITY_ANNOTATION: self.email}),
-                opts=child_opts(self))
+                    annotations={WORKLOAD_IDENTITY_ANNOTATION: self.email},
+                ),
+                opts=child_opts(self),
+            )
             self.ksa_name = ksa.metadata.name
             gcp.serviceaccount.IAMMember(
-                f"{name}-workload-identity", service_account_id=self.account.name, role=WORKLOAD_IDENTITY_ROLE,
-                member=pulumi.Output.concat("serviceAccount:", wi.workload_pool, "[", wi.namespace, "/",
-                                            self.ksa_name, "]"),
-                opts=child_opts(self))
+                f"{name}-workload-identity",
+                service_account_id=self.account.name,
+                role=WORKLOAD_IDENTITY_ROLE,
+                member=pulumi.Output.concat(
+                    "serviceAccount:", wi.workload_pool, "[", wi.namespace, "/", self.ksa_name, "]"
+                ),
+                opts=child_opts(self),
+            )
 
         self.register_outputs({"email": self.email, "member": self.member, "ksa_name": self.ksa_name})

@@ -19,6 +19,7 @@ Deployment running connect-mirror-maker, all in the team's namespace, on the tea
 vm: instances that the Ansible roles turn into brokers and MirrorMaker 2 (groups kafka_mirror,
 mirror_maker and one group per source cluster carrying its mm2.properties).
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,8 +69,15 @@ def source_secret_file(source_alias: str) -> str:
     return f"{SECRETS_DIR}/{source_alias}.properties"
 
 
-def mm2_settings(*, source_alias: str, source_bootstrap_servers: str, local_bootstrap_servers: str,
-                 topics: Sequence[str], replication_factor: int, tasks_max: int = 4) -> dict[str, str]:
+def mm2_settings(
+    *,
+    source_alias: str,
+    source_bootstrap_servers: str,
+    local_bootstrap_servers: str,
+    topics: Sequence[str],
+    replication_factor: int,
+    tasks_max: int = 4,
+) -> dict[str, str]:
     """The settings of a one-way mirror of source_alias into `local`, as a dict (mm2_properties writes it)."""
     for pattern in topics:
         if not pattern or _UNSAFE_IN_PATTERN.search(pattern):
@@ -89,7 +97,7 @@ def mm2_settings(*, source_alias: str, source_bootstrap_servers: str, local_boot
         "config.providers.file.class": FILE_CONFIG_PROVIDER,
         f"{LOCAL_ALIAS}.bootstrap.servers": local_bootstrap_servers,
         f"{flow}.enabled": "true",
-        f"{flow}.topics": ", ".join(topics),     # MM2 splits on ',' and trims
+        f"{flow}.topics": ", ".join(topics),  # MM2 splits on ',' and trims
         # topics keep their names on the mirror; every connector (source AND checkpoint) gets the
         # top-level replication.policy.*, and the flow's own setting says the same
         "replication.policy.class": IDENTITY_POLICY,
@@ -123,8 +131,15 @@ def mm2_settings(*, source_alias: str, source_bootstrap_servers: str, local_boot
     }
 
 
-def mm2_properties(*, source_alias: str, source_bootstrap_servers: str, local_bootstrap_servers: str,
-                   topics: Sequence[str], replication_factor: int, tasks_max: int = 4) -> str:
+def mm2_properties(
+    *,
+    source_alias: str,
+    source_bootstrap_servers: str,
+    local_bootstrap_servers: str,
+    topics: Sequence[str],
+    replication_factor: int,
+    tasks_max: int = 4,
+) -> str:
     """mm2.properties for a one-way mirror of source_alias into `local`, written by javaproperties
     (every key and value escaped as Java's Properties.load reads it back).
 
@@ -135,12 +150,19 @@ def mm2_properties(*, source_alias: str, source_bootstrap_servers: str, local_bo
     the SCRAM user, so no password passes through Pulumi's state or this file. Run MM2 with
     `--clusters local`: dedicated mode then runs only the connectors whose target is `local`.
     """
-    settings = mm2_settings(source_alias=source_alias, source_bootstrap_servers=source_bootstrap_servers,
-                            local_bootstrap_servers=local_bootstrap_servers, topics=topics,
-                            replication_factor=replication_factor, tasks_max=tasks_max)
-    header = (f" MirrorMaker 2: {source_alias} -> {LOCAL_ALIAS}, one way (managed by daggers infra)\n"
-              " the mirror writes nothing to the shared cluster: run with --clusters local; heartbeats,\n"
-              " checkpoints and offset syncs go to the mirror only")
+    settings = mm2_settings(
+        source_alias=source_alias,
+        source_bootstrap_servers=source_bootstrap_servers,
+        local_bootstrap_servers=local_bootstrap_servers,
+        topics=topics,
+        replication_factor=replication_factor,
+        tasks_max=tasks_max,
+    )
+    header = (
+        f" MirrorMaker 2: {source_alias} -> {LOCAL_ALIAS}, one way (managed by daggers infra)\n"
+        " the mirror writes nothing to the shared cluster: run with --clusters local; heartbeats,\n"
+        " checkpoints and offset syncs go to the mirror only"
+    )
     return javaproperties.dumps(settings, comments=header, timestamp=False)
 
 
@@ -173,10 +195,10 @@ class MirrorOnVms:
 @dataclass(frozen=True)
 class KafkaMirrorArgs:
     team: str
-    source_alias: str                       # the shared cluster's name in the platform catalog
+    source_alias: str  # the shared cluster's name in the platform catalog
     source_bootstrap_servers: str
     topics: Sequence[str]
-    brokers: int                            # the mirror's own Kafka; its replication factor too
+    brokers: int  # the mirror's own Kafka; its replication factor too
     labels: Mapping[str, str] = field(default_factory=dict)
     disk_gb: int = 200
     gke: MirrorOnGke | None = None
@@ -194,7 +216,7 @@ class KafkaMirrorArgs:
 class KafkaMirror(pulumi.ComponentResource):
     bootstrap_servers: pulumi.Output[str]
     mm2_properties: pulumi.Output[str]
-    inventory: pulumi.Output[dict] | None   # vm flavour only
+    inventory: pulumi.Output[dict] | None  # vm flavour only
 
     def __init__(self, name: str, args: KafkaMirrorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(component_type("KafkaMirror"), name, None, opts)
@@ -203,13 +225,24 @@ class KafkaMirror(pulumi.ComponentResource):
             self.bootstrap_servers = self._on_gke(name, args, args.gke)
         else:
             self.bootstrap_servers = self._on_vms(name, args, args.vm)
-        self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "mm2_properties": self.mm2_properties,
-                               "inventory": self.inventory})
+        self.register_outputs(
+            {
+                "bootstrap_servers": self.bootstrap_servers,
+                "mm2_properties": self.mm2_properties,
+                "inventory": self.inventory,
+            }
+        )
 
     def _properties(self, args: KafkaMirrorArgs, local: pulumi.Input[str]) -> pulumi.Output[str]:
-        return pulumi.Output.from_input(local).apply(lambda servers: mm2_properties(
-            source_alias=args.source_alias, source_bootstrap_servers=args.source_bootstrap_servers,
-            local_bootstrap_servers=servers, topics=args.topics, replication_factor=args.replication_factor))
+        return pulumi.Output.from_input(local).apply(
+            lambda servers: mm2_properties(
+                source_alias=args.source_alias,
+                source_bootstrap_servers=args.source_bootstrap_servers,
+                local_bootstrap_servers=servers,
+                topics=args.topics,
+                replication_factor=args.replication_factor,
+            )
+        )
 
     # -- gke -------------------------------------------------------------------------------------
     def _on_gke(self, name: str, args: KafkaMirrorArgs, gke: MirrorOnGke) -> pulumi.Output[str]:
@@ -222,29 +255,46 @@ class KafkaMirror(pulumi.ComponentResource):
             return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=gke.namespace, labels=dict(labels), **extra)
 
         def exact(cpu: str, memory: str) -> k8s.core.v1.ResourceRequirementsArgs:
-            return k8s.core.v1.ResourceRequirementsArgs(requests={"cpu": cpu, "memory": memory},
-                                                        limits={"cpu": cpu, "memory": memory})
+            return k8s.core.v1.ResourceRequirementsArgs(
+                requests={"cpu": cpu, "memory": memory}, limits={"cpu": cpu, "memory": memory}
+            )
 
         def pod_spec(containers, **extra) -> k8s.core.v1.PodSpecArgs:
             return k8s.core.v1.PodSpecArgs(
-                automount_service_account_token=False, node_selector=team_node_selector(args.team),
-                tolerations=team_tolerations(args.team), containers=containers,
+                automount_service_account_token=False,
+                node_selector=team_node_selector(args.team),
+                tolerations=team_tolerations(args.team),
+                containers=containers,
                 security_context=k8s.core.v1.PodSecurityContextArgs(
-                    run_as_non_root=True, run_as_user=1000, fs_group=1000,
-                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")), **extra)
+                    run_as_non_root=True,
+                    run_as_user=1000,
+                    fs_group=1000,
+                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+                ),
+                **extra,
+            )
 
         locked_down = k8s.core.v1.SecurityContextArgs(
-            allow_privilege_escalation=False, capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]))
+            allow_privilege_escalation=False, capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"])
+        )
         selector = {"app.kubernetes.io/component": kafka_name}
         service = k8s.core.v1.Service(
-            f"{name}-kafka-service", metadata=meta(kafka_name, kafka_labels),
+            f"{name}-kafka-service",
+            metadata=meta(kafka_name, kafka_labels),
             spec=k8s.core.v1.ServiceSpecArgs(
-                cluster_ip="None", publish_not_ready_addresses=True, selector=selector,
-                ports=[k8s.core.v1.ServicePortArgs(name="kafka", port=KAFKA_PORT),
-                       k8s.core.v1.ServicePortArgs(name="controller", port=KAFKA_CONTROLLER_PORT)]),
-            opts=child_opts(self))
+                cluster_ip="None",
+                publish_not_ready_addresses=True,
+                selector=selector,
+                ports=[
+                    k8s.core.v1.ServicePortArgs(name="kafka", port=KAFKA_PORT),
+                    k8s.core.v1.ServicePortArgs(name="controller", port=KAFKA_CONTROLLER_PORT),
+                ],
+            ),
+            opts=child_opts(self),
+        )
         domain = pulumi.Output.all(service.metadata.name, gke.namespace).apply(
-            lambda v: f"{v[0]}.{v[1]}.svc.cluster.local")
+            lambda v: f"{v[0]}.{v[1]}.svc.cluster.local"
+        )
         hosts = domain.apply(lambda d: [f"{kafka_name}-{i}.{d}" for i in range(args.brokers)])
         bootstrap = hosts.apply(lambda hs: ",".join(f"{h}:{KAFKA_PORT}" for h in hs))
         voters = hosts.apply(lambda hs: ",".join(f"{i}@{h}:{KAFKA_CONTROLLER_PORT}" for i, h in enumerate(hs)))
@@ -264,78 +314,156 @@ class KafkaMirror(pulumi.ComponentResource):
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(min(2, rf)),
             "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
         }
-        start = domain.apply(lambda d: (
-            "export KAFKA_NODE_ID=${HOSTNAME##*-}; "
-            f"export KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://${{HOSTNAME}}.{d}:{KAFKA_PORT}; "
-            "exec /etc/kafka/docker/run"))
+        start = domain.apply(
+            lambda d: (
+                "export KAFKA_NODE_ID=${HOSTNAME##*-}; "
+                f"export KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://${{HOSTNAME}}.{d}:{KAFKA_PORT}; "
+                "exec /etc/kafka/docker/run"
+            )
+        )
         k8s.apps.v1.StatefulSet(
-            f"{name}-kafka", metadata=meta(kafka_name, kafka_labels),
+            f"{name}-kafka",
+            metadata=meta(kafka_name, kafka_labels),
             spec=k8s.apps.v1.StatefulSetSpecArgs(
-                service_name=service.metadata.name, replicas=args.brokers,
+                service_name=service.metadata.name,
+                replicas=args.brokers,
                 pod_management_policy="Parallel",
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=kafka_labels),
-                    spec=pod_spec([k8s.core.v1.ContainerArgs(
-                        name="kafka", image=KAFKA_IMAGE, security_context=locked_down,
-                        command=["/bin/bash", "-c"], args=[start],
-                        env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in env.items()],
-                        ports=[k8s.core.v1.ContainerPortArgs(name="kafka", container_port=KAFKA_PORT),
-                               k8s.core.v1.ContainerPortArgs(name="controller", container_port=KAFKA_CONTROLLER_PORT)],
-                        readiness_probe=k8s.core.v1.ProbeArgs(
-                            tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=KAFKA_PORT), period_seconds=10),
-                        volume_mounts=[k8s.core.v1.VolumeMountArgs(name="data", mount_path="/var/lib/kafka/data")],
-                        resources=exact(BROKER_CPU, BROKER_MEMORY))])),
-                volume_claim_templates=[k8s.core.v1.PersistentVolumeClaimArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name="data", labels=kafka_labels),
-                    spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                        access_modes=["ReadWriteOnce"], storage_class_name=gke.storage_class,
-                        resources=k8s.core.v1.VolumeResourceRequirementsArgs(
-                            requests={"storage": f"{args.disk_gb}Gi"})))]),
-            opts=child_opts(self))
+                    spec=pod_spec(
+                        [
+                            k8s.core.v1.ContainerArgs(
+                                name="kafka",
+                                image=KAFKA_IMAGE,
+                                security_context=locked_down,
+                                command=["/bin/bash", "-c"],
+                                args=[start],
+                                env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in env.items()],
+                                ports=[
+                                    k8s.core.v1.ContainerPortArgs(name="kafka", container_port=KAFKA_PORT),
+                                    k8s.core.v1.ContainerPortArgs(
+                                        name="controller", container_port=KAFKA_CONTROLLER_PORT
+                                    ),
+                                ],
+                                readiness_probe=k8s.core.v1.ProbeArgs(
+                                    tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=KAFKA_PORT), period_seconds=10
+                                ),
+                                volume_mounts=[
+                                    k8s.core.v1.VolumeMountArgs(name="data", mount_path="/var/lib/kafka/data")
+                                ],
+                                resources=exact(BROKER_CPU, BROKER_MEMORY),
+                            )
+                        ]
+                    ),
+                ),
+                volume_claim_templates=[
+                    k8s.core.v1.PersistentVolumeClaimArgs(
+                        metadata=k8s.meta.v1.ObjectMetaArgs(name="data", labels=kafka_labels),
+                        spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                            access_modes=["ReadWriteOnce"],
+                            storage_class_name=gke.storage_class,
+                            resources=k8s.core.v1.VolumeResourceRequirementsArgs(
+                                requests={"storage": f"{args.disk_gb}Gi"}
+                            ),
+                        ),
+                    )
+                ],
+            ),
+            opts=child_opts(self),
+        )
 
         self.mm2_properties = self._properties(args, bootstrap)
-        config = k8s.core.v1.ConfigMap(f"{name}-mm2-config", metadata=meta(mm2_name, mm2_labels),
-                                       data={MM2_CONFIG_KEY: self.mm2_properties}, opts=child_opts(self))
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-mm2-config",
+            metadata=meta(mm2_name, mm2_labels),
+            data={MM2_CONFIG_KEY: self.mm2_properties},
+            opts=child_opts(self),
+        )
         mm2_selector = {"app.kubernetes.io/component": mm2_name}
         k8s.apps.v1.Deployment(
-            f"{name}-mm2", metadata=meta(mm2_name, mm2_labels),
+            f"{name}-mm2",
+            metadata=meta(mm2_name, mm2_labels),
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=1, strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
+                replicas=1,
+                strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=mm2_selector),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     # a changed mm2.properties rolls the pod
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=mm2_labels, annotations={
-                        "daggers.dev/config-sha": self.mm2_properties.apply(
-                            lambda t: hashlib.sha256(t.encode()).hexdigest()[:16])}),
-                    spec=pod_spec([k8s.core.v1.ContainerArgs(
-                        name="mirror-maker", image=KAFKA_IMAGE, security_context=locked_down,
-                        # --clusters local: only the connectors that write to the mirror run
-                        command=["/opt/kafka/bin/connect-mirror-maker.sh", f"/etc/mm2/{MM2_CONFIG_KEY}",
-                                 "--clusters", LOCAL_ALIAS],
-                        volume_mounts=[k8s.core.v1.VolumeMountArgs(name="config", mount_path="/etc/mm2",
-                                                                   read_only=True),
-                                       k8s.core.v1.VolumeMountArgs(name="source-login", mount_path=SECRETS_DIR,
-                                                                   read_only=True)],
-                        resources=exact(MM2_CPU, MM2_MEMORY))],
-                        volumes=[k8s.core.v1.VolumeArgs(name="config", config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
-                            name=config.metadata.name)),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=mm2_labels,
+                        annotations={
+                            "daggers.dev/config-sha": self.mm2_properties.apply(
+                                lambda t: hashlib.sha256(t.encode()).hexdigest()[:16]
+                            )
+                        },
+                    ),
+                    spec=pod_spec(
+                        [
+                            k8s.core.v1.ContainerArgs(
+                                name="mirror-maker",
+                                image=KAFKA_IMAGE,
+                                security_context=locked_down,
+                                # --clusters local: only the connectors that write to the mirror run
+                                command=[
+                                    "/opt/kafka/bin/connect-mirror-maker.sh",
+                                    f"/etc/mm2/{MM2_CONFIG_KEY}",
+                                    "--clusters",
+                                    LOCAL_ALIAS,
+                                ],
+                                volume_mounts=[
+                                    k8s.core.v1.VolumeMountArgs(name="config", mount_path="/etc/mm2", read_only=True),
+                                    k8s.core.v1.VolumeMountArgs(
+                                        name="source-login", mount_path=SECRETS_DIR, read_only=True
+                                    ),
+                                ],
+                                resources=exact(MM2_CPU, MM2_MEMORY),
+                            )
+                        ],
+                        volumes=[
+                            k8s.core.v1.VolumeArgs(
+                                name="config",
+                                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=config.metadata.name),
+                            ),
                             # created out of band with the SCRAM user (see mm2_properties)
-                            k8s.core.v1.VolumeArgs(name="source-login", secret=k8s.core.v1.SecretVolumeSourceArgs(
-                                secret_name=f"mm2-{args.source_alias}-credentials",
-                                items=[k8s.core.v1.KeyToPathArgs(key="sasl.properties",
-                                                                 path=f"{args.source_alias}.properties")]))]))),
-            opts=child_opts(self))
+                            k8s.core.v1.VolumeArgs(
+                                name="source-login",
+                                secret=k8s.core.v1.SecretVolumeSourceArgs(
+                                    secret_name=f"mm2-{args.source_alias}-credentials",
+                                    items=[
+                                        k8s.core.v1.KeyToPathArgs(
+                                            key="sasl.properties", path=f"{args.source_alias}.properties"
+                                        )
+                                    ],
+                                ),
+                            ),
+                        ],
+                    ),
+                ),
+            ),
+            opts=child_opts(self),
+        )
         return bootstrap
 
     # -- vm --------------------------------------------------------------------------------------
     def _on_vms(self, name: str, args: KafkaMirrorArgs, vm: MirrorOnVms) -> pulumi.Output[str]:
         zones = pulumi.Output.from_input(vm.zones)
-        instances = [private_instance(
-            f"{name}-broker-{i}", parent=self, name=f"dagger-{args.team}-mirror-{args.source_alias}-{i}",
-            project=vm.project, machine_type=MIRROR_MACHINE_TYPE, zone=zones.apply(lambda zs, i=i: zs[i % len(zs)]),
-            subnetwork=vm.subnetwork, service_account_email=vm.service_account_email, tags=vm.network_tags,
-            labels={**args.labels, "role": "kafka-mirror"}, disk_gb=args.disk_gb) for i in range(args.brokers)]
+        instances = [
+            private_instance(
+                f"{name}-broker-{i}",
+                parent=self,
+                name=f"dagger-{args.team}-mirror-{args.source_alias}-{i}",
+                project=vm.project,
+                machine_type=MIRROR_MACHINE_TYPE,
+                zone=zones.apply(lambda zs, i=i: zs[i % len(zs)]),
+                subnetwork=vm.subnetwork,
+                service_account_email=vm.service_account_email,
+                tags=vm.network_tags,
+                labels={**args.labels, "role": "kafka-mirror"},
+                disk_gb=args.disk_gb,
+            )
+            for i in range(args.brokers)
+        ]
         pairs = pulumi.Output.all(*[pulumi.Output.all(inst.name, internal_ip(inst)) for inst in instances])
         bootstrap = pairs.apply(lambda ps: ",".join(f"{ip}:{KAFKA_PORT}" for _, ip in ps))
         self.mm2_properties = self._properties(args, bootstrap)
@@ -347,13 +475,18 @@ class KafkaMirror(pulumi.ComponentResource):
             voters = ",".join(f"{i}@{ip}:{KAFKA_CONTROLLER_PORT}" for i, (_, ip) in enumerate(ps))
             return inventory_of(
                 {"kafka_mirror": ps, "mirror_maker": ps, group: ps},
-                {group: {"kafka_mirror_source_alias": args.source_alias,
-                         "kafka_mirror_cluster_id": kraft_cluster_id(args.team, args.source_alias),
-                         "kafka_mirror_controller_quorum_voters": voters,
-                         "kafka_mirror_bootstrap_servers": servers,
-                         "kafka_mirror_replication_factor": args.replication_factor,
-                         "mirror_maker_properties": properties}},
-                {host: {"kafka_mirror_node_id": i} for i, (host, _) in enumerate(ps)})
+                {
+                    group: {
+                        "kafka_mirror_source_alias": args.source_alias,
+                        "kafka_mirror_cluster_id": kraft_cluster_id(args.team, args.source_alias),
+                        "kafka_mirror_controller_quorum_voters": voters,
+                        "kafka_mirror_bootstrap_servers": servers,
+                        "kafka_mirror_replication_factor": args.replication_factor,
+                        "mirror_maker_properties": properties,
+                    }
+                },
+                {host: {"kafka_mirror_node_id": i} for i, (host, _) in enumerate(ps)},
+            )
 
         self.inventory = pulumi.Output.all(pairs, bootstrap, self.mm2_properties).apply(build)
         return bootstrap

@@ -21,6 +21,7 @@ true by default, which the cloud inventory cannot set) and generates the secrets
 
 Output `master_url`: spark://host:7077.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -62,7 +63,7 @@ WORKER_OVERHEAD_MI = 1536
 MAX_PODS_PER_NODE = 32
 # GKE gives each node a pod range of twice its max pods, rounded up to a power of two
 POD_RANGE_PER_NODE = 2 ** math.ceil(math.log2(MAX_PODS_PER_NODE * 2))
-SPARE_NODES = 1          # a node for the master and the team's Kafka mirrors
+SPARE_NODES = 1  # a node for the master and the team's Kafka mirrors
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 # the apache/spark image's own user (and group): the pods run as it, never as root
 SPARK_UID = 185
@@ -74,8 +75,12 @@ CONF_FILE_MODE = 0o400
 
 def gke_allocatable(cores: int, memory_gb: int) -> tuple[int, int]:
     """A GKE node's allocatable (millicores, MiB), after GKE's documented reservations."""
-    cpu_reserved = (0.06 * min(cores, 1) + 0.01 * min(max(cores - 1, 0), 1)
-                    + 0.005 * min(max(cores - 2, 0), 2) + 0.0025 * max(cores - 4, 0))
+    cpu_reserved = (
+        0.06 * min(cores, 1)
+        + 0.01 * min(max(cores - 1, 0), 1)
+        + 0.005 * min(max(cores - 2, 0), 2)
+        + 0.0025 * max(cores - 4, 0)
+    )
     mem_reserved, lower = 0.0, 0.0
     for upto, share in ((4, 0.25), (8, 0.20), (16, 0.10), (128, 0.06), (math.inf, 0.02)):
         mem_reserved += max(0.0, min(memory_gb, upto) - lower) * share
@@ -98,17 +103,17 @@ class PlacementError(ValueError):
 
 @dataclass(frozen=True)
 class GkePlacement:
-    cluster: pulumi.Input[str]              # the platform's GKE cluster (id)
+    cluster: pulumi.Input[str]  # the platform's GKE cluster (id)
     location: pulumi.Input[str]
     namespace: pulumi.Input[str]
     service_account_name: pulumi.Input[str]  # the team's Kubernetes SA (Workload Identity)
-    pod_range: ipaddress.IPv4Network        # the team's range: its node pool's pod IPs
+    pod_range: ipaddress.IPv4Network  # the team's range: its node pool's pod IPs
     network_tag: str
 
 
 @dataclass(frozen=True)
 class VmPlacement:
-    zones: pulumi.Input[Sequence[str]]      # instances are spread over these, round robin
+    zones: pulumi.Input[Sequence[str]]  # instances are spread over these, round robin
     subnetwork: pulumi.Input[str]
     network_tags: Sequence[str]
 
@@ -126,7 +131,7 @@ class SparkClusterArgs:
     gke: GkePlacement | None = None
     vm: VmPlacement | None = None
     image: str = SPARK_IMAGE
-    k8s_name: str = "spark"                 # Kubernetes objects: <k8s_name>-master, <k8s_name>-worker
+    k8s_name: str = "spark"  # Kubernetes objects: <k8s_name>-master, <k8s_name>-worker
 
     def __post_init__(self) -> None:
         if (self.gke is None) == (self.vm is None):
@@ -135,7 +140,7 @@ class SparkClusterArgs:
 
 class SparkCluster(pulumi.ComponentResource):
     master_url: pulumi.Output[str]
-    inventory: pulumi.Output[dict] | None   # vm flavour only
+    inventory: pulumi.Output[dict] | None  # vm flavour only
     auth_secret: pulumi.Output[str] | None  # gke flavour only (on vm the role generates them)
     ui_key: pulumi.Output[str] | None
 
@@ -146,8 +151,14 @@ class SparkCluster(pulumi.ComponentResource):
             self.master_url = self._on_gke(name, args, args.gke)
         else:
             self.master_url, self.inventory = self._on_vms(name, args, args.vm)
-        self.register_outputs({"master_url": self.master_url, "inventory": self.inventory,
-                               "auth_secret": self.auth_secret, "ui_key": self.ui_key})
+        self.register_outputs(
+            {
+                "master_url": self.master_url,
+                "inventory": self.inventory,
+                "auth_secret": self.auth_secret,
+                "ui_key": self.ui_key,
+            }
+        )
 
     # -- gke -------------------------------------------------------------------------------------
     def _on_gke(self, name: str, args: SparkClusterArgs, gke: GkePlacement) -> pulumi.Output[str]:
@@ -157,27 +168,46 @@ class SparkCluster(pulumi.ComponentResource):
                 f"team {args.team}: its range {gke.pod_range} holds the pod ranges of "
                 f"{gke.pod_range.num_addresses // POD_RANGE_PER_NODE} nodes "
                 f"(a /{32 - int(math.log2(POD_RANGE_PER_NODE))} each); its node pool grows to {nodes + 1}: "
-                f"ask for a larger network.cidr or fewer workers")
+                f"ask for a larger network.cidr or fewer workers"
+            )
         pool = gcp.container.NodePool(
-            f"{name}-pool", name=f"dagger-{args.team}", project=args.project, cluster=gke.cluster,
-            location=gke.location, initial_node_count=1, max_pods_per_node=MAX_PODS_PER_NODE,
+            f"{name}-pool",
+            name=f"dagger-{args.team}",
+            project=args.project,
+            cluster=gke.cluster,
+            location=gke.location,
+            initial_node_count=1,
+            max_pods_per_node=MAX_PODS_PER_NODE,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=nodes, total_max_node_count=nodes + 1, location_policy="BALANCED"),
+                total_min_node_count=nodes, total_max_node_count=nodes + 1, location_policy="BALANCED"
+            ),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(max_surge=1, max_unavailable=0),
             network_config=gcp.container.NodePoolNetworkConfigArgs(
-                create_pod_range=True, pod_range=f"dagger-{args.team}-pods",
-                pod_ipv4_cidr_block=str(gke.pod_range), enable_private_nodes=True),
+                create_pod_range=True,
+                pod_range=f"dagger-{args.team}-pods",
+                pod_ipv4_cidr_block=str(gke.pod_range),
+                enable_private_nodes=True,
+            ),
             node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=args.machine_type, service_account=args.service_account_email, oauth_scopes=SCOPES,
-                labels={TEAM_LABEL: args.team}, resource_labels=dict(args.labels), tags=[gke.network_tag],
-                taints=[gcp.container.NodePoolNodeConfigTaintArgs(key=TEAM_LABEL, value=args.team,
-                                                                  effect="NO_SCHEDULE")],
+                machine_type=args.machine_type,
+                service_account=args.service_account_email,
+                oauth_scopes=SCOPES,
+                labels={TEAM_LABEL: args.team},
+                resource_labels=dict(args.labels),
+                tags=[gke.network_tag],
+                taints=[
+                    gcp.container.NodePoolNodeConfigTaintArgs(key=TEAM_LABEL, value=args.team, effect="NO_SCHEDULE")
+                ],
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"),
+                    mode="GKE_METADATA"
+                ),
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True)),
-            opts=child_opts(self))
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            opts=child_opts(self),
+        )
 
         master_name, worker_name = f"{args.k8s_name}-master", f"{args.k8s_name}-worker"
         master_labels = k8s_labels(args.labels, args.team, master_name)
@@ -191,101 +221,184 @@ class SparkCluster(pulumi.ComponentResource):
             return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=gke.namespace, labels=dict(labels))
 
         conf = self._auth_conf(name, meta(f"{args.k8s_name}-defaults", k8s_labels(args.labels, args.team)))
-        conf_volume = k8s.core.v1.VolumeArgs(name="spark-defaults", secret=k8s.core.v1.SecretVolumeSourceArgs(
-            secret_name=conf.metadata.name, default_mode=CONF_FILE_MODE,
-            items=[k8s.core.v1.KeyToPathArgs(key=spark_auth.CONF_FILE, path=spark_auth.CONF_FILE)]))
+        conf_volume = k8s.core.v1.VolumeArgs(
+            name="spark-defaults",
+            secret=k8s.core.v1.SecretVolumeSourceArgs(
+                secret_name=conf.metadata.name,
+                default_mode=CONF_FILE_MODE,
+                items=[k8s.core.v1.KeyToPathArgs(key=spark_auth.CONF_FILE, path=spark_auth.CONF_FILE)],
+            ),
+        )
         conf_mount = k8s.core.v1.VolumeMountArgs(name="spark-defaults", mount_path=SPARK_CONF_DIR, read_only=True)
 
-        def pod(labels: Mapping[str, str], container: k8s.core.v1.ContainerArgs,
-                affinity: k8s.core.v1.AffinityArgs | None = None) -> k8s.core.v1.PodTemplateSpecArgs:
+        def pod(
+            labels: Mapping[str, str],
+            container: k8s.core.v1.ContainerArgs,
+            affinity: k8s.core.v1.AffinityArgs | None = None,
+        ) -> k8s.core.v1.PodTemplateSpecArgs:
             return k8s.core.v1.PodTemplateSpecArgs(
                 metadata=k8s.meta.v1.ObjectMetaArgs(labels=dict(labels)),
                 spec=k8s.core.v1.PodSpecArgs(
-                    service_account_name=gke.service_account_name, automount_service_account_token=False,
-                    node_selector=team_node_selector(args.team), tolerations=team_tolerations(args.team),
-                    affinity=affinity, containers=[container], volumes=[conf_volume],
+                    service_account_name=gke.service_account_name,
+                    automount_service_account_token=False,
+                    node_selector=team_node_selector(args.team),
+                    tolerations=team_tolerations(args.team),
+                    affinity=affinity,
+                    containers=[container],
+                    volumes=[conf_volume],
                     security_context=k8s.core.v1.PodSecurityContextArgs(
-                        run_as_non_root=True, run_as_user=SPARK_UID, run_as_group=SPARK_UID, fs_group=SPARK_UID,
-                        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"))))
+                        run_as_non_root=True,
+                        run_as_user=SPARK_UID,
+                        run_as_group=SPARK_UID,
+                        fs_group=SPARK_UID,
+                        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+                    ),
+                ),
+            )
 
         def resources(cpu: str, memory: str) -> k8s.core.v1.ResourceRequirementsArgs:
             exact = {"cpu": cpu, "memory": memory}
             return k8s.core.v1.ResourceRequirementsArgs(requests=exact, limits=exact)
 
         locked_down = k8s.core.v1.SecurityContextArgs(
-            allow_privilege_escalation=False, capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]))
+            allow_privilege_escalation=False, capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"])
+        )
 
         k8s.apps.v1.Deployment(
-            f"{name}-master", metadata=meta(master_name, master_labels),
+            f"{name}-master",
+            metadata=meta(master_name, master_labels),
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=1, strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
+                replicas=1,
+                strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
-                template=pod(master_labels, k8s.core.v1.ContainerArgs(
-                    name="master", image=args.image, security_context=locked_down,
-                    command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master"],
-                    args=["--port", str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_UI_PORT),
-                          "--properties-file", SPARK_CONF_PATH],
-                    volume_mounts=[conf_mount],
-                    ports=[k8s.core.v1.ContainerPortArgs(name="spark", container_port=SPARK_MASTER_PORT),
-                           k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_MASTER_UI_PORT)],
-                    # TCP: an HTTP probe of the UI would get 403 behind the JWSFilter
-                    readiness_probe=k8s.core.v1.ProbeArgs(
-                        tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_MASTER_PORT), period_seconds=10),
-                    resources=resources(f"{MASTER_CPU_M}m", f"{MASTER_MEMORY_MI}Mi")))),
-            opts=on_pool)
+                template=pod(
+                    master_labels,
+                    k8s.core.v1.ContainerArgs(
+                        name="master",
+                        image=args.image,
+                        security_context=locked_down,
+                        command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master"],
+                        args=[
+                            "--port",
+                            str(SPARK_MASTER_PORT),
+                            "--webui-port",
+                            str(SPARK_MASTER_UI_PORT),
+                            "--properties-file",
+                            SPARK_CONF_PATH,
+                        ],
+                        volume_mounts=[conf_mount],
+                        ports=[
+                            k8s.core.v1.ContainerPortArgs(name="spark", container_port=SPARK_MASTER_PORT),
+                            k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_MASTER_UI_PORT),
+                        ],
+                        # TCP: an HTTP probe of the UI would get 403 behind the JWSFilter
+                        readiness_probe=k8s.core.v1.ProbeArgs(
+                            tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_MASTER_PORT), period_seconds=10
+                        ),
+                        resources=resources(f"{MASTER_CPU_M}m", f"{MASTER_MEMORY_MI}Mi"),
+                    ),
+                ),
+            ),
+            opts=on_pool,
+        )
         service = k8s.core.v1.Service(
-            f"{name}-master-service", metadata=meta(master_name, master_labels),
-            spec=k8s.core.v1.ServiceSpecArgs(selector=selector, ports=[
-                k8s.core.v1.ServicePortArgs(name="spark", port=SPARK_MASTER_PORT, target_port=SPARK_MASTER_PORT),
-                k8s.core.v1.ServicePortArgs(name="ui", port=SPARK_MASTER_UI_PORT, target_port=SPARK_MASTER_UI_PORT)]),
-            opts=child_opts(self))
+            f"{name}-master-service",
+            metadata=meta(master_name, master_labels),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                selector=selector,
+                ports=[
+                    k8s.core.v1.ServicePortArgs(name="spark", port=SPARK_MASTER_PORT, target_port=SPARK_MASTER_PORT),
+                    k8s.core.v1.ServicePortArgs(name="ui", port=SPARK_MASTER_UI_PORT, target_port=SPARK_MASTER_UI_PORT),
+                ],
+            ),
+            opts=child_opts(self),
+        )
         master_url = pulumi.Output.all(service.metadata.name, gke.namespace).apply(
-            lambda v: f"spark://{v[0]}.{v[1]}.svc.cluster.local:{SPARK_MASTER_PORT}")
+            lambda v: f"spark://{v[0]}.{v[1]}.svc.cluster.local:{SPARK_MASTER_PORT}"
+        )
 
         cpu, memory, spark_memory = worker_pod_resources(args.worker_cores, args.worker_memory_gb)
-        one_per_node = k8s.core.v1.AffinityArgs(pod_anti_affinity=k8s.core.v1.PodAntiAffinityArgs(
-            required_during_scheduling_ignored_during_execution=[k8s.core.v1.PodAffinityTermArgs(
-                topology_key="kubernetes.io/hostname",
-                label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=worker_selector))]))
+        one_per_node = k8s.core.v1.AffinityArgs(
+            pod_anti_affinity=k8s.core.v1.PodAntiAffinityArgs(
+                required_during_scheduling_ignored_during_execution=[
+                    k8s.core.v1.PodAffinityTermArgs(
+                        topology_key="kubernetes.io/hostname",
+                        label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=worker_selector),
+                    )
+                ]
+            )
+        )
         k8s.apps.v1.Deployment(
-            f"{name}-workers", metadata=meta(worker_name, worker_labels),
+            f"{name}-workers",
+            metadata=meta(worker_name, worker_labels),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=args.workers,
                 # no surge: a rollout must not ask the quota for more than the spec's workers
                 strategy=k8s.apps.v1.DeploymentStrategyArgs(
-                    type="RollingUpdate", rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(
-                        max_surge=0, max_unavailable=1)),
+                    type="RollingUpdate",
+                    rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
+                ),
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=worker_selector),
-                template=pod(worker_labels, k8s.core.v1.ContainerArgs(
-                    name="worker", image=args.image, security_context=locked_down,
-                    command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.worker.Worker"],
-                    args=master_url.apply(lambda url: [
-                        url, "--cores", str(args.worker_cores), "--memory", spark_memory,
-                        "--port", str(SPARK_WORKER_PORT), "--webui-port", str(SPARK_WORKER_UI_PORT),
-                        "--properties-file", SPARK_CONF_PATH]),
-                    volume_mounts=[conf_mount],
-                    ports=[k8s.core.v1.ContainerPortArgs(name="worker", container_port=SPARK_WORKER_PORT),
-                           k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_WORKER_UI_PORT)],
-                    readiness_probe=k8s.core.v1.ProbeArgs(
-                        tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_WORKER_PORT), period_seconds=10),
-                    resources=resources(cpu, memory)), affinity=one_per_node)),
-            opts=on_pool)
+                template=pod(
+                    worker_labels,
+                    k8s.core.v1.ContainerArgs(
+                        name="worker",
+                        image=args.image,
+                        security_context=locked_down,
+                        command=["/opt/spark/bin/spark-class", "org.apache.spark.deploy.worker.Worker"],
+                        args=master_url.apply(
+                            lambda url: [
+                                url,
+                                "--cores",
+                                str(args.worker_cores),
+                                "--memory",
+                                spark_memory,
+                                "--port",
+                                str(SPARK_WORKER_PORT),
+                                "--webui-port",
+                                str(SPARK_WORKER_UI_PORT),
+                                "--properties-file",
+                                SPARK_CONF_PATH,
+                            ]
+                        ),
+                        volume_mounts=[conf_mount],
+                        ports=[
+                            k8s.core.v1.ContainerPortArgs(name="worker", container_port=SPARK_WORKER_PORT),
+                            k8s.core.v1.ContainerPortArgs(name="ui", container_port=SPARK_WORKER_UI_PORT),
+                        ],
+                        readiness_probe=k8s.core.v1.ProbeArgs(
+                            tcp_socket=k8s.core.v1.TCPSocketActionArgs(port=SPARK_WORKER_PORT), period_seconds=10
+                        ),
+                        resources=resources(cpu, memory),
+                    ),
+                    affinity=one_per_node,
+                ),
+            ),
+            opts=on_pool,
+        )
         return master_url
 
-    def _auth_conf(self, name: str,
-                   metadata: k8s.meta.v1.ObjectMetaArgs) -> k8s.core.v1.Secret:
+    def _auth_conf(self, name: str, metadata: k8s.meta.v1.ObjectMetaArgs) -> k8s.core.v1.Secret:
         """The cluster's secrets, made once, and its spark-defaults.conf in a Secret of the team's namespace."""
         # letters and digits only: nothing a properties file or a shell would escape
-        secret = random.RandomPassword(f"{name}-auth-secret", length=spark_auth.SECRET_LENGTH, special=False,
-                                       opts=child_opts(self))
-        key = random.RandomPassword(f"{name}-ui-key", length=spark_auth.UI_KEY_LENGTH, special=False,
-                                    opts=child_opts(self))
+        secret = random.RandomPassword(
+            f"{name}-auth-secret", length=spark_auth.SECRET_LENGTH, special=False, opts=child_opts(self)
+        )
+        key = random.RandomPassword(
+            f"{name}-ui-key", length=spark_auth.UI_KEY_LENGTH, special=False, opts=child_opts(self)
+        )
         # secret in the program too (the mocks do not apply the provider's additional_secret_outputs)
         self.auth_secret, self.ui_key = pulumi.Output.secret(secret.result), pulumi.Output.secret(key.result)
-        conf = pulumi.Output.secret(pulumi.Output.all(self.auth_secret, self.ui_key).apply(
-            lambda v: spark_auth.spark_defaults_conf(v[0], v[1])))
-        return k8s.core.v1.Secret(f"{name}-defaults", metadata=metadata, type="Opaque",
-                                  string_data={spark_auth.CONF_FILE: conf}, opts=child_opts(self))
+        conf = pulumi.Output.secret(
+            pulumi.Output.all(self.auth_secret, self.ui_key).apply(lambda v: spark_auth.spark_defaults_conf(v[0], v[1]))
+        )
+        return k8s.core.v1.Secret(
+            f"{name}-defaults",
+            metadata=metadata,
+            type="Opaque",
+            string_data={spark_auth.CONF_FILE: conf},
+            opts=child_opts(self),
+        )
 
     # -- vm --------------------------------------------------------------------------------------
     def _on_vms(self, name: str, args: SparkClusterArgs, vm: VmPlacement):
@@ -293,15 +406,24 @@ class SparkCluster(pulumi.ComponentResource):
 
         def instance(logical: str, instance_name: str, machine_type: str, index: int, role: str):
             return private_instance(
-                logical, parent=self, name=instance_name, project=args.project, machine_type=machine_type,
-                zone=zones.apply(lambda zs: zs[index % len(zs)]), subnetwork=vm.subnetwork,
-                service_account_email=args.service_account_email, tags=vm.network_tags,
-                labels={**args.labels, "role": role})
+                logical,
+                parent=self,
+                name=instance_name,
+                project=args.project,
+                machine_type=machine_type,
+                zone=zones.apply(lambda zs: zs[index % len(zs)]),
+                subnetwork=vm.subnetwork,
+                service_account_email=args.service_account_email,
+                tags=vm.network_tags,
+                labels={**args.labels, "role": role},
+            )
 
         prefix = f"dagger-{args.team}-{args.k8s_name}"
         master = instance(f"{name}-master", f"{prefix}-master", MASTER_MACHINE_TYPE, 0, "spark-master")
-        workers = [instance(f"{name}-worker-{i}", f"{prefix}-worker-{i}", args.machine_type, i + 1, "spark-worker")
-                   for i in range(args.workers)]
+        workers = [
+            instance(f"{name}-worker-{i}", f"{prefix}-worker-{i}", args.machine_type, i + 1, "spark-worker")
+            for i in range(args.workers)
+        ]
 
         hosts = pulumi.Output.all(*[pulumi.Output.all(i.name, internal_ip(i)) for i in [master, *workers]])
         master_url = internal_ip(master).apply(lambda addr: f"spark://{addr}:{SPARK_MASTER_PORT}")
@@ -311,12 +433,20 @@ class SparkCluster(pulumi.ComponentResource):
             pairs = [tuple(p) for p in pairs]
             return inventory_of(
                 {"spark_master": pairs[:1], "spark_workers": pairs[1:]},
-                {"spark_master": {"spark_master_port": SPARK_MASTER_PORT, "spark_master_ui_port": SPARK_MASTER_UI_PORT},
-                 "spark_workers": {"spark_master_url": url, "spark_worker_cores": args.worker_cores,
-                                   "spark_worker_memory_gb": args.worker_memory_gb,
-                                   "spark_worker_port": SPARK_WORKER_PORT,
-                                   "spark_worker_ui_port": SPARK_WORKER_UI_PORT}})
+                {
+                    "spark_master": {
+                        "spark_master_port": SPARK_MASTER_PORT,
+                        "spark_master_ui_port": SPARK_MASTER_UI_PORT,
+                    },
+                    "spark_workers": {
+                        "spark_master_url": url,
+                        "spark_worker_cores": args.worker_cores,
+                        "spark_worker_memory_gb": args.worker_memory_gb,
+                        "spark_worker_port": SPARK_WORKER_PORT,
+                        "spark_worker_ui_port": SPARK_WORKER_UI_PORT,
+                    },
+                },
+            )
 
         inventory = pulumi.Output.all(master_url, hosts).apply(build)
         return master_url, inventory
-

@@ -3,6 +3,7 @@
 Constructing the PolicyPack starts the analyzer the CLI talks to, so this file only wires: the
 rules live in rules.py (tested by `make test` without the CLI), the adapters in pack.py.
 """
+
 import sys
 from pathlib import Path
 

@@ -5,6 +5,7 @@ what it returns. The stack's team is the stack's name, read from the URN (`pulum
 what the platform knows about every team (the registry: each team's exact identities and range)
 comes from infra/teams/*.yaml, and its owners' group from infra/grants/*.yaml.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -23,11 +24,17 @@ from pulumi_policy import (
 from . import rules
 
 PACK_NAME = "daggers-platform"
-_UNKNOWN_SENTINELS = frozenset({
-    proxy.UNKNOWN_BOOLEAN_VALUE, proxy.UNKNOWN_NUMBER_VALUE, proxy.UNKNOWN_STRING_VALUE,
-    proxy.UNKNOWN_ARRAY_VALUE, proxy.UNKNOWN_ASSET_VALUE, proxy.UNKNOWN_ARCHIVE_VALUE,
-    proxy.UNKNOWN_OBJECT_VALUE,
-})
+_UNKNOWN_SENTINELS = frozenset(
+    {
+        proxy.UNKNOWN_BOOLEAN_VALUE,
+        proxy.UNKNOWN_NUMBER_VALUE,
+        proxy.UNKNOWN_STRING_VALUE,
+        proxy.UNKNOWN_ARRAY_VALUE,
+        proxy.UNKNOWN_ASSET_VALUE,
+        proxy.UNKNOWN_ARCHIVE_VALUE,
+        proxy.UNKNOWN_OBJECT_VALUE,
+    }
+)
 
 
 def plain(value: Any) -> Any:
@@ -62,8 +69,9 @@ def _resource_policy(rule: rules.Rule, teams: rules.Teams) -> ResourceValidation
         for v in rule.check(args.resource_type, props, args.urn, rules.stack_of(args.urn), teams):
             report_violation(str(v), v.urn)
 
-    return ResourceValidationPolicy(name=rule.name, description=rule.description, validate=validate,
-                                    enforcement_level=EnforcementLevel.MANDATORY)
+    return ResourceValidationPolicy(
+        name=rule.name, description=rule.description, validate=validate, enforcement_level=EnforcementLevel.MANDATORY
+    )
 
 
 def _stack_policy(rule: rules.Rule, teams: rules.Teams) -> StackValidationPolicy:
@@ -73,10 +81,12 @@ def _stack_policy(rule: rules.Rule, teams: rules.Teams) -> StackValidationPolicy
         for v in rule.check(resources, team, teams):
             report_violation(str(v), v.urn)
 
-    return StackValidationPolicy(name=rule.name, description=rule.description, validate=validate,
-                                 enforcement_level=EnforcementLevel.MANDATORY)
+    return StackValidationPolicy(
+        name=rule.name, description=rule.description, validate=validate, enforcement_level=EnforcementLevel.MANDATORY
+    )
 
 
 def policies(teams: rules.Teams) -> list:
-    return ([_resource_policy(r, teams) for r in rules.RESOURCE_RULES]
-            + [_stack_policy(r, teams) for r in rules.STACK_RULES])
+    return [_resource_policy(r, teams) for r in rules.RESOURCE_RULES] + [
+        _stack_policy(r, teams) for r in rules.STACK_RULES
+    ]

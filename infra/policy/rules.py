@@ -15,6 +15,7 @@ Two kinds of rule:
 Every violation names its rule and the resource's URN. Values Pulumi cannot know during a preview
 arrive as UNKNOWN and are never judged (the rules run again at `pulumi up`, on known values).
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,30 +47,50 @@ RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 # Kubernetes kinds that live outside namespaces; every other object of a team lives in the team's
 # (a generic CustomResource's scope is not known from its type, so it is not judged on it)
-CLUSTER_SCOPED_KINDS = frozenset({
-    "Namespace", "Node", "PersistentVolume", "StorageClass", "PriorityClass", "RuntimeClass", "IngressClass",
-    "ClusterRole", "ClusterRoleBinding", "ClusterRoleBindingPatch", "CustomResourceDefinition", "APIService",
-    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CSIDriver", "VolumeAttachment",
-    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResource",
-})
-TEAM_LABELS = ("team", "tier", "managed-by")        # on every labelable GCP resource
-K8S_TEAM_LABELS = ("daggers.dev/team", "team")      # one of them on every Kubernetes object
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "StorageClass",
+        "PriorityClass",
+        "RuntimeClass",
+        "IngressClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterRoleBindingPatch",
+        "CustomResourceDefinition",
+        "APIService",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "CSIDriver",
+        "VolumeAttachment",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "CustomResource",
+    }
+)
+TEAM_LABELS = ("team", "tier", "managed-by")  # on every labelable GCP resource
+K8S_TEAM_LABELS = ("daggers.dev/team", "team")  # one of them on every Kubernetes object
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 # Project-wide roles a team stack may grant: they reach no other team's data or workloads. Any other
 # project-wide role (storage.objectAdmin, container.developer, ...) would reach every team's buckets
 # or namespaces, so a team's access is granted on its own resources instead.
-PROJECT_ROLES_ALLOWED = frozenset({
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
-    "roles/artifactregistry.reader",
-    "roles/container.defaultNodeServiceAccount",
-    "roles/container.clusterViewer",
-})
+PROJECT_ROLES_ALLOWED = frozenset(
+    {
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer",
+        "roles/artifactregistry.reader",
+        "roles/container.defaultNodeServiceAccount",
+        "roles/container.clusterViewer",
+    }
+)
 
 
 # -- what a rule sees and says ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -84,6 +105,7 @@ class Violation:
 @dataclass(frozen=True)
 class Resource:
     """One resource of a stack, as a stack rule sees it."""
+
     type: str
     urn: str
     props: Mapping[str, Any]
@@ -98,15 +120,16 @@ class TeamIdentities:
     """The exact identities one team's stack creates (infra/spec.py derives them; the registry
     copies them from each spec): what another stack could name or grant, and the only members
     the team's own grants may go to."""
+
     name: str
     cidr: ipaddress.IPv4Network | None
-    namespace: str                  # also the service account id, network tag and subnetwork name
-    service_account: str            # the email of the team's Google service account
-    service_account_resource: str   # projects/<project>/serviceAccounts/<email>
-    bucket: str                     # the checkpoint bucket
-    workload_pool: str              # <project>.svc.id.goog: the team's Kubernetes service accounts
+    namespace: str  # also the service account id, network tag and subnetwork name
+    service_account: str  # the email of the team's Google service account
+    service_account_resource: str  # projects/<project>/serviceAccounts/<email>
+    bucket: str  # the checkpoint bucket
+    workload_pool: str  # <project>.svc.id.goog: the team's Kubernetes service accounts
     owners_group: str | None = None  # the owners' Google group (infra/grants/<team>.yaml)
-    tier: str | None = field(default=None, compare=False)   # its caps on Kafka topics (topic_quota)
+    tier: str | None = field(default=None, compare=False)  # its caps on Kafka topics (topic_quota)
 
     @property
     def member(self) -> str:
@@ -127,14 +150,20 @@ class TeamIdentities:
         if member == self.member:
             return True
         m = _WI_MEMBER.fullmatch(member)
-        return bool(m) and m["pool"] == self.workload_pool and m["namespace"] == self.namespace \
+        return (
+            bool(m)
+            and m["pool"] == self.workload_pool
+            and m["namespace"] == self.namespace
             and _DNS_SUBDOMAIN.fullmatch(m["ksa"]) is not None
+        )
 
     def own_members(self) -> str:
         return f"{self.member} or serviceAccount:{self.workload_pool}[{self.namespace}/<its service account>]"
 
 
-_WI_MEMBER = re.compile(r"^serviceAccount:(?P<pool>[a-z0-9.-]+\.svc\.id\.goog)\[(?P<namespace>[a-z0-9-]+)/(?P<ksa>[^\]]+)\]$")
+_WI_MEMBER = re.compile(
+    r"^serviceAccount:(?P<pool>[a-z0-9.-]+\.svc\.id\.goog)\[(?P<namespace>[a-z0-9-]+)/(?P<ksa>[^\]]+)\]$"
+)
 
 
 def _fold(text: str) -> str:
@@ -165,6 +194,7 @@ class Teams:
     """The platform's team registry: every team's exact identities and network range, from the
     team specs (and the owners' groups from the grants). Teams are told apart by these identities,
     never by a name prefix: `fraud` and `fraud-spark` are two teams whose names share nothing."""
+
     identities: Mapping[str, TeamIdentities] = field(default_factory=dict)
     project: str = ""
 
@@ -177,11 +207,15 @@ class Teams:
         for name, cidr in ranges.items():
             email = f"dagger-{name}@{project}.iam.gserviceaccount.com"
             out[name] = TeamIdentities(
-                name=name, cidr=ipaddress.IPv4Network(cidr) if cidr is not None else None,
-                namespace=f"dagger-{name}", service_account=email,
+                name=name,
+                cidr=ipaddress.IPv4Network(cidr) if cidr is not None else None,
+                namespace=f"dagger-{name}",
+                service_account=email,
                 service_account_resource=f"projects/{project}/serviceAccounts/{email}",
-                bucket=f"{project}-{name}-checkpoints", workload_pool=f"{project}.svc.id.goog",
-                owners_group=groups.get(name))
+                bucket=f"{project}-{name}-checkpoints",
+                workload_pool=f"{project}.svc.id.goog",
+                owners_group=groups.get(name),
+            )
         return cls(out, project)
 
     @classmethod
@@ -192,10 +226,16 @@ class Teams:
         for s in specs:
             email = f"{s.service_account_id}@{project}.iam.gserviceaccount.com"
             out[s.name] = TeamIdentities(
-                name=s.name, cidr=s.cidr, namespace=s.namespace, service_account=email,
+                name=s.name,
+                cidr=s.cidr,
+                namespace=s.namespace,
+                service_account=email,
                 service_account_resource=f"projects/{project}/serviceAccounts/{email}",
-                bucket=s.bucket_name(project), workload_pool=f"{project}.svc.id.goog",
-                owners_group=groups.get(s.name), tier=s.tier)
+                bucket=s.bucket_name(project),
+                workload_pool=f"{project}.svc.id.goog",
+                owners_group=groups.get(s.name),
+                tier=s.tier,
+            )
         return cls(out, project)
 
     @property
@@ -219,12 +259,42 @@ class Teams:
 # Team names a team may not take: the platform's own stack, and names that read as Kubernetes',
 # GKE's, Istio's or Google's own (reviewers, audit logs and RBAC would confuse them).
 PLATFORM_STACK = "platform"
-RESERVED_TEAM_NAMES = frozenset({
-    PLATFORM_STACK, "default", "system", "admin", "root", "all", "shared", "public", "dagger", "daggers",
-    "kube", "gke", "istio", "google", "goog", "anthos", "knative", "gatekeeper",
-})
-RESERVED_TEAM_PREFIXES = ("kube-", "gke-", "istio-", "dagger-", "goog", "anthos-", "knative-", "gatekeeper-",
-                          "config-management-", "cnrm-", "system-", "platform-")
+RESERVED_TEAM_NAMES = frozenset(
+    {
+        PLATFORM_STACK,
+        "default",
+        "system",
+        "admin",
+        "root",
+        "all",
+        "shared",
+        "public",
+        "dagger",
+        "daggers",
+        "kube",
+        "gke",
+        "istio",
+        "google",
+        "goog",
+        "anthos",
+        "knative",
+        "gatekeeper",
+    }
+)
+RESERVED_TEAM_PREFIXES = (
+    "kube-",
+    "gke-",
+    "istio-",
+    "dagger-",
+    "goog",
+    "anthos-",
+    "knative-",
+    "gatekeeper-",
+    "config-management-",
+    "cnrm-",
+    "system-",
+    "platform-",
+)
 
 
 def reserved_name_problem(name: str) -> str | None:
@@ -259,6 +329,7 @@ def is_team_stack(team: str, teams: "Teams | None" = None) -> bool:
 
 
 # -- small helpers over props -------------------------------------------------------------------------
+
 
 def _get(props: Any, *path: str) -> Any:
     """props.a.b..., or None where a step is missing (UNKNOWN where a step is unknown)."""
@@ -298,12 +369,17 @@ def _kind(resource_type: str) -> str:
 def is_iam(resource_type: str) -> bool:
     """A GCP IAM member, binding or policy on anything (project, bucket, service account, ...);
     pulumi-gcp spells it IAMMember on some resources and IamMember on others (SecretIamMember)."""
-    return resource_type.startswith("gcp:") and re.search(r"iam(member|binding|policy)$", _kind(resource_type),
-                                                          re.IGNORECASE) is not None
+    return (
+        resource_type.startswith("gcp:")
+        and re.search(r"iam(member|binding|policy)$", _kind(resource_type), re.IGNORECASE) is not None
+    )
 
 
 def is_acl(resource_type: str) -> bool:
-    return resource_type.startswith("gcp:storage/") and re.search(r"(ACL|AccessControl)$", _kind(resource_type)) is not None
+    return (
+        resource_type.startswith("gcp:storage/")
+        and re.search(r"(ACL|AccessControl)$", _kind(resource_type)) is not None
+    )
 
 
 _K8S_OBJECT = re.compile(r"^kubernetes:(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+):(?P<kind>[A-Z][A-Za-z]*)$")
@@ -339,20 +415,25 @@ def _members(props: Mapping) -> list[tuple[str, str]]:
 NO_PUBLIC_BUCKETS = "no-public-buckets"
 
 
-def no_public_buckets(resource_type: str, props: Mapping, urn: str, team: str = "",
-                      teams: Teams | None = None) -> list[Violation]:
+def no_public_buckets(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """Buckets enforce public access prevention and uniform bucket-level access; no IAM member or
     ACL anywhere grants allUsers or allAuthenticatedUsers."""
     out = []
     if resource_type == "gcp:storage/bucket:Bucket":
         pap = _get(props, "publicAccessPrevention")
         if pap is not UNKNOWN and pap != "enforced":
-            out.append(Violation(NO_PUBLIC_BUCKETS, urn,
-                                 f"publicAccessPrevention is {pap!r}; it must be 'enforced'"))
+            out.append(Violation(NO_PUBLIC_BUCKETS, urn, f"publicAccessPrevention is {pap!r}; it must be 'enforced'"))
         ubla = _get(props, "uniformBucketLevelAccess")
         if ubla is not UNKNOWN and ubla is not True:
-            out.append(Violation(NO_PUBLIC_BUCKETS, urn,
-                                 f"uniformBucketLevelAccess is {ubla!r}; it must be true (no per-object ACLs)"))
+            out.append(
+                Violation(
+                    NO_PUBLIC_BUCKETS,
+                    urn,
+                    f"uniformBucketLevelAccess is {ubla!r}; it must be true (no per-object ACLs)",
+                )
+            )
     if is_iam(resource_type):
         for where, member in _members(props):
             if member in PUBLIC_MEMBERS:
@@ -367,8 +448,9 @@ def no_public_buckets(resource_type: str, props: Mapping, urn: str, team: str = 
 TEAM_ISOLATION = "team-isolation"
 
 
-def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
-                   teams: Teams | None = None) -> list[Violation]:
+def team_isolation(
+    resource_type: str, props: Mapping, urn: str, team: str, teams: Teams | None = None
+) -> list[Violation]:
     """A team's stack grants nothing on another team's resources and gives another team nothing:
     no property of its resources (IAM members and targets, RoleBinding subjects, namespaces, ...)
     names another team's identity, namespace or bucket; every namespaced Kubernetes object lives in
@@ -380,14 +462,21 @@ def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
     out = []
     for where, value in _strings(props):
         for other in sorted(teams.named_in(value) - {team}):
-            out.append(Violation(TEAM_ISOLATION, urn,
-                                 f"{where} = {value!r} names team {other}'s resources; the {team} stack "
-                                 f"may only reference the {team} team's"))
+            out.append(
+                Violation(
+                    TEAM_ISOLATION,
+                    urn,
+                    f"{where} = {value!r} names team {other}'s resources; the {team} stack "
+                    f"may only reference the {team} team's",
+                )
+            )
     if resource_type == "gcp:compute/firewall:Firewall" and _items(_get(props, "allows")):
         for key in ("sourceRanges", "destinationRanges"):
             for i, cidr in enumerate(_items(_get(props, key))):
-                out += [Violation(TEAM_ISOLATION, urn, f"{key}[{i}] = {cidr} admits team {other}'s range {their}")
-                        for other, their in _ranges_admitted(cidr, None, team, teams)]
+                out += [
+                    Violation(TEAM_ISOLATION, urn, f"{key}[{i}] = {cidr} admits team {other}'s range {their}")
+                    for other, their in _ranges_admitted(cidr, None, team, teams)
+                ]
     if is_k8s_object(resource_type) and _kind(resource_type) not in CLUSTER_SCOPED_KINDS:
         ns = _get(props, "metadata", "namespace")
         home = team_namespace(team)
@@ -396,16 +485,23 @@ def team_isolation(resource_type: str, props: Mapping, urn: str, team: str,
             out.append(Violation(TEAM_ISOLATION, urn, f"{where}; the {team} stack's objects live in {home}"))
     if resource_type == NETWORK_POLICY:
         for where, block in _ip_blocks(props):
-            out += [Violation(TEAM_ISOLATION, urn, f"{where} = {block['cidr']} admits team {other}'s range {their}")
-                    for other, their in _ranges_admitted(block.get("cidr"), block.get("except"), team, teams)]
+            out += [
+                Violation(TEAM_ISOLATION, urn, f"{where} = {block['cidr']} admits team {other}'s range {their}")
+                for other, their in _ranges_admitted(block.get("cidr"), block.get("except"), team, teams)
+            ]
     if re.match(r"^gcp:(projects|organizations|folders)/", resource_type) and is_iam(resource_type):
         role = _get(props, "role")
         if _kind(resource_type) == "IAMPolicy":
             out.append(Violation(TEAM_ISOLATION, urn, "a team stack must not replace the project's IAM policy"))
         elif isinstance(role, str) and role not in PROJECT_ROLES_ALLOWED:
-            out.append(Violation(TEAM_ISOLATION, urn,
-                                 f"grants {role} on the whole project, which reaches every team's "
-                                 f"resources; grant it on the team's own resources instead"))
+            out.append(
+                Violation(
+                    TEAM_ISOLATION,
+                    urn,
+                    f"grants {role} on the whole project, which reaches every team's "
+                    f"resources; grant it on the team's own resources instead",
+                )
+            )
     return out
 
 
@@ -413,15 +509,20 @@ OWN_MEMBERS = "grants-to-own-identities"
 # The grants a team stack makes: IAMMember (additive) on its own bucket, its own service account and
 # the project (PROJECT_ROLES_ALLOWED). Bindings and policies are authoritative: they would remove
 # whatever else holds the role, so a team stack makes none.
-TEAM_IAM_TYPES = frozenset({
-    "gcp:storage/bucketIAMMember:BucketIAMMember",
-    "gcp:serviceaccount/iAMMember:IAMMember",
-    "gcp:projects/iAMMember:IAMMember",
-})
+TEAM_IAM_TYPES = frozenset(
+    {
+        "gcp:storage/bucketIAMMember:BucketIAMMember",
+        "gcp:serviceaccount/iAMMember:IAMMember",
+        "gcp:projects/iAMMember:IAMMember",
+    }
+)
 # Every member prefix IAM accepts (and allUsers, allAuthenticatedUsers): how a string that grants is
 # recognised wherever it sits, in whatever case or with blanks around it.
-_MEMBER_SHAPE = re.compile(r"^\s*(allusers|allauthenticatedusers|(user|group|domain|serviceaccount|principal|"
-                           r"principalset|deleted|projectowner|projecteditor|projectviewer)\s*:)", re.IGNORECASE)
+_MEMBER_SHAPE = re.compile(
+    r"^\s*(allusers|allauthenticatedusers|(user|group|domain|serviceaccount|principal|"
+    r"principalset|deleted|projectowner|projecteditor|projectviewer)\s*:)",
+    re.IGNORECASE,
+)
 _MEMBER_KEYS = ("member", "members", "iamMember")
 # BigQuery dataset access names its grantees in fields of their own.
 _EMAIL_GRANT_KEYS = ("userByEmail", "groupByEmail", "domain", "specialGroup")
@@ -435,11 +536,10 @@ def _grantees(resource_type: str, props: Mapping) -> Iterator[tuple[str, Any]]:
     seen = set()
     for where, value in _strings(props):
         last = re.sub(r"\[\d+\]$", "", where).rsplit(".", 1)[-1]
-        if last in keys or _MEMBER_SHAPE.match(
-                unicodedata.normalize("NFKC", value)):
+        if last in keys or _MEMBER_SHAPE.match(unicodedata.normalize("NFKC", value)):
             seen.add(where)
             yield where, value
-    for key in _MEMBER_KEYS:        # a member the preview does not know yet is judged at `pulumi up`
+    for key in _MEMBER_KEYS:  # a member the preview does not know yet is judged at `pulumi up`
         if _get(props, key) is UNKNOWN and key not in seen:
             yield key, UNKNOWN
     policy = _get(props, "policyData")
@@ -454,8 +554,9 @@ def _grantees(resource_type: str, props: Mapping) -> Iterator[tuple[str, Any]]:
                 yield f"policyData.bindings[{i}].members[{j}]", member
 
 
-def grants_to_own_identities(resource_type: str, props: Mapping, urn: str, team: str,
-                             teams: Teams | None = None) -> list[Violation]:
+def grants_to_own_identities(
+    resource_type: str, props: Mapping, urn: str, team: str, teams: Teams | None = None
+) -> list[Violation]:
     """A team stack grants to its own identities only, and only on its own resources: every IAM
     member is the team's service account or one of its Kubernetes service accounts (Workload
     Identity), never a user, group, domain, principal, another team's or any other account, nor
@@ -471,11 +572,23 @@ def grants_to_own_identities(resource_type: str, props: Mapping, urn: str, team:
         for where, member in _grantees(resource_type, props):
             if member is UNKNOWN or (me and me.is_own_member(member)):
                 continue
-            out.append(Violation(OWN_MEMBERS, urn, f"{where} = {member!r} is not one of team {team}'s identities; "
-                                                   f"the {team} stack grants only to {own}"))
+            out.append(
+                Violation(
+                    OWN_MEMBERS,
+                    urn,
+                    f"{where} = {member!r} is not one of team {team}'s identities; "
+                    f"the {team} stack grants only to {own}",
+                )
+            )
         if is_acl(resource_type):
-            out.append(Violation(OWN_MEMBERS, urn, "ACLs grant outside IAM; the team's bucket uses uniform "
-                                                   "bucket-level access, grant with a BucketIAMMember"))
+            out.append(
+                Violation(
+                    OWN_MEMBERS,
+                    urn,
+                    "ACLs grant outside IAM; the team's bucket uses uniform "
+                    "bucket-level access, grant with a BucketIAMMember",
+                )
+            )
         if is_iam(resource_type):
             out += _iam_target_violations(resource_type, props, urn, team, teams, me)
     elif RBAC_BINDINGS.match(resource_type):
@@ -483,30 +596,50 @@ def grants_to_own_identities(resource_type: str, props: Mapping, urn: str, team:
             kind, name, ns = (_get(subject, k) for k in ("kind", "name", "namespace"))
             if UNKNOWN in (kind, name, ns):
                 continue
-            if me and kind == "ServiceAccount" and ns == me.namespace and isinstance(name, str) \
-                    and _DNS_SUBDOMAIN.fullmatch(name):
+            if (
+                me
+                and kind == "ServiceAccount"
+                and ns == me.namespace
+                and isinstance(name, str)
+                and _DNS_SUBDOMAIN.fullmatch(name)
+            ):
                 continue
             if me and kind == "Group" and me.owners_group is not None and name == me.owners_group:
                 continue
             group = me.owners_group if me and me.owners_group else "none granted"
-            out.append(Violation(OWN_MEMBERS, urn,
-                                 f"subjects[{i}] = {kind} {name!r} is not one of team {team}'s identities; a "
-                                 f"RoleBinding names the team's service accounts (namespace "
-                                 f"{me.namespace if me else team_namespace(team)}) or its owners' group ({group})"))
+            out.append(
+                Violation(
+                    OWN_MEMBERS,
+                    urn,
+                    f"subjects[{i}] = {kind} {name!r} is not one of team {team}'s identities; a "
+                    f"RoleBinding names the team's service accounts (namespace "
+                    f"{me.namespace if me else team_namespace(team)}) or its owners' group ({group})",
+                )
+            )
     return out
 
 
-def _iam_target_violations(resource_type: str, props: Mapping, urn: str, team: str, teams: Teams,
-                           me: TeamIdentities | None) -> list[Violation]:
+def _iam_target_violations(
+    resource_type: str, props: Mapping, urn: str, team: str, teams: Teams, me: TeamIdentities | None
+) -> list[Violation]:
     if resource_type not in TEAM_IAM_TYPES:
-        return [Violation(OWN_MEMBERS, urn, f"{_kind(resource_type)} is not a grant a team stack makes: it "
-                                            "grants with an IAMMember on its own bucket, its own service "
-                                            "account or the project")]
+        return [
+            Violation(
+                OWN_MEMBERS,
+                urn,
+                f"{_kind(resource_type)} is not a grant a team stack makes: it "
+                "grants with an IAMMember on its own bucket, its own service "
+                "account or the project",
+            )
+        ]
     out = []
     checks = {
         "gcp:storage/bucketIAMMember:BucketIAMMember": ("bucket", {me.bucket} if me else set(), "bucket"),
         "gcp:serviceaccount/iAMMember:IAMMember": (
-            "serviceAccountId", {me.service_account_resource, me.service_account} if me else set(), "service account"),
+            "serviceAccountId",
+            {me.service_account_resource, me.service_account} if me else set(),
+            "service account",
+        ),
         "gcp:projects/iAMMember:IAMMember": ("project", {teams.project} if teams.project else set(), "project"),
     }
     key, allowed, what = checks[resource_type]
@@ -532,9 +665,15 @@ def registered_team(resources: Sequence[Resource], team: str = "", teams: Teams 
     if why:
         return [Violation(REGISTERED_TEAM, urn, f"stack {team}: the team name {why}")]
     if team not in teams.names:
-        return [Violation(REGISTERED_TEAM, urn, f"stack {team} is not a team of the platform's registry "
-                                                f"(infra/teams/{team}.yaml): its identities are unknown, so "
-                                                "nothing it grants can be checked")]
+        return [
+            Violation(
+                REGISTERED_TEAM,
+                urn,
+                f"stack {team} is not a team of the platform's registry "
+                f"(infra/teams/{team}.yaml): its identities are unknown, so "
+                "nothing it grants can be checked",
+            )
+        ]
     return []
 
 
@@ -551,8 +690,11 @@ def _ranges_admitted(cidr: Any, excepted: Any, team: str, teams: Teams) -> list[
     if net is None or net.version != 4:
         return []
     holes = [n for n in map(_network, _items(excepted)) if n is not None and n.version == 4]
-    return [(other, their) for other, their in sorted(teams.ranges.items())
-            if other != team and net.overlaps(their) and not any(their.subnet_of(h) for h in holes)]
+    return [
+        (other, their)
+        for other, their in sorted(teams.ranges.items())
+        if other != team and net.overlaps(their) and not any(their.subnet_of(h) for h in holes)
+    ]
 
 
 def _ip_blocks(props: Mapping) -> Iterator[tuple[str, Mapping]]:
@@ -590,8 +732,9 @@ _GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 
 
-def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
-                   teams: Teams | None = None) -> list[Violation]:
+def labels_present(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """Every labelable GCP resource carries team, tier and managed-by (GCP's label rules: lowercase,
     at most 63 characters); every Kubernetes object a daggers.dev/team or team label. In a team
     stack the team label is the stack's team (costs go to the right team)."""
@@ -605,15 +748,26 @@ def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
         where = ".".join(path)
         missing = [k for k in TEAM_LABELS if not labels.get(k)]
         if missing:
-            out.append(Violation(LABELS_PRESENT, urn, f"{where} lacks {', '.join(missing)} "
-                                                      f"(every GCP resource carries {', '.join(TEAM_LABELS)})"))
+            out.append(
+                Violation(
+                    LABELS_PRESENT,
+                    urn,
+                    f"{where} lacks {', '.join(missing)} (every GCP resource carries {', '.join(TEAM_LABELS)})",
+                )
+            )
         for key in labels:
             value = labels[key]
             if value is UNKNOWN:
                 continue
             if not _GCP_LABEL_KEY.match(str(key)) or not isinstance(value, str) or not _GCP_LABEL_VALUE.match(value):
-                out.append(Violation(LABELS_PRESENT, urn, f"{where}.{key} = {value!r} breaks GCP's label rules "
-                                                          "(lowercase letters, digits, '_' and '-', at most 63)"))
+                out.append(
+                    Violation(
+                        LABELS_PRESENT,
+                        urn,
+                        f"{where}.{key} = {value!r} breaks GCP's label rules "
+                        "(lowercase letters, digits, '_' and '-', at most 63)",
+                    )
+                )
         owner = labels.get("team")
         if is_team_stack(team, teams) and isinstance(owner, str) and owner and owner != team:
             out.append(Violation(LABELS_PRESENT, urn, f"{where}.team is {owner!r} in the {team} stack"))
@@ -624,11 +778,14 @@ def labels_present(resource_type: str, props: Mapping, urn: str, team: str = "",
         labels = labels if isinstance(labels, Mapping) else {}
         present = [k for k in K8S_TEAM_LABELS if labels.get(k)]
         if not present:
-            out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels lacks a team label "
-                                                      f"({' or '.join(K8S_TEAM_LABELS)})"))
+            out.append(
+                Violation(LABELS_PRESENT, urn, f"metadata.labels lacks a team label ({' or '.join(K8S_TEAM_LABELS)})")
+            )
         for key in present:
             if is_team_stack(team, teams) and labels[key] is not UNKNOWN and labels[key] != team:
-                out.append(Violation(LABELS_PRESENT, urn, f"metadata.labels.{key} is {labels[key]!r} in the {team} stack"))
+                out.append(
+                    Violation(LABELS_PRESENT, urn, f"metadata.labels.{key} is {labels[key]!r} in the {team} stack")
+                )
     return out
 
 
@@ -639,12 +796,17 @@ _SA_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _RFC1035 = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-AUTONAME_SUFFIX = 8          # Pulumi appends '-' and 7 random characters to an auto-named resource
+AUTONAME_SUFFIX = 8  # Pulumi appends '-' and 7 random characters to an auto-named resource
 # Compute Engine resources whose name is an RFC 1035 label of at most 63 characters
 RFC1035_NAMED = {
-    "gcp:compute/instance:Instance", "gcp:compute/subnetwork:Subnetwork", "gcp:compute/firewall:Firewall",
-    "gcp:compute/network:Network", "gcp:compute/address:Address", "gcp:compute/disk:Disk",
-    "gcp:compute/router:Router", "gcp:compute/routerNat:RouterNat",
+    "gcp:compute/instance:Instance",
+    "gcp:compute/subnetwork:Subnetwork",
+    "gcp:compute/firewall:Firewall",
+    "gcp:compute/network:Network",
+    "gcp:compute/address:Address",
+    "gcp:compute/disk:Disk",
+    "gcp:compute/router:Router",
+    "gcp:compute/routerNat:RouterNat",
     "gcp:compute/instanceTemplate:InstanceTemplate",
 }
 NODE_POOL_MAX = 40
@@ -658,11 +820,13 @@ def _effective_name(props: Mapping, key: str, urn: str) -> tuple[Any, str]:
     return name, f"{key} {name!r}"
 
 
-def gcp_name_limits(resource_type: str, props: Mapping, urn: str, team: str = "",
-                    teams: Teams | None = None) -> list[Violation]:
+def gcp_name_limits(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """Names GCP and Kubernetes accept: buckets 3-63 of [a-z0-9-_.] starting and ending with a letter
     or digit, never 'goog'-prefixed; service account ids 6-30; Compute Engine names RFC 1035 labels of
     at most 63; GKE node pools at most 40; namespaces DNS labels, other objects DNS subdomains."""
+
     def bad(what: str, rule: str) -> Violation:
         return Violation(NAME_LIMITS, urn, f"{what} {rule}")
 
@@ -670,41 +834,71 @@ def gcp_name_limits(resource_type: str, props: Mapping, urn: str, team: str = ""
     if resource_type == "gcp:storage/bucket:Bucket":
         name, what = _effective_name(props, "name", urn)
         if isinstance(name, str) and (not _BUCKET_NAME.match(name) or name.startswith("goog") or "google" in name):
-            out.append(bad(what, f"({len(name)} characters) is not a bucket name: 3 to 63 lowercase letters, "
-                                 "digits, '-', '_' and '.', starting and ending with a letter or digit, "
-                                 "without 'goog' or 'google'"))
+            out.append(
+                bad(
+                    what,
+                    f"({len(name)} characters) is not a bucket name: 3 to 63 lowercase letters, "
+                    "digits, '-', '_' and '.', starting and ending with a letter or digit, "
+                    "without 'goog' or 'google'",
+                )
+            )
     elif resource_type == "gcp:serviceaccount/account:Account":
         name = _get(props, "accountId")
         if isinstance(name, str) and not _SA_ID.match(name):
-            out.append(bad(f"accountId {name!r}", f"({len(name)} characters) is not a service account id: "
-                                                  "6 to 30 lowercase letters, digits and '-', starting with a letter"))
+            out.append(
+                bad(
+                    f"accountId {name!r}",
+                    f"({len(name)} characters) is not a service account id: "
+                    "6 to 30 lowercase letters, digits and '-', starting with a letter",
+                )
+            )
     elif resource_type in RFC1035_NAMED:
         name, what = _effective_name(props, "name", urn)
         if isinstance(name, str) and not _RFC1035.match(name):
-            out.append(bad(what, f"({len(name)} characters) is not an RFC 1035 name: a lowercase letter, then up "
-                                 "to 62 lowercase letters, digits or '-', not ending in '-'"))
+            out.append(
+                bad(
+                    what,
+                    f"({len(name)} characters) is not an RFC 1035 name: a lowercase letter, then up "
+                    "to 62 lowercase letters, digits or '-', not ending in '-'",
+                )
+            )
     elif resource_type == "gcp:container/nodePool:NodePool":
         name, what = _effective_name(props, "name", urn)
         if isinstance(name, str) and (not _RFC1035.match(name) or len(name) > NODE_POOL_MAX):
-            out.append(bad(what, f"({len(name)} characters) is not a node pool name: an RFC 1035 name of at "
-                                 f"most {NODE_POOL_MAX} characters"))
+            out.append(
+                bad(
+                    what,
+                    f"({len(name)} characters) is not a node pool name: an RFC 1035 name of at "
+                    f"most {NODE_POOL_MAX} characters",
+                )
+            )
     elif is_k8s_object(resource_type):
         name = _get(props, "metadata", "name")
         if isinstance(name, str):
             if _kind(resource_type) == "Namespace" and not _DNS_LABEL.match(name):
-                out.append(bad(f"metadata.name {name!r}", "is not a namespace name: a DNS label of at most 63 "
-                                                           "lowercase letters, digits and '-'"))
+                out.append(
+                    bad(
+                        f"metadata.name {name!r}",
+                        "is not a namespace name: a DNS label of at most 63 lowercase letters, digits and '-'",
+                    )
+                )
             elif not _DNS_SUBDOMAIN.match(name):
-                out.append(bad(f"metadata.name {name!r}", "is not a Kubernetes name: a DNS subdomain of at "
-                                                           "most 253 lowercase letters, digits, '-' and '.'"))
+                out.append(
+                    bad(
+                        f"metadata.name {name!r}",
+                        "is not a Kubernetes name: a DNS subdomain of at "
+                        "most 253 lowercase letters, digits, '-' and '.'",
+                    )
+                )
     return out
 
 
 NO_EXTERNAL_IPS = "no-external-ips"
 
 
-def no_external_ips(resource_type: str, props: Mapping, urn: str, team: str = "",
-                    teams: Teams | None = None) -> list[Violation]:
+def no_external_ips(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """Instances (and their templates) have no access configs: no external IPv4 or IPv6 address.
     They reach Kafka and GCS over the private network."""
     if resource_type not in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
@@ -713,30 +907,45 @@ def no_external_ips(resource_type: str, props: Mapping, urn: str, team: str = ""
     for i, nic in enumerate(_items(_get(props, "networkInterfaces"))):
         for key in ("accessConfigs", "ipv6AccessConfigs"):
             if _items(_get(nic, key)):
-                out.append(Violation(NO_EXTERNAL_IPS, urn,
-                                     f"networkInterfaces[{i}].{key} gives the instance an external address; "
-                                     "remove it"))
+                out.append(
+                    Violation(
+                        NO_EXTERNAL_IPS,
+                        urn,
+                        f"networkInterfaces[{i}].{key} gives the instance an external address; remove it",
+                    )
+                )
     return out
 
 
 NO_CLUSTER_ROLE_BINDINGS = "no-cluster-role-bindings"
 
 
-def no_cluster_role_bindings(resource_type: str, props: Mapping, urn: str, team: str = "",
-                             teams: Teams | None = None) -> list[Violation]:
+def no_cluster_role_bindings(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """RBAC is namespaced: a ClusterRoleBinding grants across every team's namespace."""
     if re.match(r"^kubernetes:rbac\.authorization\.k8s\.io/v[^:]*:ClusterRoleBinding(Patch)?$", resource_type):
-        return [Violation(NO_CLUSTER_ROLE_BINDINGS, urn,
-                          "a ClusterRoleBinding grants in every namespace; bind a Role or ClusterRole with a "
-                          "RoleBinding in the team's namespace")]
+        return [
+            Violation(
+                NO_CLUSTER_ROLE_BINDINGS,
+                urn,
+                "a ClusterRoleBinding grants in every namespace; bind a Role or ClusterRole with a "
+                "RoleBinding in the team's namespace",
+            )
+        ]
     return []
 
 
 SPARK_AUTHENTICATED = "spark-authenticated"
 SPARK_CONF_DECLARED = "spark-conf-declared"
 # what starts a standalone master or worker (spark-class with the daemon's class, or the sbin scripts)
-SPARK_DAEMONS = {"org.apache.spark.deploy.master.Master": "master", "org.apache.spark.deploy.worker.Worker": "worker",
-                 "start-master.sh": "master", "start-worker.sh": "worker", "start-slave.sh": "worker"}
+SPARK_DAEMONS = {
+    "org.apache.spark.deploy.master.Master": "master",
+    "org.apache.spark.deploy.worker.Worker": "worker",
+    "start-master.sh": "master",
+    "start-worker.sh": "worker",
+    "start-slave.sh": "worker",
+}
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"})
 SECRET = "kubernetes:core/v1:Secret"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -760,8 +969,9 @@ def spark_containers(resource_type: str, props: Mapping) -> list[tuple[int, Mapp
     for i, c in enumerate(_items(_get(_pod_spec(resource_type, props), "containers"))):
         argv = [a for a in _items(_get(c, "command")) + _items(_get(c, "args")) if isinstance(a, str)]
         words = [w for a in argv for w in a.split()]
-        role = next((r for w in words for name, r in SPARK_DAEMONS.items() if w == name or w.endswith("/" + name)),
-                    None)
+        role = next(
+            (r for w in words for name, r in SPARK_DAEMONS.items() if w == name or w.endswith("/" + name)), None
+        )
         if role:
             out.append((i, c, words, role))
     return out
@@ -780,11 +990,15 @@ def _properties_file(words: Sequence[str]) -> str | None:
 
 def _conf_mount(pod: Any, container: Mapping, path: str) -> tuple[Mapping | None, Mapping | None]:
     """The volume mount under which `path` sits in the container, and the pod's volume it mounts."""
-    mounts = [m for m in _items(_get(container, "volumeMounts")) if isinstance(_get(m, "mountPath"), str)
-              and (path == m["mountPath"] or path.startswith(m["mountPath"].rstrip("/") + "/"))]
+    mounts = [
+        m
+        for m in _items(_get(container, "volumeMounts"))
+        if isinstance(_get(m, "mountPath"), str)
+        and (path == m["mountPath"] or path.startswith(m["mountPath"].rstrip("/") + "/"))
+    ]
     if not mounts:
         return None, None
-    mount = max(mounts, key=lambda m: len(m["mountPath"]))       # the deepest mount wins, as in the kernel
+    mount = max(mounts, key=lambda m: len(m["mountPath"]))  # the deepest mount wins, as in the kernel
     volume = next((v for v in _items(_get(pod, "volumes")) if _get(v, "name") == _get(mount, "name")), None)
     return mount, volume
 
@@ -825,8 +1039,9 @@ def spark_conf_problems(text: Any) -> list[str]:
     return spark_auth.auth_problems(settings)
 
 
-def spark_authenticated(resource_type: str, props: Mapping, urn: str, team: str = "",
-                        teams: Teams | None = None) -> list[Violation]:
+def spark_authenticated(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """Spark standalone runs authenticated, encrypted and with its UIs filtered: every
     spark-defaults.conf has spark.authenticate with a secret, encrypted RPC without SASL fallback,
     the REST server and kill buttons off and the JWSFilter with a key, and sits in a Secret (never
@@ -835,8 +1050,14 @@ def spark_authenticated(resource_type: str, props: Mapping, urn: str, team: str 
     out = []
     for where, text in spark_conf_texts(resource_type, props):
         if resource_type == CONFIG_MAP:
-            out.append(Violation(SPARK_AUTHENTICATED, urn, f"data.{where.split('.', 1)[1]}: a Spark config holds "
-                                                           "the cluster's secrets; it belongs in a Secret"))
+            out.append(
+                Violation(
+                    SPARK_AUTHENTICATED,
+                    urn,
+                    f"data.{where.split('.', 1)[1]}: a Spark config holds "
+                    "the cluster's secrets; it belongs in a Secret",
+                )
+            )
         out += [Violation(SPARK_AUTHENTICATED, urn, f"{where}: {p}") for p in spark_conf_problems(text)]
     pod = _pod_spec(resource_type, props) if resource_type.startswith("kubernetes:") else None
     for i, container, words, role in spark_containers(resource_type, props):
@@ -845,20 +1066,36 @@ def spark_authenticated(resource_type: str, props: Mapping, urn: str, team: str 
             continue
         path = _properties_file(words)
         if path is None:
-            out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at} has no --properties-file: it would run without "
-                                                           "authentication, encryption and the UI filter"))
+            out.append(
+                Violation(
+                    SPARK_AUTHENTICATED,
+                    urn,
+                    f"{at} has no --properties-file: it would run without authentication, encryption and the UI filter",
+                )
+            )
         else:
             mount, volume = _conf_mount(pod, container, path)
             if mount is None or _get(mount, "readOnly") is not True or not isinstance(_get(volume, "secret"), Mapping):
-                out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at}: --properties-file {path} is not on a read-only "
-                                                               "mount of a Secret volume"))
+                out.append(
+                    Violation(
+                        SPARK_AUTHENTICATED,
+                        urn,
+                        f"{at}: --properties-file {path} is not on a read-only mount of a Secret volume",
+                    )
+                )
         non_root = _get(container, "securityContext", "runAsNonRoot")
         non_root = _get(pod, "securityContext", "runAsNonRoot") if non_root is None else non_root
         uid = _get(container, "securityContext", "runAsUser")
         uid = _get(pod, "securityContext", "runAsUser") if uid is None else uid
         if UNKNOWN not in (non_root, uid) and (non_root is not True or uid == 0):
-            out.append(Violation(SPARK_AUTHENTICATED, urn, f"{at} may run as root: set runAsNonRoot and a "
-                                                           "non-zero runAsUser (the drivers it launches run as it)"))
+            out.append(
+                Violation(
+                    SPARK_AUTHENTICATED,
+                    urn,
+                    f"{at} may run as root: set runAsNonRoot and a "
+                    "non-zero runAsUser (the drivers it launches run as it)",
+                )
+            )
     return out
 
 
@@ -879,20 +1116,28 @@ def spark_conf_in_stack(resources: Sequence[Resource], team: str = "", teams: Te
             mount, volume = _conf_mount(pod, container, path) if path else (None, None)
             secret = _get(volume, "secret") if volume else None
             if not isinstance(secret, Mapping) or UNKNOWN in (secret.get("secretName"), path):
-                continue                    # refused by spark_authenticated, or not known yet
-            relative = path[len(mount["mountPath"].rstrip("/")) + 1:]
+                continue  # refused by spark_authenticated, or not known yet
+            relative = path[len(mount["mountPath"].rstrip("/")) + 1 :]
             items = {_get(it, "path"): _get(it, "key") for it in _items(secret.get("items"))}
             key = items.get(relative, relative) if items else relative
             ns = _get(r.props, "metadata", "namespace")
             found = confs.get((ns, secret["secretName"]))
             at = f"containers[{i}] (Spark {role})"
             if found is None or key not in found:
-                out.append(Violation(SPARK_CONF_DECLARED, r.urn, f"{at}: --properties-file {path} is key {key!r} of "
-                                                                 f"Secret {secret['secretName']!r}, which this stack "
-                                                                 "does not declare with a spark-defaults.conf"))
+                out.append(
+                    Violation(
+                        SPARK_CONF_DECLARED,
+                        r.urn,
+                        f"{at}: --properties-file {path} is key {key!r} of "
+                        f"Secret {secret['secretName']!r}, which this stack "
+                        "does not declare with a spark-defaults.conf",
+                    )
+                )
                 continue
-            out += [Violation(SPARK_CONF_DECLARED, r.urn, f"{at}: its Secret {secret['secretName']!r}, {key}: {p}")
-                    for p in spark_conf_problems(found[key])]
+            out += [
+                Violation(SPARK_CONF_DECLARED, r.urn, f"{at}: its Secret {secret['secretName']!r}, {key}: {p}")
+                for p in spark_conf_problems(found[key])
+            ]
     return out
 
 
@@ -914,8 +1159,7 @@ def is_default_deny(props: Mapping) -> bool:
     return "Egress" not in types or not _items(_get(props, "spec", "egress"))
 
 
-def namespace_guards(resources: Sequence[Resource], team: str = "",
-                     teams: Teams | None = None) -> list[Violation]:
+def namespace_guards(resources: Sequence[Resource], team: str = "", teams: Teams | None = None) -> list[Violation]:
     """Every Namespace has a ResourceQuota (with hard limits) and a default-deny NetworkPolicy."""
     quotas: dict[str, list[Resource]] = {}
     deny: set[str] = set()
@@ -923,7 +1167,11 @@ def namespace_guards(resources: Sequence[Resource], team: str = "",
         ns = _get(r.props, "metadata", "namespace")
         if not isinstance(ns, str):
             continue
-        if r.type == RESOURCE_QUOTA and isinstance(_get(r.props, "spec", "hard"), Mapping) and _get(r.props, "spec", "hard"):
+        if (
+            r.type == RESOURCE_QUOTA
+            and isinstance(_get(r.props, "spec", "hard"), Mapping)
+            and _get(r.props, "spec", "hard")
+        ):
             quotas.setdefault(ns, []).append(r)
         elif r.type == NETWORK_POLICY and is_default_deny(r.props):
             deny.add(ns)
@@ -935,19 +1183,30 @@ def namespace_guards(resources: Sequence[Resource], team: str = "",
         if name is UNKNOWN:
             continue
         if not isinstance(name, str):
-            out.append(Violation(NAMESPACE_GUARDS, r.urn, "the namespace has no explicit metadata.name, so its "
-                                                          "quota and network policy cannot be checked"))
+            out.append(
+                Violation(
+                    NAMESPACE_GUARDS,
+                    r.urn,
+                    "the namespace has no explicit metadata.name, so its quota and network policy cannot be checked",
+                )
+            )
             continue
         if name not in quotas:
             out.append(Violation(NAMESPACE_GUARDS, r.urn, f"namespace {name} has no ResourceQuota with hard limits"))
         if name not in deny:
-            out.append(Violation(NAMESPACE_GUARDS, r.urn, f"namespace {name} has no default-deny NetworkPolicy "
-                                                          "(podSelector {}, policyTypes Ingress, no ingress rules)"))
+            out.append(
+                Violation(
+                    NAMESPACE_GUARDS,
+                    r.urn,
+                    f"namespace {name} has no default-deny NetworkPolicy "
+                    "(podSelector {}, policyTypes Ingress, no ingress rules)",
+                )
+            )
     return out
 
 
 KAFKA_TOPIC_QUOTA = "kafka-topic-quota"
-KAFKA_TOPIC = "kafka:index/topic:Topic"      # the pulumi-kafka provider's topic
+KAFKA_TOPIC = "kafka:index/topic:Topic"  # the pulumi-kafka provider's topic
 
 
 def _declared_topic(props: Mapping) -> topic_quota.OwnTopic | None:
@@ -964,21 +1223,27 @@ def _declared_topic(props: Mapping) -> topic_quota.OwnTopic | None:
         try:
             value = int(str(config[key]))
         except ValueError:
-            return 10 ** 9
-        return 10 ** 9 if value < 0 else -(-value // unit)
+            return 10**9
+        return 10**9 if value < 0 else -(-value // unit)
 
-    count = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else 10 ** 9
-    return topic_quota.OwnTopic("", name if isinstance(name, str) else repr(name), count,
-                                ceil_of("retention.ms", 3600 * 1000), ceil_of("retention.bytes", 1024 ** 3))
+    count = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else 10**9
+    return topic_quota.OwnTopic(
+        "",
+        name if isinstance(name, str) else repr(name),
+        count,
+        ceil_of("retention.ms", 3600 * 1000),
+        ceil_of("retention.bytes", 1024**3),
+    )
 
 
 def _team_tier(team: str, teams: Teams | None) -> str | None:
     identities = teams.get(team) if teams is not None else None
-    return identities.tier if identities is not None else None     # unknown: the smallest caps
+    return identities.tier if identities is not None else None  # unknown: the smallest caps
 
 
-def kafka_topic_quota(resource_type: str, props: Mapping, urn: str, team: str = "",
-                      teams: Teams | None = None) -> list[Violation]:
+def kafka_topic_quota(
+    resource_type: str, props: Mapping, urn: str, team: str = "", teams: Teams | None = None
+) -> list[Violation]:
     """A Kafka topic a team stack declares is the team's own (<team>--<name>) and within its tier's
     caps a topic (partitions, retention): infra/topic_quota.py, the rules validate applies."""
     if resource_type != KAFKA_TOPIC or not is_team_stack(team, teams):
@@ -986,8 +1251,11 @@ def kafka_topic_quota(resource_type: str, props: Mapping, urn: str, team: str = 
     topic = _declared_topic(props)
     if topic is None:
         return []
-    return [Violation(KAFKA_TOPIC_QUOTA, urn, message)
-            for i, _, message in topic_quota.problems(team, _team_tier(team, teams), [topic]) if i is not None]
+    return [
+        Violation(KAFKA_TOPIC_QUOTA, urn, message)
+        for i, _, message in topic_quota.problems(team, _team_tier(team, teams), [topic])
+        if i is not None
+    ]
 
 
 def kafka_topic_totals(resources: Sequence[Resource], team: str = "", teams: Teams | None = None) -> list[Violation]:
@@ -996,11 +1264,15 @@ def kafka_topic_totals(resources: Sequence[Resource], team: str = "", teams: Tea
     topics = [t for _, t in declared if t is not None]
     if not topics or not is_team_stack(team, teams):
         return []
-    return [Violation(KAFKA_TOPIC_QUOTA, declared[-1][0].urn, message)
-            for i, _, message in topic_quota.problems(team, _team_tier(team, teams), topics) if i is None]
+    return [
+        Violation(KAFKA_TOPIC_QUOTA, declared[-1][0].urn, message)
+        for i, _, message in topic_quota.problems(team, _team_tier(team, teams), topics)
+        if i is None
+    ]
 
 
 # -- the catalog ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -1010,51 +1282,87 @@ class Rule:
 
 
 RESOURCE_RULES: tuple[Rule, ...] = (
-    Rule(NO_PUBLIC_BUCKETS, "No public buckets: public access prevention enforced, uniform bucket-level "
-                            "access, no allUsers or allAuthenticatedUsers anywhere.", no_public_buckets),
-    Rule(TEAM_ISOLATION, "No team is granted another team's resources: no reference to another team's "
-                         "identity, namespace, bucket or network range (firewalls, NetworkPolicy ipBlocks); "
-                         "Kubernetes objects only in the team's namespace; no project-wide roles beyond "
-                         "logging and monitoring.", team_isolation),
-    Rule(LABELS_PRESENT, "Labels present: team, tier and managed-by on every labelable GCP resource; a team "
-                         "label on every Kubernetes object.", labels_present),
-    Rule(NAME_LIMITS, "Names within GCP's and Kubernetes' limits (buckets, service accounts, Compute "
-                      "Engine, node pools, namespaces).", gcp_name_limits),
+    Rule(
+        NO_PUBLIC_BUCKETS,
+        "No public buckets: public access prevention enforced, uniform bucket-level "
+        "access, no allUsers or allAuthenticatedUsers anywhere.",
+        no_public_buckets,
+    ),
+    Rule(
+        TEAM_ISOLATION,
+        "No team is granted another team's resources: no reference to another team's "
+        "identity, namespace, bucket or network range (firewalls, NetworkPolicy ipBlocks); "
+        "Kubernetes objects only in the team's namespace; no project-wide roles beyond "
+        "logging and monitoring.",
+        team_isolation,
+    ),
+    Rule(
+        LABELS_PRESENT,
+        "Labels present: team, tier and managed-by on every labelable GCP resource; a team "
+        "label on every Kubernetes object.",
+        labels_present,
+    ),
+    Rule(
+        NAME_LIMITS,
+        "Names within GCP's and Kubernetes' limits (buckets, service accounts, Compute "
+        "Engine, node pools, namespaces).",
+        gcp_name_limits,
+    ),
     Rule(NO_EXTERNAL_IPS, "No external IP addresses on instances.", no_external_ips),
-    Rule(NO_CLUSTER_ROLE_BINDINGS, "No ClusterRoleBinding: RBAC stays in the team's namespace.",
-         no_cluster_role_bindings),
-    Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics are its own (<team>--<name>) and within its tier's caps a "
-                            "topic: partitions, retention.", kafka_topic_quota),
-    Rule(SPARK_AUTHENTICATED, "Spark standalone authenticated, encrypted and with its UIs filtered: every "
-                              "spark-defaults.conf carries spark.authenticate and its secret, encrypted RPC "
-                              "without fallback, REST and kill off, the JWSFilter and its key, in a Secret; "
-                              "masters and workers read it read-only with --properties-file, as non-root.",
-         spark_authenticated),
-    Rule(OWN_MEMBERS, "Grants go to the team's own identities only (its service account and Kubernetes "
-                      "service accounts, its owners' group), never to users, groups, domains, principals, "
-                      "other accounts or everyone, and only on the team's own bucket, account or project.",
-         grants_to_own_identities),
+    Rule(
+        NO_CLUSTER_ROLE_BINDINGS, "No ClusterRoleBinding: RBAC stays in the team's namespace.", no_cluster_role_bindings
+    ),
+    Rule(
+        KAFKA_TOPIC_QUOTA,
+        "A team's Kafka topics are its own (<team>--<name>) and within its tier's caps a topic: partitions, retention.",
+        kafka_topic_quota,
+    ),
+    Rule(
+        SPARK_AUTHENTICATED,
+        "Spark standalone authenticated, encrypted and with its UIs filtered: every "
+        "spark-defaults.conf carries spark.authenticate and its secret, encrypted RPC "
+        "without fallback, REST and kill off, the JWSFilter and its key, in a Secret; "
+        "masters and workers read it read-only with --properties-file, as non-root.",
+        spark_authenticated,
+    ),
+    Rule(
+        OWN_MEMBERS,
+        "Grants go to the team's own identities only (its service account and Kubernetes "
+        "service accounts, its owners' group), never to users, groups, domains, principals, "
+        "other accounts or everyone, and only on the team's own bucket, account or project.",
+        grants_to_own_identities,
+    ),
 )
 STACK_RULES: tuple[Rule, ...] = (
-    Rule(NAMESPACE_GUARDS, "Every namespace has a ResourceQuota and a default-deny NetworkPolicy.",
-         namespace_guards),
-    Rule(REGISTERED_TEAM, "A team stack is a team of the platform's registry, under a name that is not "
-                          "reserved (platform, default, kube-*, gke-*, istio-*, ...).", registered_team),
-    Rule(KAFKA_TOPIC_QUOTA, "A team's Kafka topics together within its tier's cap a team (partitions).",
-         kafka_topic_totals),
-    Rule(SPARK_CONF_DECLARED, "Each Spark master's and worker's --properties-file is a Secret of the stack whose "
-                              "spark-defaults.conf carries the authentication settings.", spark_conf_in_stack),
+    Rule(NAMESPACE_GUARDS, "Every namespace has a ResourceQuota and a default-deny NetworkPolicy.", namespace_guards),
+    Rule(
+        REGISTERED_TEAM,
+        "A team stack is a team of the platform's registry, under a name that is not "
+        "reserved (platform, default, kube-*, gke-*, istio-*, ...).",
+        registered_team,
+    ),
+    Rule(
+        KAFKA_TOPIC_QUOTA,
+        "A team's Kafka topics together within its tier's cap a team (partitions).",
+        kafka_topic_totals,
+    ),
+    Rule(
+        SPARK_CONF_DECLARED,
+        "Each Spark master's and worker's --properties-file is a Secret of the stack whose "
+        "spark-defaults.conf carries the authentication settings.",
+        spark_conf_in_stack,
+    ),
 )
 
 
-def check_resource(resource_type: str, props: Mapping, urn: str, team: str | None = None,
-                   teams: Teams | None = None) -> list[Violation]:
+def check_resource(
+    resource_type: str, props: Mapping, urn: str, team: str | None = None, teams: Teams | None = None
+) -> list[Violation]:
     team = stack_of(urn) if team is None else team
     return [v for rule in RESOURCE_RULES for v in rule.check(resource_type, props, urn, team, teams)]
 
 
-def check_stack(resources: Sequence[Resource], team: str | None = None,
-                teams: Teams | None = None) -> list[Violation]:
+def check_stack(resources: Sequence[Resource], team: str | None = None, teams: Teams | None = None) -> list[Violation]:
     """Every rule, resource and stack, over one stack's resources."""
     if team is None:
         team = stack_of(resources[0].urn) if resources else ""

@@ -5,6 +5,7 @@ quoting, '%' specifiers and '$' expansion escaped), TOML (tomli_w), postgresql.c
 values) and PostgreSQL's record files, pg_hba.conf and pg_ident.conf (plain tokens only).
 Templates call these instead of pasting values into lines, so no value can add a line, a key or
 a section."""
+
 from __future__ import annotations
 
 import configparser
@@ -51,8 +52,9 @@ def supervisor_ini(sections):
                 value = ",".join(f'{k}="{_env_value(k, v)}"' for k, v in value.items())
             text = _text(value)
             if _CONTROL.search(text) or not _NAME.fullmatch(str(key)):
-                raise AnsibleFilterError(f"supervisor_ini [{section}]: option {key!r} has a control character "
-                                         "or a bad name")
+                raise AnsibleFilterError(
+                    f"supervisor_ini [{section}]: option {key!r} has a control character or a bad name"
+                )
             parser.set(section, key, text.replace("%", "%%"))  # supervisord expands %(name)s
     out = io.StringIO()
     parser.write(out)
@@ -139,8 +141,9 @@ def postgresql_records(records):
         fields = [_text(field) for field in record]
         for field in fields:
             if not _PG_TOKEN.fullmatch(field):
-                raise AnsibleFilterError(f"postgresql_records: field {field!r} is not a plain token "
-                                         "(letters, digits and _.:/@=+-)")
+                raise AnsibleFilterError(
+                    f"postgresql_records: field {field!r} is not a plain token (letters, digits and _.:/@=+-)"
+                )
         lines.append(" ".join(fields) + "\n")
     return "".join(lines)
 
@@ -162,5 +165,11 @@ def _text(value) -> str:
 
 class FilterModule:
     def filters(self):
-        return {"java_properties": java_properties, "supervisor_ini": supervisor_ini, "systemd_exec": systemd_exec,
-                "toml": toml, "postgresql_conf": postgresql_conf, "postgresql_records": postgresql_records}
+        return {
+            "java_properties": java_properties,
+            "supervisor_ini": supervisor_ini,
+            "systemd_exec": systemd_exec,
+            "toml": toml,
+            "postgresql_conf": postgresql_conf,
+            "postgresql_records": postgresql_records,
+        }

@@ -4,6 +4,7 @@
 `kafka_login_reference(alias, path)` gives MirrorMaker 2's per-cluster settings whose JAAS entry is
 read at start from a principal's client settings file by Kafka's FileConfigProvider, so the
 mm2.properties a role writes holds no password."""
+
 from __future__ import annotations
 
 import re
@@ -19,10 +20,15 @@ def kafka_login_reference(alias, path):
     if not _ALIAS.fullmatch(str(alias)):
         raise AnsibleFilterError(f"kafka_login_reference: cluster alias {alias!r}: letters, digits, '_', '-' only")
     if not _PATH.fullmatch(str(path)) or "/../" in f"{path}/":
-        raise AnsibleFilterError(f"kafka_login_reference: {path!r} is not an absolute path of letters, digits "
-                                 "and ./_+- (FileConfigProvider cannot name it)")
-    return {f"{alias}.security.protocol": "SASL_PLAINTEXT", f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
-            f"{alias}.sasl.jaas.config": f"${{file:{path}:sasl.jaas.config}}"}
+        raise AnsibleFilterError(
+            f"kafka_login_reference: {path!r} is not an absolute path of letters, digits "
+            "and ./_+- (FileConfigProvider cannot name it)"
+        )
+    return {
+        f"{alias}.security.protocol": "SASL_PLAINTEXT",
+        f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
+        f"{alias}.sasl.jaas.config": f"${{file:{path}:sasl.jaas.config}}",
+    }
 
 
 class FilterModule:

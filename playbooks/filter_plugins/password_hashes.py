@@ -4,6 +4,7 @@
 `bcrypt_hash(password, current)` keeps `current` when it is a bcrypt hash of that password, and
 makes a new one (random salt) only otherwise, so a converge that changes nothing writes the same
 file again."""
+
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
@@ -16,8 +17,10 @@ def bcrypt_hash(password, current=None, rounds=BCRYPT_ROUNDS):
     try:
         import bcrypt
     except ImportError:
-        raise AnsibleFilterError("bcrypt_hash needs the Python package bcrypt in the Python running Ansible "
-                                 "(the project's dependencies: `make venv`)") from None
+        raise AnsibleFilterError(
+            "bcrypt_hash needs the Python package bcrypt in the Python running Ansible "
+            "(the project's dependencies: `make venv`)"
+        ) from None
     if not isinstance(password, str) or not password:
         raise AnsibleFilterError("bcrypt_hash: the password must be a non-empty string")
     secret = password.encode("utf-8")
@@ -27,7 +30,7 @@ def bcrypt_hash(password, current=None, rounds=BCRYPT_ROUNDS):
         try:
             if bcrypt.checkpw(secret, current.encode("ascii")):
                 return current
-        except ValueError:       # not a well-formed hash: replaced
+        except ValueError:  # not a well-formed hash: replaced
             pass
     return bcrypt.hashpw(secret, bcrypt.gensalt(rounds=int(rounds))).decode("ascii")
 

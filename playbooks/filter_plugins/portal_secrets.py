@@ -3,6 +3,7 @@ them (lab.access.team_secret_files: DAGGER_SECRET_<TEAM>__<NAME> and the lab's f
 
     teams | portal_team_secrets(lab_dir)   -> [{name: DAGGER_SECRET_ALLOCATIONS__KAFKA_PASSWORD, file: ...}, ...]
 """
+
 from __future__ import annotations
 
 import sys

@@ -11,6 +11,7 @@ the authorization code flow with PKCE only.
 
 Pure: the realm is a dict the role writes with to_json; nothing here talks to a server.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,10 @@ def keycloak_user_groups(user, operators=None):
         raise AnsibleFilterError(f"keycloak_user_groups: a user is a mapping, not {type(user).__name__}")
     unknown = set(user) - {"username", "name", "teams", "operator"}
     if unknown:
-        raise AnsibleFilterError(f"keycloak_user_groups: user {user.get('username')!r}: unknown field(s) "
-                                 f"{', '.join(sorted(unknown))} (username, name, teams, operator)")
+        raise AnsibleFilterError(
+            f"keycloak_user_groups: user {user.get('username')!r}: unknown field(s) "
+            f"{', '.join(sorted(unknown))} (username, name, teams, operator)"
+        )
     groups = [team_group(t) for t in user.get("teams") or []]
     if user.get("operator"):
         groups.append(operators or operators_group())
@@ -101,8 +104,10 @@ def keycloak_realm(realm, groups, users, passwords, client):
         problems.append(f"client.id {client.get('id')!r}: lowercase letters, digits and '-'")
     url = str(client.get("url", "")).rstrip("/")
     if not _URL.fullmatch(url):
-        problems.append(f"client.url {client.get('url')!r}: https://<host>[:port], or http:// on 127.0.0.1 or "
-                        "localhost only (the lab)")
+        problems.append(
+            f"client.url {client.get('url')!r}: https://<host>[:port], or http:// on 127.0.0.1 or "
+            "localhost only (the lab)"
+        )
     if not client.get("secret") or len(str(client.get("secret"))) < 24:
         problems.append("client.secret: at least 24 characters")
     if not isinstance(realm, str) or not _CLIENT_ID.fullmatch(realm):
@@ -210,5 +215,10 @@ def keycloak_jdk(slurped):
 
 class FilterModule:
     def filters(self):
-        return {"team_group": team_group, "operators_group": operators_group, "keycloak_realm": keycloak_realm,
-                "keycloak_user_groups": keycloak_user_groups, "keycloak_jdk": keycloak_jdk}
+        return {
+            "team_group": team_group,
+            "operators_group": operators_group,
+            "keycloak_realm": keycloak_realm,
+            "keycloak_user_groups": keycloak_user_groups,
+            "keycloak_jdk": keycloak_jdk,
+        }

@@ -10,6 +10,7 @@ variable is checked against an allow-list (names by regex, values by type and pa
 else stops the inventory with an error naming the stack, the field and the value. The strings
 that pass are still marked unsafe, so Jinja never templates them.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -100,15 +101,15 @@ plugin: dagger_stacks
 
 # -- what is allowed in a stack's output -----------------------------------------------------------
 
-TEAM = re.compile(r"^[a-z][a-z0-9-]{1,18}[a-z0-9]$")          # infra/schema/team.schema.json
-HOST = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")        # a Compute Engine instance name
-SOURCE = re.compile(r"^[a-z][a-z0-9-]{0,40}[a-z0-9]$")          # a shared Kafka cluster's name
+TEAM = re.compile(r"^[a-z][a-z0-9-]{1,18}[a-z0-9]$")  # infra/schema/team.schema.json
+HOST = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")  # a Compute Engine instance name
+SOURCE = re.compile(r"^[a-z][a-z0-9-]{0,40}[a-z0-9]$")  # a shared Kafka cluster's name
 MIRROR_GROUP = re.compile(r"^mirror_[a-z][a-z0-9_]{0,40}[a-z0-9]$")
 FIXED_GROUPS = ("spark_master", "spark_workers", "kafka_mirror", "mirror_maker")
 GROUP_KEYS = ("hosts", "vars", "children")
-OUT_GROUP = re.compile(r"^[a-z][a-z0-9_]{0,127}$")             # every group this plugin makes
+OUT_GROUP = re.compile(r"^[a-z][a-z0-9_]{0,127}$")  # every group this plugin makes
 JINJA = re.compile(r"\{\{|\{%|\{#")
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")               # newlines only where text is allowed
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # newlines only where text is allowed
 MAX_EXPORT_BYTES = 8 * 1024 * 1024
 
 _ADDRESS = r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?"
@@ -122,6 +123,7 @@ def _pattern(regex):
         if not isinstance(value, str) or not compiled.fullmatch(value):
             return f"must be a string matching {regex}"
         return None
+
     return check
 
 
@@ -131,6 +133,7 @@ def _int(low, high):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"must be an integer from {low} to {high}"
         return None
+
     return check
 
 
@@ -139,8 +142,13 @@ def _private_ipv4(value):
         address = ipaddress.IPv4Address(value) if isinstance(value, str) else None
     except ValueError:
         address = None
-    if address is None or not address.is_private or address.is_loopback or address.is_link_local \
-            or address.is_unspecified:
+    if (
+        address is None
+        or not address.is_private
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_unspecified
+    ):
         return "must be a private IPv4 address (the VM's internal IP)"
     return None
 
@@ -156,19 +164,29 @@ SERVERS = _pattern(rf"^{_ADDRESS}:{_PORT}(,{_ADDRESS}:{_PORT})*$")
 # the variables a stack may set, by where it sets them; none of them is an ansible_* connection
 # setting except ansible_host, which must be a private address
 ALLOWED_VARS = {
-    "all": {"daggers_team": _pattern(TEAM.pattern), "daggers_tier": _pattern(r"^[a-z]{1,32}$"),
-            "daggers_checkpoint_url": _pattern(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._-]+)*/?$")},
+    "all": {
+        "daggers_team": _pattern(TEAM.pattern),
+        "daggers_tier": _pattern(r"^[a-z]{1,32}$"),
+        "daggers_checkpoint_url": _pattern(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._-]+)*/?$"),
+    },
     "spark_master": {"spark_master_port": PORT, "spark_master_ui_port": PORT},
-    "spark_workers": {"spark_master_url": _pattern(rf"^spark://{_ADDRESS}:{_PORT}$"),
-                      "spark_worker_cores": _int(1, 1024), "spark_worker_memory_gb": _int(1, 65536),
-                      "spark_worker_port": PORT, "spark_worker_ui_port": PORT},
-    "kafka_mirror": {}, "mirror_maker": {},
-    "mirror": {"kafka_mirror_source_alias": _pattern(SOURCE.pattern),
-               "kafka_mirror_cluster_id": _pattern(r"^[A-Za-z0-9_-]{22}$"),
-               "kafka_mirror_controller_quorum_voters":
-                   _pattern(rf"^\d+@{_ADDRESS}:{_PORT}(,\d+@{_ADDRESS}:{_PORT})*$"),
-               "kafka_mirror_bootstrap_servers": SERVERS, "kafka_mirror_replication_factor": _int(1, 16),
-               "mirror_maker_properties": _text},
+    "spark_workers": {
+        "spark_master_url": _pattern(rf"^spark://{_ADDRESS}:{_PORT}$"),
+        "spark_worker_cores": _int(1, 1024),
+        "spark_worker_memory_gb": _int(1, 65536),
+        "spark_worker_port": PORT,
+        "spark_worker_ui_port": PORT,
+    },
+    "kafka_mirror": {},
+    "mirror_maker": {},
+    "mirror": {
+        "kafka_mirror_source_alias": _pattern(SOURCE.pattern),
+        "kafka_mirror_cluster_id": _pattern(r"^[A-Za-z0-9_-]{22}$"),
+        "kafka_mirror_controller_quorum_voters": _pattern(rf"^\d+@{_ADDRESS}:{_PORT}(,\d+@{_ADDRESS}:{_PORT})*$"),
+        "kafka_mirror_bootstrap_servers": SERVERS,
+        "kafka_mirror_replication_factor": _int(1, 16),
+        "mirror_maker_properties": _text,
+    },
     "host": {"ansible_host": _private_ipv4, "internal_ip": _private_ipv4, "kafka_mirror_node_id": _int(0, 9999)},
 }
 # values read out of mirror_maker_properties
@@ -197,21 +215,22 @@ class StackError(AnsibleParserError):
 
 # -- reading one stack's output -------------------------------------------------------------------
 
+
 class StackInventory:
     """One stack's `inventory` output, checked: its hosts, their vars and the groups' vars."""
 
     def __init__(self, stack, raw):
         self.stack = stack
-        self.group_vars = {}       # input group -> {var: value}
-        self.group_hosts = {}      # input group -> [host]
-        self.host_vars = {}        # host -> {var: value}
-        if raw is None:            # a GKE team: no VMs
+        self.group_vars = {}  # input group -> {var: value}
+        self.group_hosts = {}  # input group -> [host]
+        self.host_vars = {}  # host -> {var: value}
+        if raw is None:  # a GKE team: no VMs
             return
         self._require(isinstance(raw, dict), "inventory", raw, "must be a mapping (Ansible's dynamic-inventory JSON)")
         for group, body in raw.items():
             if group != "_meta":
                 self._read_group(group, body)
-        self._read_meta(raw.get("_meta", {}))     # after the groups: a bad host is reported where it is listed
+        self._read_meta(raw.get("_meta", {}))  # after the groups: a bad host is reported where it is listed
         listed = {h for hosts in self.group_hosts.values() for h in hosts}
         for host in self.host_vars:
             self._require(host in listed, f"inventory._meta.hostvars.{host}", host, "host is in no group")
@@ -233,24 +252,34 @@ class StackInventory:
         self._require(why is None, where, value, why)
         found = JINJA.search(value) if isinstance(value, str) else None
         # shown from the template on: in a long text the refused part is what the reader needs
-        self._require(found is None, where, value[max(0, found.start() - 20):] if found else value,
-                      "templating is not allowed")
+        self._require(
+            found is None, where, value[max(0, found.start() - 20) :] if found else value, "templating is not allowed"
+        )
 
     def _read_meta(self, body):
-        self._require(isinstance(body, dict) and set(body) <= {"hostvars"}, "inventory._meta", body,
-                      "must be a mapping with hostvars only")
+        self._require(
+            isinstance(body, dict) and set(body) <= {"hostvars"},
+            "inventory._meta",
+            body,
+            "must be a mapping with hostvars only",
+        )
         hostvars = body.get("hostvars", {})
         self._require(isinstance(hostvars, dict), "inventory._meta.hostvars", hostvars, "must be a mapping")
         for host, variables in hostvars.items():
             where = f"inventory._meta.hostvars.{host}"
             self._check_host(where, host)
             self._require(isinstance(variables, dict), where, variables, "must be a mapping")
-            self.host_vars[host] = {name: self._check_var(where, "host", name, value)
-                                    for name, value in variables.items()}
+            self.host_vars[host] = {
+                name: self._check_var(where, "host", name, value) for name, value in variables.items()
+            }
 
     def _check_host(self, where, host):
-        self._require(isinstance(host, str) and bool(HOST.fullmatch(host)), where, host,
-                      f"host name not allowed (must match {HOST.pattern})")
+        self._require(
+            isinstance(host, str) and bool(HOST.fullmatch(host)),
+            where,
+            host,
+            f"host name not allowed (must match {HOST.pattern})",
+        )
         # a stack names only its own team's VMs, so it cannot take over another team's host
         prefix = f"dagger-{self.stack}-"
         self._require(host.startswith(prefix), where, host, f"host name must start with {prefix!r}")
@@ -259,8 +288,12 @@ class StackInventory:
         where = f"inventory.{group}"
         known = group == "all" or group in FIXED_GROUPS or is_mirror_group(group)
         self._require(bool(known), where, group, "group not allowed")
-        self._require(isinstance(body, dict) and set(body) <= set(GROUP_KEYS), where, body,
-                      f"must be a mapping of {', '.join(GROUP_KEYS)}")
+        self._require(
+            isinstance(body, dict) and set(body) <= set(GROUP_KEYS),
+            where,
+            body,
+            f"must be a mapping of {', '.join(GROUP_KEYS)}",
+        )
         hosts, children = body.get("hosts", []), body.get("children", [])
         self._require(isinstance(hosts, list), f"{where}.hosts", hosts, "must be a list")
         self._require(isinstance(children, list), f"{where}.children", children, "must be a list")
@@ -273,8 +306,9 @@ class StackInventory:
         variables = body.get("vars", {})
         self._require(isinstance(variables, dict), f"{where}.vars", variables, "must be a mapping")
         kind = "mirror" if is_mirror_group(group) else group
-        self.group_vars[group] = {name: self._check_var(f"{where}.vars", kind, name, value)
-                                  for name, value in variables.items()}
+        self.group_vars[group] = {
+            name: self._check_var(f"{where}.vars", kind, name, value) for name, value in variables.items()
+        }
         if group != "all":
             self.group_hosts[group] = list(hosts)
 
@@ -299,8 +333,11 @@ def mirror_maker_settings(stack, group, text, source):
     if back.strip().lower() != "false":
         raise StackError(stack, f"{where}: {target}->{source}.enabled", back, "must be false (one way only)")
     found = {}
-    for key, check in ((f"{source}->{target}.topics", TOPICS), ("replication.policy.class", JAVA_CLASS),
-                       (f"{source}.bootstrap.servers", SERVERS)):
+    for key, check in (
+        (f"{source}->{target}.topics", TOPICS),
+        ("replication.policy.class", JAVA_CLASS),
+        (f"{source}.bootstrap.servers", SERVERS),
+    ):
         value = props.get(key)
         why = check(value) or (JINJA.search(value) and "templating is not allowed")
         if why:
@@ -310,6 +347,7 @@ def mirror_maker_settings(stack, group, text, source):
 
 
 # -- the plugin ------------------------------------------------------------------------------------
+
 
 class InventoryModule(BaseInventoryPlugin):
     NAME = "dagger_stacks"
@@ -321,10 +359,12 @@ class InventoryModule(BaseInventoryPlugin):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         project_dir = self.get_option("project_dir") or os.path.join(
-            os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "infra")
+            os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "infra"
+        )
         stacks = self.get_option("stacks") or sorted(
-            name[:-5] for name in os.listdir(os.path.join(project_dir, "teams")) if name.endswith(".yaml"))
-        owners = {}                # host -> the stack that declared it
+            name[:-5] for name in os.listdir(os.path.join(project_dir, "teams")) if name.endswith(".yaml")
+        )
+        owners = {}  # host -> the stack that declared it
         for stack in stacks:
             if not isinstance(stack, str) or not TEAM.fullmatch(stack):
                 raise AnsibleParserError(f"dagger_stacks: stacks: {stack!r} is not a team stack name ({TEAM.pattern})")
@@ -334,8 +374,12 @@ class InventoryModule(BaseInventoryPlugin):
             checked = StackInventory(stack, outputs.get("inventory"))
             for host in checked.host_vars:
                 if host in owners:
-                    raise StackError(stack, f"inventory._meta.hostvars.{host}", host,
-                                     f"host already declared by stack {owners[host]!r}")
+                    raise StackError(
+                        stack,
+                        f"inventory._meta.hostvars.{host}",
+                        host,
+                        f"host already declared by stack {owners[host]!r}",
+                    )
                 owners[host] = stack
             self._add_stack(checked)
 
@@ -345,16 +389,32 @@ class InventoryModule(BaseInventoryPlugin):
         if export_dir:
             return self._read_export(stack, os.path.join(export_dir, f"{stack}.json"))
         org, project = self.get_option("pulumi_organization"), self.get_option("pulumi_project")
-        argv = [self.get_option("pulumi_command"), "stack", "output", "--json", "--show-secrets=false",
-                "--non-interactive", "--stack", f"{org}/{project}/{stack}"]
+        argv = [
+            self.get_option("pulumi_command"),
+            "stack",
+            "output",
+            "--json",
+            "--show-secrets=false",
+            "--non-interactive",
+            "--stack",
+            f"{org}/{project}/{stack}",
+        ]
         try:
-            result = subprocess.run(argv, cwd=project_dir, capture_output=True, text=True, check=False,
-                                    timeout=self.get_option("pulumi_timeout"))
+            result = subprocess.run(
+                argv,
+                cwd=project_dir,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=self.get_option("pulumi_timeout"),
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise AnsibleParserError(f"dagger_stacks: stack {stack!r}: {' '.join(argv)}: {e}") from e
         if result.returncode != 0:
-            raise AnsibleParserError(f"dagger_stacks: stack {stack!r}: {' '.join(argv)} exited "
-                                     f"{result.returncode}: {result.stderr.strip()[-2000:]}")
+            raise AnsibleParserError(
+                f"dagger_stacks: stack {stack!r}: {' '.join(argv)} exited "
+                f"{result.returncode}: {result.stderr.strip()[-2000:]}"
+            )
         try:
             return json.loads(result.stdout)
         except ValueError as e:
@@ -367,8 +427,7 @@ class InventoryModule(BaseInventoryPlugin):
         except OSError as e:
             raise AnsibleParserError(f"dagger_stacks: stack {stack!r}: cannot read its export: {e}") from e
         if len(data) > MAX_EXPORT_BYTES:
-            raise AnsibleParserError(
-                f"dagger_stacks: stack {stack!r}: {path} is larger than {MAX_EXPORT_BYTES} bytes")
+            raise AnsibleParserError(f"dagger_stacks: stack {stack!r}: {path} is larger than {MAX_EXPORT_BYTES} bytes")
         try:
             return json.loads(data)
         except ValueError as e:
@@ -394,11 +453,16 @@ class InventoryModule(BaseInventoryPlugin):
         team, t = s.stack, token(s.stack)
         common = s.group_vars.get("all", {})
         if common.get("daggers_team", team) != team:
-            raise StackError(team, "inventory.all.vars.daggers_team", common["daggers_team"],
-                             "must be the stack's own team")
+            raise StackError(
+                team, "inventory.all.vars.daggers_team", common["daggers_team"], "must be the stack's own team"
+            )
         # team-wide vars live on the team's group, not on `all`: several stacks share one inventory
-        team_group = self._group(f"team_{t}", dagger_host_kind="vm", daggers_team=team, **{
-            k: v for k, v in common.items() if k in ("daggers_tier", "daggers_checkpoint_url")})
+        team_group = self._group(
+            f"team_{t}",
+            dagger_host_kind="vm",
+            daggers_team=team,
+            **{k: v for k, v in common.items() if k in ("daggers_tier", "daggers_checkpoint_url")},
+        )
         for host, hv in s.host_vars.items():
             self._host(host, team_group, ansible_host=hv["ansible_host"])
         self._add_spark(s, t)
@@ -411,15 +475,21 @@ class InventoryModule(BaseInventoryPlugin):
         if len(masters) != 1:
             raise StackError(s.stack, "inventory.spark_master.hosts", masters, "must be exactly one host")
         mv, wv = s.group_vars.get("spark_master", {}), s.group_vars.get("spark_workers", {})
-        renamed = {"spark_master_port": mv.get("spark_master_port"),
-                   "spark_master_webui_port": mv.get("spark_master_ui_port"),
-                   "spark_worker_webui_port": wv.get("spark_worker_ui_port"),
-                   "spark_worker_cores": wv.get("spark_worker_cores"),
-                   # the whole machine's memory, as the stack gives it: no headroom for the OS and daemon
-                   "spark_worker_memory": f"{wv['spark_worker_memory_gb']}g" if "spark_worker_memory_gb" in wv
-                   else None}
-        cluster = self._group(f"spark_{t}", "spark", spark_cluster=t, spark_cluster_group=f"spark_{t}",
-                              **{k: v for k, v in renamed.items() if v is not None})
+        renamed = {
+            "spark_master_port": mv.get("spark_master_port"),
+            "spark_master_webui_port": mv.get("spark_master_ui_port"),
+            "spark_worker_webui_port": wv.get("spark_worker_ui_port"),
+            "spark_worker_cores": wv.get("spark_worker_cores"),
+            # the whole machine's memory, as the stack gives it: no headroom for the OS and daemon
+            "spark_worker_memory": f"{wv['spark_worker_memory_gb']}g" if "spark_worker_memory_gb" in wv else None,
+        }
+        cluster = self._group(
+            f"spark_{t}",
+            "spark",
+            spark_cluster=t,
+            spark_cluster_group=f"spark_{t}",
+            **{k: v for k, v in renamed.items() if v is not None},
+        )
         for role, hosts in (("master", masters), ("worker", workers)):
             for host in hosts:
                 self._host(host, cluster, spark_role=role)
@@ -434,14 +504,19 @@ class InventoryModule(BaseInventoryPlugin):
             source, rf = gv["kafka_mirror_source_alias"], gv["kafka_mirror_replication_factor"]
             if f"mirror_{token(source)}" != group:
                 raise StackError(s.stack, f"{where}.kafka_mirror_source_alias", source, f"does not name {group}")
-            topics, policy, source_servers = mirror_maker_settings(s.stack, group, gv["mirror_maker_properties"],
-                                                                   source)
+            topics, policy, source_servers = mirror_maker_settings(
+                s.stack, group, gv["mirror_maker_properties"], source
+            )
             name = f"{t}_{token(source)}"
             kafka_group = self._group(
-                f"kafka_{name}", "kafka_mirror", kafka_cluster=name, kafka_cluster_group=f"kafka_{name}",
+                f"kafka_{name}",
+                "kafka_mirror",
+                kafka_cluster=name,
+                kafka_cluster_group=f"kafka_{name}",
                 kafka_default_replication_factor=rf,
                 # a write needs two in-sync replicas where there are three, else one
-                kafka_min_insync_replicas=2 if rf >= 3 else 1)
+                kafka_min_insync_replicas=2 if rf >= 3 else 1,
+            )
             self._group("kafka_mirror", "kafka")
             node_ids = {}
             for host in s.group_hosts[group]:
@@ -456,16 +531,23 @@ class InventoryModule(BaseInventoryPlugin):
             # group stands for it and its bootstrap servers reach mm2.properties as an extra setting
             source_group = self._group(f"shared_kafka_{token(source)}")
             mm_group = self._group(
-                f"mirrormaker_{name}", "mirrormaker", mirrormaker_source=source,
-                mirrormaker_source_group=source_group, mirrormaker_target=name,
-                mirrormaker_target_group=kafka_group, mirrormaker_topics=topics,
-                mirrormaker_replication_policy=policy, mirrormaker_replication_factor=rf,
-                mirrormaker_extra_settings={f"{source}.bootstrap.servers": source_servers})
+                f"mirrormaker_{name}",
+                "mirrormaker",
+                mirrormaker_source=source,
+                mirrormaker_source_group=source_group,
+                mirrormaker_target=name,
+                mirrormaker_target_group=kafka_group,
+                mirrormaker_topics=topics,
+                mirrormaker_replication_policy=policy,
+                mirrormaker_replication_factor=rf,
+                mirrormaker_extra_settings={f"{source}.bootstrap.servers": source_servers},
+            )
             for host in s.group_hosts.get("mirror_maker", []):
                 if host in s.group_hosts[group]:
                     self._host(host, mm_group)
         for group in ("kafka_mirror", "mirror_maker"):
             for i, host in enumerate(s.group_hosts.get(group, [])):
                 if host not in in_mirrors:
-                    raise StackError(s.stack, f"inventory.{group}.hosts[{i}]", host,
-                                     "host is in no mirror_<source> group")
+                    raise StackError(
+                        s.stack, f"inventory.{group}.hosts[{i}]", host, "host is in no mirror_<source> group"
+                    )

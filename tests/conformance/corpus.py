@@ -12,6 +12,7 @@ semantics), so the seeds use it as written. The others (S2Id, PercentileAggregat
 geometry library, ...) on the Flink side. The seed queries run with them left out or replaced by
 a Flink built-in (PercentileAggregator -> MAX).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,18 @@ KINDS = ("builtin", "construct", "seed", "udf")
 # Built-ins whose result is another value on every run or machine (random numbers, the clock): no
 # two engines, and no replay of one, can agree on their rows. A dagger refuses them by design
 # (windows must give the same result when replayed); they are left out of the built-ins' percentage.
-NOT_COMPARABLE = frozenset({"rand", "rand_seeded", "uuid", "current_timestamp", "current_date", "clock_others",
-                            "proctime", "current_watermark"})
+NOT_COMPARABLE = frozenset(
+    {
+        "rand",
+        "rand_seeded",
+        "uuid",
+        "current_timestamp",
+        "current_date",
+        "clock_others",
+        "proctime",
+        "current_watermark",
+    }
+)
 
 CASES: list[Case] = []
 
@@ -60,26 +71,46 @@ def scalar(id, construct, expr, table="bookings", key=None, fast=False, kind="bu
 # A windowed aggregate: per minute, grouped by `by`.
 def per_minute(id, construct, aggs, by="vehicle_type", table="bookings", where="", fast=False, kind="builtin"):
     w = f"WHERE {where} " if where else ""
-    case(id, construct,
-         f"SELECT {by}, {aggs}, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
-         f"FROM {table} {w}GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), {by}", (table,), fast, kind=kind)
+    case(
+        id,
+        construct,
+        f"SELECT {by}, {aggs}, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp "
+        f"FROM {table} {w}GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), {by}",
+        (table,),
+        fast,
+        kind=kind,
+    )
 
 
 # ------------------------------------------------------------------------ the seeds' queries
-case("seed_completed_bookings", "seed: completed bookings per city and vehicle (S2Id left out)", """
+case(
+    "seed_completed_bookings",
+    "seed: completed bookings per city and vehicle (S2Id left out)",
+    """
 SELECT city_id AS tag_city_id,
        vehicle_type AS tag_vehicle_type,
        count(1) AS num_of_bookings,
        TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
 FROM `bookings`
 WHERE status = 'COMPLETED'
-GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id, vehicle_type""", fast=True)
-case("seed_driver_supply", "seed: distinct drivers per status (DistinctCount; S2Id left out)", """
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id, vehicle_type""",
+    fast=True,
+)
+case(
+    "seed_driver_supply",
+    "seed: distinct drivers per status (DistinctCount; S2Id left out)",
+    """
 SELECT DistinctCount(driver_id) AS drivers, driver_status AS label_driver_status,
        TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
 FROM `pings`
-GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), driver_status""", ("pings",), fast=True)
-case("seed_supply_per_minute", "seed: available drivers per minute, nested fields (DistinctCount; S2Id as a latitude bucket)", """
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), driver_status""",
+    ("pings",),
+    fast=True,
+)
+case(
+    "seed_supply_per_minute",
+    "seed: available drivers per minute, nested fields (DistinctCount; S2Id as a latitude bucket)",
+    """
 SELECT TUMBLE_START(rowtime, INTERVAL '1' MINUTE) AS window_start_time,
        TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp,
        CAST(driver_location.latitude * 100 AS BIGINT) AS lat_bucket,
@@ -89,16 +120,27 @@ SELECT TUMBLE_START(rowtime, INTERVAL '1' MINUTE) AS window_start_time,
 FROM `pings`
 WHERE driver_status = 'AVAILABLE'
 GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), CAST(driver_location.latitude * 100 AS BIGINT)""",
-     ("pings",), fast=True)
-case("seed_api_health", "seed: API health per path and status (PercentileAggregator left out)", """
+    ("pings",),
+    fast=True,
+)
+case(
+    "seed_api_health",
+    "seed: API health per path and status (PercentileAggregator left out)",
+    """
 SELECT request.path AS label_path,
        CAST(response.status_code AS STRING) AS label_status_code,
        count(1) AS requests,
        MAX(response.latency_ms) AS latency_max_ms,
        TUMBLE_END(rowtime, INTERVAL '30' SECOND) AS window_timestamp
 FROM api_logs
-GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND), request.path, response.status_code""", ("api_logs",), fast=True)
-case("seed_interval_join", "seed: interval join of bookings and pings", """
+GROUP BY TUMBLE(rowtime, INTERVAL '30' SECOND), request.path, response.status_code""",
+    ("api_logs",),
+    fast=True,
+)
+case(
+    "seed_interval_join",
+    "seed: interval join of bookings and pings",
+    """
 SELECT b.service_type AS tag_service_type,
        count(1) AS pings_before_completion,
        TUMBLE_END(b.rowtime, INTERVAL '1' MINUTE) AS window_timestamp
@@ -107,110 +149,245 @@ JOIN pings p
   ON b.driver_id = p.driver_id
  AND p.rowtime BETWEEN b.rowtime - INTERVAL '30' SECOND AND b.rowtime
 WHERE b.status = 'COMPLETED'
-GROUP BY TUMBLE(b.rowtime, INTERVAL '1' MINUTE), b.service_type""", ("bookings", "pings"), fast=True)
+GROUP BY TUMBLE(b.rowtime, INTERVAL '1' MINUTE), b.service_type""",
+    ("bookings", "pings"),
+    fast=True,
+)
 
 # ------------------------------------------------------------------------ group windows
 per_minute("tumble_end", "TUMBLE + TUMBLE_END", "COUNT(*) AS n", fast=True, kind="construct")
-case("tumble_start_end", "TUMBLE_START and TUMBLE_END", """
+case(
+    "tumble_start_end",
+    "TUMBLE_START and TUMBLE_END",
+    """
 SELECT TUMBLE_START(rowtime, INTERVAL '1' MINUTE) AS ws, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS we,
-       COUNT(*) AS n FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)""", fast=True)
-case("tumble_rowtime", "TUMBLE_ROWTIME", """
+       COUNT(*) AS n FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)""",
+    fast=True,
+)
+case(
+    "tumble_rowtime",
+    "TUMBLE_ROWTIME",
+    """
 SELECT TUMBLE_ROWTIME(rowtime, INTERVAL '1' MINUTE) AS wr, COUNT(*) AS n
-FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)""")
-case("hop", "HOP + HOP_START/HOP_END", """
+FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)""",
+)
+case(
+    "hop",
+    "HOP + HOP_START/HOP_END",
+    """
 SELECT HOP_START(rowtime, INTERVAL '30' SECOND, INTERVAL '1' MINUTE) AS ws,
        HOP_END(rowtime, INTERVAL '30' SECOND, INTERVAL '1' MINUTE) AS we, status, COUNT(*) AS n
-FROM bookings GROUP BY HOP(rowtime, INTERVAL '30' SECOND, INTERVAL '1' MINUTE), status""", fast=True)
-case("session", "SESSION + SESSION_START/SESSION_END", """
+FROM bookings GROUP BY HOP(rowtime, INTERVAL '30' SECOND, INTERVAL '1' MINUTE), status""",
+    fast=True,
+)
+case(
+    "session",
+    "SESSION + SESSION_START/SESSION_END",
+    """
 SELECT driver_id, SESSION_START(rowtime, INTERVAL '10' SECOND) AS ws,
        SESSION_END(rowtime, INTERVAL '10' SECOND) AS we, COUNT(*) AS n
-FROM bookings GROUP BY SESSION(rowtime, INTERVAL '10' SECOND), driver_id""", fast=True)
-per_minute("where_window", "WHERE + window", "COUNT(*) AS n, SUM(total_fare) AS fare",
-           where="status IN ('COMPLETED', 'PICKED_UP') AND city_id <> 2", fast=True, kind="construct")
-case("having", "HAVING", """
+FROM bookings GROUP BY SESSION(rowtime, INTERVAL '10' SECOND), driver_id""",
+    fast=True,
+)
+per_minute(
+    "where_window",
+    "WHERE + window",
+    "COUNT(*) AS n, SUM(total_fare) AS fare",
+    where="status IN ('COMPLETED', 'PICKED_UP') AND city_id <> 2",
+    fast=True,
+    kind="construct",
+)
+case(
+    "having",
+    "HAVING",
+    """
 SELECT vehicle_type, COUNT(*) AS n, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS we
-FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), vehicle_type HAVING COUNT(*) > 30""", fast=True)
+FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), vehicle_type HAVING COUNT(*) > 30""",
+    fast=True,
+)
 per_minute("count_distinct", "COUNT(DISTINCT)", "COUNT(DISTINCT driver_id) AS drivers", fast=True, kind="construct")
-per_minute("aggs_basic", "SUM/AVG/MIN/MAX/COUNT",
-           "COUNT(*) AS n, COUNT(driver_id) AS nd, SUM(total_fare) AS s, AVG(total_fare) AS a, "
-           "MIN(total_fare) AS mn, MAX(total_fare) AS mx, SUM(city_id) AS sc, AVG(city_id) AS ac", fast=True)
-per_minute("filter_agg", "aggregate FILTER (WHERE)",
-           "COUNT(*) FILTER (WHERE status = 'COMPLETED') AS completed, COUNT(*) AS n", fast=True, kind="construct")
+per_minute(
+    "aggs_basic",
+    "SUM/AVG/MIN/MAX/COUNT",
+    "COUNT(*) AS n, COUNT(driver_id) AS nd, SUM(total_fare) AS s, AVG(total_fare) AS a, "
+    "MIN(total_fare) AS mn, MAX(total_fare) AS mx, SUM(city_id) AS sc, AVG(city_id) AS ac",
+    fast=True,
+)
+per_minute(
+    "filter_agg",
+    "aggregate FILTER (WHERE)",
+    "COUNT(*) FILTER (WHERE status = 'COMPLETED') AS completed, COUNT(*) AS n",
+    fast=True,
+    kind="construct",
+)
 per_minute("sum_distinct", "SUM(DISTINCT)", "SUM(DISTINCT city_id) AS s", kind="construct")
-per_minute("stats", "STDDEV_POP/STDDEV_SAMP/VAR_POP/VAR_SAMP",
-           "STDDEV_POP(total_fare) AS sp, STDDEV_SAMP(total_fare) AS ss, VAR_POP(total_fare) AS vp, "
-           "VAR_SAMP(total_fare) AS vs")
+per_minute(
+    "stats",
+    "STDDEV_POP/STDDEV_SAMP/VAR_POP/VAR_SAMP",
+    "STDDEV_POP(total_fare) AS sp, STDDEV_SAMP(total_fare) AS ss, VAR_POP(total_fare) AS vp, "
+    "VAR_SAMP(total_fare) AS vs",
+)
 per_minute("stddev", "STDDEV/VARIANCE", "STDDEV(total_fare) AS sd, VARIANCE(total_fare) AS v")
 per_minute("collect", "COLLECT", "COLLECT(status) AS c")
 per_minute("listagg", "LISTAGG", "LISTAGG(status) AS l")
 per_minute("first_last", "FIRST_VALUE/LAST_VALUE", "FIRST_VALUE(order_number) AS f, LAST_VALUE(order_number) AS l")
 per_minute("array_agg", "ARRAY_AGG", "ARRAY_AGG(city_id) AS a")
-per_minute("case_in_agg", "CASE inside an aggregate",
-           "SUM(CASE WHEN status = 'COMPLETED' THEN total_fare ELSE 0 END) AS completed_fare", fast=True,
-           kind="construct")
-case("group_no_window", "GROUP BY without a window (a final table)", """
-SELECT status, COUNT(*) AS n, MAX(total_fare) AS mx FROM bookings GROUP BY status""", fast=True)
-case("grouping_sets", "GROUPING SETS", """
-SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY GROUPING SETS ((status), (vehicle_type))""")
-case("grouping_sets_tvf", "GROUPING SETS on a TUMBLE window (table-valued)", """
+per_minute(
+    "case_in_agg",
+    "CASE inside an aggregate",
+    "SUM(CASE WHEN status = 'COMPLETED' THEN total_fare ELSE 0 END) AS completed_fare",
+    fast=True,
+    kind="construct",
+)
+case(
+    "group_no_window",
+    "GROUP BY without a window (a final table)",
+    """
+SELECT status, COUNT(*) AS n, MAX(total_fare) AS mx FROM bookings GROUP BY status""",
+    fast=True,
+)
+case(
+    "grouping_sets",
+    "GROUPING SETS",
+    """
+SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY GROUPING SETS ((status), (vehicle_type))""",
+)
+case(
+    "grouping_sets_tvf",
+    "GROUPING SETS on a TUMBLE window (table-valued)",
+    """
 SELECT window_end, status, vehicle_type, COUNT(*) AS n
 FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
-GROUP BY window_start, window_end, GROUPING SETS ((status), (vehicle_type))""")
-case("rollup", "ROLLUP", """
-SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY ROLLUP (status, vehicle_type)""")
-case("cube", "CUBE", """
-SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY CUBE (status, vehicle_type)""")
-case("tvf_tumble", "TUMBLE table-valued function", """
+GROUP BY window_start, window_end, GROUPING SETS ((status), (vehicle_type))""",
+)
+case(
+    "rollup",
+    "ROLLUP",
+    """
+SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY ROLLUP (status, vehicle_type)""",
+)
+case(
+    "cube",
+    "CUBE",
+    """
+SELECT status, vehicle_type, COUNT(*) AS n FROM bookings GROUP BY CUBE (status, vehicle_type)""",
+)
+case(
+    "tvf_tumble",
+    "TUMBLE table-valued function",
+    """
 SELECT window_start, window_end, vehicle_type, COUNT(*) AS n
 FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
-GROUP BY window_start, window_end, vehicle_type""", fast=True)
-case("tvf_hop", "HOP table-valued function", """
+GROUP BY window_start, window_end, vehicle_type""",
+    fast=True,
+)
+case(
+    "tvf_hop",
+    "HOP table-valued function",
+    """
 SELECT window_start, window_end, COUNT(*) AS n
 FROM TABLE(HOP(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '30' SECOND, INTERVAL '1' MINUTE))
-GROUP BY window_start, window_end""")
-case("tvf_cumulate", "CUMULATE table-valued function", """
+GROUP BY window_start, window_end""",
+)
+case(
+    "tvf_cumulate",
+    "CUMULATE table-valued function",
+    """
 SELECT window_start, window_end, COUNT(*) AS n
 FROM TABLE(CUMULATE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE))
-GROUP BY window_start, window_end""")
-case("tvf_window_time", "TUMBLE table-valued function: window_time, HAVING, an alias", """
+GROUP BY window_start, window_end""",
+)
+case(
+    "tvf_window_time",
+    "TUMBLE table-valued function: window_time, HAVING, an alias",
+    """
 SELECT t.window_end AS we, window_time, city_id, COUNT(*) AS n, SUM(total_fare) AS fare
 FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '30' SECOND)) AS t
 WHERE status <> 'CANCELLED'
-GROUP BY t.window_start, t.window_end, window_time, city_id HAVING COUNT(*) > 3""", fast=True)
-case("tvf_window_time_ungrouped", "window TVF: window_time selected but not grouped", """
+GROUP BY t.window_start, t.window_end, window_time, city_id HAVING COUNT(*) > 3""",
+    fast=True,
+)
+case(
+    "tvf_window_time_ungrouped",
+    "window TVF: window_time selected but not grouped",
+    """
 SELECT window_end, window_time, COUNT(*) AS n
 FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))
-GROUP BY window_start, window_end""")
-case("tvf_hop_keys", "HOP table-valued function with keys, window_start in an expression", """
+GROUP BY window_start, window_end""",
+)
+case(
+    "tvf_hop_keys",
+    "HOP table-valued function with keys, window_start in an expression",
+    """
 SELECT DATE_FORMAT(window_start, 'HH:mm:ss') AS ws, driver_status, COUNT(*) AS n
 FROM TABLE(HOP(TABLE pings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE))
-GROUP BY window_start, window_end, driver_status""", ("pings",))
-case("tvf_rows_alone", "window TVF without aggregation (each row and its window)", """
-SELECT order_number, window_start, window_end FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))""")
-case("tvf_rollup", "ROLLUP on a HOP window (table-valued)", """
+GROUP BY window_start, window_end, driver_status""",
+    ("pings",),
+)
+case(
+    "tvf_rows_alone",
+    "window TVF without aggregation (each row and its window)",
+    """
+SELECT order_number, window_start, window_end FROM TABLE(TUMBLE(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE))""",
+)
+case(
+    "tvf_rollup",
+    "ROLLUP on a HOP window (table-valued)",
+    """
 SELECT window_end, status, vehicle_type, COUNT(*) AS n
 FROM TABLE(HOP(TABLE bookings, DESCRIPTOR(rowtime), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE))
-GROUP BY window_start, window_end, ROLLUP (status, vehicle_type)""")
-case("unnest", "CROSS JOIN UNNEST", """
-SELECT order_number, item FROM bookings CROSS JOIN UNNEST(items) AS t (item)""", fast=True)
-case("select_star_filter", "projection and WHERE (no aggregate)", """
+GROUP BY window_start, window_end, ROLLUP (status, vehicle_type)""",
+)
+case(
+    "unnest",
+    "CROSS JOIN UNNEST",
+    """
+SELECT order_number, item FROM bookings CROSS JOIN UNNEST(items) AS t (item)""",
+    fast=True,
+)
+case(
+    "select_star_filter",
+    "projection and WHERE (no aggregate)",
+    """
 SELECT order_number, status, total_fare FROM bookings WHERE total_fare > 50000 AND vehicle_type LIKE 'car%'""",
-     fast=True)
-case("nested_fields", "nested fields, map and repeated columns", """
+    fast=True,
+)
+case(
+    "nested_fields",
+    "nested fields, map and repeated columns",
+    """
 SELECT order_number, pickup.latitude AS plat, event_timestamp.seconds AS secs, items, metadata
-FROM bookings""")
+FROM bookings""",
+)
 case("distinct", "SELECT DISTINCT", "SELECT DISTINCT status, vehicle_type FROM bookings")
-case("union_all", "UNION ALL", """
+case(
+    "union_all",
+    "UNION ALL",
+    """
 SELECT driver_id, 'b' AS src FROM bookings UNION ALL SELECT driver_id, 'p' AS src FROM pings""",
-     ("bookings", "pings"))
-case("subquery", "subquery in FROM", """
-SELECT s, COUNT(*) AS n FROM (SELECT UPPER(status) AS s FROM bookings WHERE city_id = 1) GROUP BY s""")
-case("in_subquery", "IN (subquery)", """
+    ("bookings", "pings"),
+)
+case(
+    "subquery",
+    "subquery in FROM",
+    """
+SELECT s, COUNT(*) AS n FROM (SELECT UPPER(status) AS s FROM bookings WHERE city_id = 1) GROUP BY s""",
+)
+case(
+    "in_subquery",
+    "IN (subquery)",
+    """
 SELECT order_number FROM bookings WHERE driver_id IN (SELECT driver_id FROM pings WHERE battery_level < 10)""",
-     ("bookings", "pings"))
+    ("bookings", "pings"),
+)
 
 # ------------------------------------------------------------------------ CASE, logic, comparison
-scalar("case_searched", "CASE WHEN", "CASE WHEN total_fare > 60000 THEN 'high' WHEN total_fare > 30000 THEN 'mid' ELSE 'low' END", fast=True)
+scalar(
+    "case_searched",
+    "CASE WHEN",
+    "CASE WHEN total_fare > 60000 THEN 'high' WHEN total_fare > 30000 THEN 'mid' ELSE 'low' END",
+    fast=True,
+)
 scalar("case_simple", "CASE x WHEN", "CASE status WHEN 'COMPLETED' THEN 1 WHEN 'CREATED' THEN 2 ELSE 0 END", fast=True)
 scalar("coalesce", "COALESCE", "COALESCE(NULLIF(vehicle_type, 'car'), 'none')")
 scalar("nullif", "NULLIF", "NULLIF(city_id, 1)")
@@ -230,12 +407,18 @@ scalar("greatest_least", "GREATEST/LEAST", "GREATEST(lat, long, 0.0) + LEAST(cit
 scalar("arith", "+ - * / on numbers", "city_id * 3 + 1 - city_id / 2", fast=True)
 scalar("int_division", "integer division /", "city_id / 2")
 scalar("int_division_bigint", "BIGINT / INT, truncated toward zero", "(city_id - 5) * event_timestamp.seconds / 7")
-scalar("int_division_types", "the type of an integer division",
-       "TYPEOF(event_timestamp.seconds / city_id) || ',' || TYPEOF(CAST(city_id AS SMALLINT) / CAST(2 AS TINYINT)) "
-       "|| ',' || TYPEOF(city_id / 2) || ',' || TYPEOF(total_fare / city_id)")
+scalar(
+    "int_division_types",
+    "the type of an integer division",
+    "TYPEOF(event_timestamp.seconds / city_id) || ',' || TYPEOF(CAST(city_id AS SMALLINT) / CAST(2 AS TINYINT)) "
+    "|| ',' || TYPEOF(city_id / 2) || ',' || TYPEOF(total_fare / city_id)",
+)
 scalar("int_division_zero", "integer division by zero", "city_id / (city_id - city_id)")
-per_minute("agg_division", "division inside and of aggregates",
-           "SUM(city_id / 2) AS s, SUM(city_id) / COUNT(*) AS q, MAX((city_id - 5) * 10 / 3) AS m")
+per_minute(
+    "agg_division",
+    "division inside and of aggregates",
+    "SUM(city_id / 2) AS s, SUM(city_id) / COUNT(*) AS q, MAX((city_id - 5) * 10 / 3) AS m",
+)
 scalar("abs", "ABS", "ABS(lat)", fast=True)
 scalar("mod", "MOD", "MOD(city_id * 7, 4)", fast=True)
 scalar("mod_op", "% operator", "city_id % 2")
@@ -317,10 +500,17 @@ scalar("uuid_like", "string comparison <, >", "vehicle_type < 'car_'")
 # ------------------------------------------------------------------------ date and time
 scalar("date_format", "DATE_FORMAT", "DATE_FORMAT(rowtime, 'yyyy-MM-dd HH:mm')", fast=True)
 scalar("extract", "EXTRACT", "EXTRACT(MINUTE FROM rowtime) * 100 + EXTRACT(SECOND FROM rowtime)", fast=True)
-scalar("extract_dow", "EXTRACT(DOW/DOY/WEEK/QUARTER)",
-       "EXTRACT(DOW FROM rowtime) * 1000 + EXTRACT(DOY FROM rowtime) + EXTRACT(WEEK FROM rowtime) * 10 + EXTRACT(QUARTER FROM rowtime)")
+scalar(
+    "extract_dow",
+    "EXTRACT(DOW/DOY/WEEK/QUARTER)",
+    "EXTRACT(DOW FROM rowtime) * 1000 + EXTRACT(DOY FROM rowtime) + EXTRACT(WEEK FROM rowtime) * 10 + EXTRACT(QUARTER FROM rowtime)",
+)
 scalar("hour_minute", "HOUR/MINUTE/SECOND", "HOUR(rowtime) * 3600 + MINUTE(rowtime) * 60 + SECOND(rowtime)")
-scalar("year_month", "YEAR/MONTH/DAYOFMONTH/QUARTER", "YEAR(rowtime) * 10000 + MONTH(rowtime) * 100 + DAYOFMONTH(rowtime) + QUARTER(rowtime)")
+scalar(
+    "year_month",
+    "YEAR/MONTH/DAYOFMONTH/QUARTER",
+    "YEAR(rowtime) * 10000 + MONTH(rowtime) * 100 + DAYOFMONTH(rowtime) + QUARTER(rowtime)",
+)
 scalar("dayofweek", "DAYOFWEEK/DAYOFYEAR/WEEK", "DAYOFWEEK(rowtime) * 1000 + DAYOFYEAR(rowtime) + WEEK(rowtime)")
 scalar("timestampadd", "TIMESTAMPADD", "TIMESTAMPADD(MINUTE, 5, rowtime)", fast=True)
 scalar("timestampdiff", "TIMESTAMPDIFF", "TIMESTAMPDIFF(SECOND, TIMESTAMP '2026-11-22 00:00:00', rowtime)", fast=True)
@@ -330,10 +520,16 @@ scalar("ceil_to_day", "CEIL(rowtime TO DAY)", "CEIL(rowtime TO DAY)")
 scalar("interval_arith", "timestamp + INTERVAL", "rowtime + INTERVAL '90' SECOND")
 scalar("interval_minus", "timestamp - INTERVAL", "rowtime - INTERVAL '1' HOUR")
 scalar("to_timestamp", "TO_TIMESTAMP", "TO_TIMESTAMP('2026-11-22 0' || CAST(city_id AS STRING) || ':00:00')")
-scalar("to_timestamp_fmt", "TO_TIMESTAMP(string, format)", "TO_TIMESTAMP('22/11/2026 0' || CAST(city_id AS STRING), 'dd/MM/yyyy HH')")
+scalar(
+    "to_timestamp_fmt",
+    "TO_TIMESTAMP(string, format)",
+    "TO_TIMESTAMP('22/11/2026 0' || CAST(city_id AS STRING), 'dd/MM/yyyy HH')",
+)
 scalar("to_timestamp_ltz", "TO_TIMESTAMP_LTZ", "TO_TIMESTAMP_LTZ(event_timestamp.seconds * 1000, 3)")
 scalar("to_date", "TO_DATE", "TO_DATE('2026-11-2' || CAST(city_id AS STRING))")
-scalar("unix_timestamp", "UNIX_TIMESTAMP(string)", "UNIX_TIMESTAMP('2026-11-22 00:0' || CAST(city_id AS STRING) || ':00')")
+scalar(
+    "unix_timestamp", "UNIX_TIMESTAMP(string)", "UNIX_TIMESTAMP('2026-11-22 00:0' || CAST(city_id AS STRING) || ':00')"
+)
 scalar("from_unixtime", "FROM_UNIXTIME", "FROM_UNIXTIME(event_timestamp.seconds)")
 scalar("date_literal", "DATE/TIME/TIMESTAMP literals", "CAST(rowtime AS DATE) = DATE '2026-11-22'")
 scalar("cast_ts_string", "CAST(timestamp AS STRING)", "CAST(rowtime AS STRING)")
@@ -381,16 +577,26 @@ scalar("sha512", "SHA512", "SHA512(order_number)")
 scalar("encode_decode", "ENCODE/DECODE", "DECODE(ENCODE(vehicle_type, 'UTF-8'), 'UTF-8')")
 scalar("regexp_extract_all", "REGEXP_EXTRACT without index", "REGEXP_EXTRACT(order_number, '[0-9]+')")
 scalar("substring_from", "SUBSTRING(x FROM a)", "SUBSTRING(order_number FROM 7)")
-scalar("trim_leading", "TRIM(LEADING/TRAILING)", "TRIM(LEADING 'c' FROM vehicle_type) || TRIM(TRAILING 'l' FROM vehicle_type)")
+scalar(
+    "trim_leading",
+    "TRIM(LEADING/TRAILING)",
+    "TRIM(LEADING 'c' FROM vehicle_type) || TRIM(TRAILING 'l' FROM vehicle_type)",
+)
 scalar("upper_nested", "string functions on nested fields", "UPPER(pickup.address)", kind="construct")
 scalar("split", "SPLIT", "SPLIT(order_number, '-')")
 scalar("typeof", "TYPEOF", "TYPEOF(total_fare)")
-scalar("typeof_types", "TYPEOF of columns and literals",
-       "TYPEOF(city_id) || ',' || TYPEOF(rowtime) || ',' || TYPEOF(pickup) || ',' || TYPEOF(items) || ',' || "
-       "TYPEOF(1) || ',' || TYPEOF('abc') || ',' || TYPEOF(1.5) || ',' || TYPEOF(TRUE) || ',' || "
-       "TYPEOF(TIMESTAMP '2026-11-22 00:02:00') || ',' || TYPEOF(CAST(city_id AS BIGINT) + 1)")
-per_minute("typeof_agg", "TYPEOF of aggregates", "TYPEOF(COUNT(*)) AS a, TYPEOF(MAX(total_fare)) AS b, "
-           "TYPEOF(MIN(vehicle_type)) AS c")
+scalar(
+    "typeof_types",
+    "TYPEOF of columns and literals",
+    "TYPEOF(city_id) || ',' || TYPEOF(rowtime) || ',' || TYPEOF(pickup) || ',' || TYPEOF(items) || ',' || "
+    "TYPEOF(1) || ',' || TYPEOF('abc') || ',' || TYPEOF(1.5) || ',' || TYPEOF(TRUE) || ',' || "
+    "TYPEOF(TIMESTAMP '2026-11-22 00:02:00') || ',' || TYPEOF(CAST(city_id AS BIGINT) + 1)",
+)
+per_minute(
+    "typeof_agg",
+    "TYPEOF of aggregates",
+    "TYPEOF(COUNT(*)) AS a, TYPEOF(MAX(total_fare)) AS b, TYPEOF(MIN(vehicle_type)) AS c",
+)
 scalar("json_string", "JSON_STRING", "JSON_STRING(city_id)")
 scalar("json_array", "JSON_ARRAY", "JSON_ARRAY(city_id, vehicle_type)")
 scalar("json_value_returning", "JSON_VALUE ... RETURNING", "JSON_VALUE('{\"a\": 7}', '$.a' RETURNING INT)")
@@ -399,8 +605,11 @@ scalar("array_remove", "ARRAY_REMOVE", "ARRAY_REMOVE(items, 'food')")
 scalar("array_slice", "ARRAY_SLICE", "ARRAY_SLICE(ARRAY[1, 2, 3, city_id], 2, 3)")
 scalar("array_sort", "ARRAY_SORT", "ARRAY_SORT(ARRAY[city_id, 2, 1])")
 scalar("array_min_max", "ARRAY_MIN/ARRAY_MAX", "ARRAY_MAX(ARRAY[city_id, 2]) * 10 + ARRAY_MIN(ARRAY[city_id, 2])")
-scalar("array_union", "ARRAY_UNION/ARRAY_INTERSECT/ARRAY_EXCEPT",
-       "CARDINALITY(ARRAY_UNION(ARRAY[1, city_id], ARRAY[2])) * 100 + CARDINALITY(ARRAY_INTERSECT(ARRAY[1, city_id], ARRAY[1])) * 10 + CARDINALITY(ARRAY_EXCEPT(ARRAY[1, city_id], ARRAY[1]))")
+scalar(
+    "array_union",
+    "ARRAY_UNION/ARRAY_INTERSECT/ARRAY_EXCEPT",
+    "CARDINALITY(ARRAY_UNION(ARRAY[1, city_id], ARRAY[2])) * 100 + CARDINALITY(ARRAY_INTERSECT(ARRAY[1, city_id], ARRAY[1])) * 10 + CARDINALITY(ARRAY_EXCEPT(ARRAY[1, city_id], ARRAY[1]))",
+)
 scalar("map_keys", "MAP_KEYS/MAP_VALUES", "MAP_KEYS(MAP['k', vehicle_type])")
 scalar("map_from_arrays", "MAP_FROM_ARRAYS", "MAP_FROM_ARRAYS(ARRAY['a', 'b'], ARRAY[vehicle_type, status])")
 scalar("map_entries", "MAP_ENTRIES", "MAP_ENTRIES(MAP['k', vehicle_type])")
@@ -408,42 +617,91 @@ scalar("map_entries", "MAP_ENTRIES", "MAP_ENTRIES(MAP['k', vehicle_type])")
 # written (and the conformance runs saw it change between runs)
 scalar("map_values", "MAP_VALUES (sorted)", "ARRAY_SORT(MAP_VALUES(MAP['k', vehicle_type, 'c', status]))")
 scalar("map_union", "MAP_UNION", "MAP_UNION(MAP['a', status], MAP['a', vehicle_type])['a']")
-scalar("map_union_dup", "MAP_UNION, a repeated key", "MAP_UNION(MAP['a', status, 'b', vehicle_type], MAP['a', driver_id])")
-scalar("map_union_three", "MAP_UNION of three maps",
-       "MAP_UNION(MAP['a', status], MAP['b', vehicle_type], MAP['a', driver_id, 'c', service_type])")
-scalar("json_object_null_on_null", "JSON_OBJECT, NULL ON NULL (default)",
-       "JSON_OBJECT(KEY 'd' VALUE driver_id, 'n' VALUE CAST(NULL AS STRING), 'c' VALUE city_id)")
-scalar("json_object_absent_on_null", "JSON_OBJECT ... ABSENT ON NULL",
-       "JSON_OBJECT('d' VALUE driver_id, 'n' VALUE CAST(NULL AS STRING) ABSENT ON NULL)")
-scalar("json_object_types", "JSON_OBJECT of DECIMAL, DOUBLE, BOOLEAN, TIMESTAMP",
-       "JSON_OBJECT('fare' VALUE CAST(total_fare AS DECIMAL(10, 2)), 'f' VALUE total_fare, 's' VALUE is_scheduled, "
-       "'t' VALUE rowtime, 'one' VALUE CAST(100.00 AS DECIMAL(5, 2)))")
-scalar("json_array_nested", "JSON_ARRAY with a nested JSON_OBJECT (ABSENT ON NULL default)",
-       "JSON_ARRAY(city_id, JSON_OBJECT('v' VALUE vehicle_type), CAST(NULL AS STRING), JSON_ARRAY())")
-scalar("json_array_null_on_null", "JSON_ARRAY ... NULL ON NULL", "JSON_ARRAY(city_id, CAST(NULL AS STRING) NULL ON NULL)")
-scalar("json_query_wrapper", "JSON_QUERY ... WITH CONDITIONAL ARRAY WRAPPER",
-       "JSON_QUERY('{\"a\": ' || CAST(city_id AS STRING) || ', \"b\": [1]}', '$.a' WITH CONDITIONAL ARRAY WRAPPER)")
-scalar("json_query_empty", "JSON_QUERY lax ... EMPTY ARRAY ON EMPTY",
-       "JSON_QUERY(CASE WHEN city_id = 1 THEN '{\"a\": {\"z\": 1, \"y\": [2.50]}}' ELSE '{}' END, 'lax $.a' "
-       "EMPTY ARRAY ON EMPTY)")
-scalar("json_exists_missing", "JSON_EXISTS on a missing path", "JSON_EXISTS(CASE WHEN city_id = 1 THEN '{\"a\": 1}' ELSE '{\"b\": 1}' END, '$.a')")
-scalar("json_exists_on_error", "JSON_EXISTS ... TRUE ON ERROR (strict, a JSON null)",
-       "JSON_EXISTS('{\"a\": null, \"c\": ' || CAST(city_id AS STRING) || '}', 'strict $.a' TRUE ON ERROR)")
+scalar(
+    "map_union_dup", "MAP_UNION, a repeated key", "MAP_UNION(MAP['a', status, 'b', vehicle_type], MAP['a', driver_id])"
+)
+scalar(
+    "map_union_three",
+    "MAP_UNION of three maps",
+    "MAP_UNION(MAP['a', status], MAP['b', vehicle_type], MAP['a', driver_id, 'c', service_type])",
+)
+scalar(
+    "json_object_null_on_null",
+    "JSON_OBJECT, NULL ON NULL (default)",
+    "JSON_OBJECT(KEY 'd' VALUE driver_id, 'n' VALUE CAST(NULL AS STRING), 'c' VALUE city_id)",
+)
+scalar(
+    "json_object_absent_on_null",
+    "JSON_OBJECT ... ABSENT ON NULL",
+    "JSON_OBJECT('d' VALUE driver_id, 'n' VALUE CAST(NULL AS STRING) ABSENT ON NULL)",
+)
+scalar(
+    "json_object_types",
+    "JSON_OBJECT of DECIMAL, DOUBLE, BOOLEAN, TIMESTAMP",
+    "JSON_OBJECT('fare' VALUE CAST(total_fare AS DECIMAL(10, 2)), 'f' VALUE total_fare, 's' VALUE is_scheduled, "
+    "'t' VALUE rowtime, 'one' VALUE CAST(100.00 AS DECIMAL(5, 2)))",
+)
+scalar(
+    "json_array_nested",
+    "JSON_ARRAY with a nested JSON_OBJECT (ABSENT ON NULL default)",
+    "JSON_ARRAY(city_id, JSON_OBJECT('v' VALUE vehicle_type), CAST(NULL AS STRING), JSON_ARRAY())",
+)
+scalar(
+    "json_array_null_on_null", "JSON_ARRAY ... NULL ON NULL", "JSON_ARRAY(city_id, CAST(NULL AS STRING) NULL ON NULL)"
+)
+scalar(
+    "json_query_wrapper",
+    "JSON_QUERY ... WITH CONDITIONAL ARRAY WRAPPER",
+    "JSON_QUERY('{\"a\": ' || CAST(city_id AS STRING) || ', \"b\": [1]}', '$.a' WITH CONDITIONAL ARRAY WRAPPER)",
+)
+scalar(
+    "json_query_empty",
+    "JSON_QUERY lax ... EMPTY ARRAY ON EMPTY",
+    "JSON_QUERY(CASE WHEN city_id = 1 THEN '{\"a\": {\"z\": 1, \"y\": [2.50]}}' ELSE '{}' END, 'lax $.a' "
+    "EMPTY ARRAY ON EMPTY)",
+)
+scalar(
+    "json_exists_missing",
+    "JSON_EXISTS on a missing path",
+    "JSON_EXISTS(CASE WHEN city_id = 1 THEN '{\"a\": 1}' ELSE '{\"b\": 1}' END, '$.a')",
+)
+scalar(
+    "json_exists_on_error",
+    "JSON_EXISTS ... TRUE ON ERROR (strict, a JSON null)",
+    "JSON_EXISTS('{\"a\": null, \"c\": ' || CAST(city_id AS STRING) || '}', 'strict $.a' TRUE ON ERROR)",
+)
 scalar("json_string_quotes", "JSON_STRING of a string with quotes", "JSON_STRING('say \"' || vehicle_type || '\"')")
 scalar("json_string_null", "JSON_STRING of NULL", "JSON_STRING(CAST(NULL AS STRING))")
-scalar("json_value_double_default", "JSON_VALUE ... RETURNING DOUBLE DEFAULT ... ON EMPTY",
-       "JSON_VALUE(CASE WHEN city_id = 1 THEN '{\"a\": 2.5}' ELSE '{}' END, 'lax $.a' RETURNING DOUBLE "
-       "DEFAULT CAST(-1 AS DOUBLE) ON EMPTY)")
-scalar("json_value_int_on_error", "JSON_VALUE ... RETURNING INT DEFAULT ... ON ERROR",
-       "JSON_VALUE(CASE WHEN city_id = 1 THEN '{\"a\": 7}' ELSE '{\"b\": 7}' END, '$.a' RETURNING INT "
-       "DEFAULT -1 ON ERROR)")
+scalar(
+    "json_value_double_default",
+    "JSON_VALUE ... RETURNING DOUBLE DEFAULT ... ON EMPTY",
+    "JSON_VALUE(CASE WHEN city_id = 1 THEN '{\"a\": 2.5}' ELSE '{}' END, 'lax $.a' RETURNING DOUBLE "
+    "DEFAULT CAST(-1 AS DOUBLE) ON EMPTY)",
+)
+scalar(
+    "json_value_int_on_error",
+    "JSON_VALUE ... RETURNING INT DEFAULT ... ON ERROR",
+    "JSON_VALUE(CASE WHEN city_id = 1 THEN '{\"a\": 7}' ELSE '{\"b\": 7}' END, '$.a' RETURNING INT "
+    "DEFAULT -1 ON ERROR)",
+)
 scalar("cardinality_map", "CARDINALITY of a map", "CARDINALITY(MAP['a', 1, 'b', city_id])")
 scalar("current_timestamp", "CURRENT_TIMESTAMP/NOW (compared only)", "CURRENT_TIMESTAMP > rowtime AND NOW() > rowtime")
-scalar("current_date", "CURRENT_DATE/LOCALTIMESTAMP (compared only)", "CURRENT_DATE > DATE '2026-01-01' AND LOCALTIMESTAMP > rowtime")
-scalar("clock_others", "CURRENT_TIME/LOCALTIME/CURRENT_ROW_TIMESTAMP (compared only)",
-       "CURRENT_TIME IS NOT NULL AND LOCALTIME IS NOT NULL AND CURRENT_ROW_TIMESTAMP() > rowtime")
+scalar(
+    "current_date",
+    "CURRENT_DATE/LOCALTIMESTAMP (compared only)",
+    "CURRENT_DATE > DATE '2026-01-01' AND LOCALTIMESTAMP > rowtime",
+)
+scalar(
+    "clock_others",
+    "CURRENT_TIME/LOCALTIME/CURRENT_ROW_TIMESTAMP (compared only)",
+    "CURRENT_TIME IS NOT NULL AND LOCALTIME IS NOT NULL AND CURRENT_ROW_TIMESTAMP() > rowtime",
+)
 scalar("proctime", "PROCTIME (compared only)", "PROCTIME() > rowtime")
-scalar("current_watermark", "CURRENT_WATERMARK", "CURRENT_WATERMARK(rowtime) IS NULL OR CURRENT_WATERMARK(rowtime) <= rowtime")
+scalar(
+    "current_watermark",
+    "CURRENT_WATERMARK",
+    "CURRENT_WATERMARK(rowtime) IS NULL OR CURRENT_WATERMARK(rowtime) <= rowtime",
+)
 scalar("current_database", "CURRENT_DATABASE", "CURRENT_DATABASE()")
 scalar("extract_ms", "EXTRACT(MILLISECOND)", "EXTRACT(MILLISECOND FROM rowtime)")
 scalar("extract_epoch", "EXTRACT(EPOCH)", "EXTRACT(EPOCH FROM rowtime)")
@@ -451,16 +709,25 @@ scalar("date_format_default", "DATE_FORMAT of a string", "DATE_FORMAT('2026-11-2
 scalar("unix_timestamp_fmt", "UNIX_TIMESTAMP(string, format)", "UNIX_TIMESTAMP('22/11/2026', 'dd/MM/yyyy')")
 scalar("from_unixtime_fmt", "FROM_UNIXTIME(n, format)", "FROM_UNIXTIME(event_timestamp.seconds, 'yyyy-MM-dd HH')")
 scalar("cast_varchar", "CAST(x AS VARCHAR)/CHAR", "CAST(city_id AS VARCHAR) || CAST(vehicle_type AS CHAR(3))")
-scalar("cast_char_lengths", "CAST(x AS CHAR(n)/VARCHAR(n)) shorter and longer than the value",
-       "CAST(vehicle_type AS CHAR(12)) || '|' || CAST(vehicle_type AS VARCHAR(3)) || '|' || "
-       "CAST(vehicle_type AS VARCHAR(20)) || '|' || CAST(vehicle_type AS CHAR) || '|' || "
-       "CAST(total_fare AS VARCHAR(4)) || '|' || CAST(rowtime AS VARCHAR(10))")
+scalar(
+    "cast_char_lengths",
+    "CAST(x AS CHAR(n)/VARCHAR(n)) shorter and longer than the value",
+    "CAST(vehicle_type AS CHAR(12)) || '|' || CAST(vehicle_type AS VARCHAR(3)) || '|' || "
+    "CAST(vehicle_type AS VARCHAR(20)) || '|' || CAST(vehicle_type AS CHAR) || '|' || "
+    "CAST(total_fare AS VARCHAR(4)) || '|' || CAST(rowtime AS VARCHAR(10))",
+)
 scalar("cast_bool_string", "CAST(boolean AS STRING)", "CAST(city_id = 1 AS STRING)")
-scalar("cast_ts_precision", "CAST(timestamp AS STRING) at other precisions",
-       "CAST(TIMESTAMP '2026-11-22 00:02:00.5' AS STRING) || '|' || CAST(CAST(rowtime AS TIMESTAMP(0)) AS STRING) "
-       "|| '|' || CAST(CAST('2026-11-22 01:02:03' AS TIMESTAMP) AS STRING)")
-per_minute("cast_window_string", "CAST(window end, MAX(rowtime) AS STRING)",
-           "CAST(TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS STRING) AS e, CAST(MAX(rowtime) AS STRING) AS l")
+scalar(
+    "cast_ts_precision",
+    "CAST(timestamp AS STRING) at other precisions",
+    "CAST(TIMESTAMP '2026-11-22 00:02:00.5' AS STRING) || '|' || CAST(CAST(rowtime AS TIMESTAMP(0)) AS STRING) "
+    "|| '|' || CAST(CAST('2026-11-22 01:02:03' AS TIMESTAMP) AS STRING)",
+)
+per_minute(
+    "cast_window_string",
+    "CAST(window end, MAX(rowtime) AS STRING)",
+    "CAST(TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS STRING) AS e, CAST(MAX(rowtime) AS STRING) AS l",
+)
 scalar("cast_float", "CAST(x AS FLOAT)", "CAST(total_fare AS FLOAT)")
 scalar("cast_tinyint", "CAST(x AS TINYINT/SMALLINT)", "CAST(city_id AS TINYINT) + CAST(city_id AS SMALLINT)")
 scalar("timestampadd_hour", "TIMESTAMPADD(HOUR)", "TIMESTAMPADD(HOUR, -2, rowtime)")
@@ -471,65 +738,148 @@ per_minute("json_objectagg", "JSON_OBJECTAGG", "JSON_OBJECTAGG(KEY order_number 
 # JSON's aggregates over values that are JSON text (Flink 1.20 inserts a STRING as it is); the
 # array's elements are all alike per group, so the order they are collected in does not matter
 per_minute("json_arrayagg_string", "JSON_ARRAYAGG of JSON_STRING", "JSON_ARRAYAGG(JSON_STRING(vehicle_type)) AS j")
-per_minute("json_arrayagg_null_on_null", "JSON_ARRAYAGG ... NULL ON NULL",
-           "JSON_ARRAYAGG(JSON_STRING(CASE WHEN city_id = 1 THEN NULL ELSE vehicle_type END) NULL ON NULL) AS j",
-           by="vehicle_type, city_id")
-per_minute("json_objectagg_string", "JSON_OBJECTAGG of JSON_STRING",
-           "JSON_OBJECTAGG(KEY order_number VALUE JSON_STRING(city_id)) AS j")
-per_minute("json_objectagg_absent", "JSON_OBJECTAGG ... ABSENT ON NULL",
-           "JSON_OBJECTAGG(KEY order_number VALUE JSON_STRING(CASE WHEN city_id = 1 THEN NULL ELSE status END) "
-           "ABSENT ON NULL) AS j")
+per_minute(
+    "json_arrayagg_null_on_null",
+    "JSON_ARRAYAGG ... NULL ON NULL",
+    "JSON_ARRAYAGG(JSON_STRING(CASE WHEN city_id = 1 THEN NULL ELSE vehicle_type END) NULL ON NULL) AS j",
+    by="vehicle_type, city_id",
+)
+per_minute(
+    "json_objectagg_string",
+    "JSON_OBJECTAGG of JSON_STRING",
+    "JSON_OBJECTAGG(KEY order_number VALUE JSON_STRING(city_id)) AS j",
+)
+per_minute(
+    "json_objectagg_absent",
+    "JSON_OBJECTAGG ... ABSENT ON NULL",
+    "JSON_OBJECTAGG(KEY order_number VALUE JSON_STRING(CASE WHEN city_id = 1 THEN NULL ELSE status END) "
+    "ABSENT ON NULL) AS j",
+)
 per_minute("count_col_null", "COUNT(column) skips NULL", "COUNT(NULLIF(city_id, 1)) AS n")
 per_minute("avg_double", "AVG of a DOUBLE", "AVG(total_fare) AS a")
 per_minute("avg_int", "AVG of an INT", "AVG(city_id) AS a")
-per_minute("avg_int_filter", "AVG of an INT with FILTER (WHERE)",
-           "AVG(city_id) FILTER (WHERE status = 'COMPLETED') AS a, AVG(city_id - 3) AS b, "
-           "AVG(CAST(city_id AS TINYINT)) AS c, TYPEOF(AVG(city_id)) AS t")
-case("avg_int_having", "AVG of an INT in HAVING", """
+per_minute(
+    "avg_int_filter",
+    "AVG of an INT with FILTER (WHERE)",
+    "AVG(city_id) FILTER (WHERE status = 'COMPLETED') AS a, AVG(city_id - 3) AS b, "
+    "AVG(CAST(city_id AS TINYINT)) AS c, TYPEOF(AVG(city_id)) AS t",
+)
+case(
+    "avg_int_having",
+    "AVG of an INT in HAVING",
+    """
 SELECT vehicle_type, AVG(city_id) AS a, TUMBLE_END(rowtime, INTERVAL '1' MINUTE) AS window_timestamp
-FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), vehicle_type HAVING AVG(city_id) >= 2""", kind="builtin")
-per_minute("avg_float", "AVG of a FLOAT", "AVG(speed_kmph) AS a, TYPEOF(AVG(speed_kmph)) AS t", by="driver_status",
-           table="pings")
+FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE), vehicle_type HAVING AVG(city_id) >= 2""",
+    kind="builtin",
+)
+per_minute(
+    "avg_float",
+    "AVG of a FLOAT",
+    "AVG(speed_kmph) AS a, TYPEOF(AVG(speed_kmph)) AS t",
+    by="driver_status",
+    table="pings",
+)
 per_minute("sum_float", "SUM of a FLOAT", "SUM(speed_kmph) AS s", by="driver_status", table="pings")
 per_minute("min_max_string", "MIN/MAX of strings", "MIN(order_number) AS mn, MAX(order_number) AS mx")
 per_minute("listagg_sep", "LISTAGG with a separator", "LISTAGG(status, ';') AS l")
-per_minute("nested_group", "GROUP BY a nested field", "COUNT(*) AS n", by="request.`method`", table="api_logs",
-           kind="construct")
-per_minute("hop_where", "HOP with WHERE", "COUNT(*) AS n", where="response.status_code >= 500", by="service", table="api_logs",
-           kind="construct")
-case("tumble_expr_group", "GROUP BY an expression with a window", """
+per_minute(
+    "nested_group",
+    "GROUP BY a nested field",
+    "COUNT(*) AS n",
+    by="request.`method`",
+    table="api_logs",
+    kind="construct",
+)
+per_minute(
+    "hop_where",
+    "HOP with WHERE",
+    "COUNT(*) AS n",
+    where="response.status_code >= 500",
+    by="service",
+    table="api_logs",
+    kind="construct",
+)
+case(
+    "tumble_expr_group",
+    "GROUP BY an expression with a window",
+    """
 SELECT UPPER(vehicle_type) AS v, city_id * 10 AS c, COUNT(*) AS n, TUMBLE_END(rowtime, INTERVAL '2' MINUTE) AS we
-FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '2' MINUTE), UPPER(vehicle_type), city_id * 10""")
-case("tumble_seconds", "TUMBLE of 15 seconds", """
+FROM bookings GROUP BY TUMBLE(rowtime, INTERVAL '2' MINUTE), UPPER(vehicle_type), city_id * 10""",
+)
+case(
+    "tumble_seconds",
+    "TUMBLE of 15 seconds",
+    """
 SELECT COUNT(*) AS n, TUMBLE_END(rowtime, INTERVAL '15' SECOND) AS we FROM pings
-GROUP BY TUMBLE(rowtime, INTERVAL '15' SECOND)""", ("pings",))
-case("hop_rowtime", "HOP_ROWTIME", """
+GROUP BY TUMBLE(rowtime, INTERVAL '15' SECOND)""",
+    ("pings",),
+)
+case(
+    "hop_rowtime",
+    "HOP_ROWTIME",
+    """
 SELECT HOP_ROWTIME(rowtime, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE) AS wr, COUNT(*) AS n
-FROM bookings GROUP BY HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)""")
-case("session_rowtime", "SESSION_ROWTIME", """
+FROM bookings GROUP BY HOP(rowtime, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)""",
+)
+case(
+    "session_rowtime",
+    "SESSION_ROWTIME",
+    """
 SELECT driver_id, SESSION_ROWTIME(rowtime, INTERVAL '5' SECOND) AS wr, COUNT(*) AS n
-FROM pings GROUP BY SESSION(rowtime, INTERVAL '5' SECOND), driver_id""", ("pings",))
-case("over_rows", "OVER (ROWS) aggregate", """
+FROM pings GROUP BY SESSION(rowtime, INTERVAL '5' SECOND), driver_id""",
+    ("pings",),
+)
+case(
+    "over_rows",
+    "OVER (ROWS) aggregate",
+    """
 SELECT order_number, COUNT(*) OVER (PARTITION BY driver_id ORDER BY rowtime ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS n
-FROM bookings""")
-case("over_range", "OVER (RANGE INTERVAL) aggregate", """
+FROM bookings""",
+)
+case(
+    "over_range",
+    "OVER (RANGE INTERVAL) aggregate",
+    """
 SELECT order_number, SUM(total_fare) OVER (PARTITION BY vehicle_type ORDER BY rowtime
   RANGE BETWEEN INTERVAL '30' SECOND PRECEDING AND CURRENT ROW) AS s
-FROM bookings""")
-case("top_n", "Top-N (ROW_NUMBER)", """
+FROM bookings""",
+)
+case(
+    "top_n",
+    "Top-N (ROW_NUMBER)",
+    """
 SELECT * FROM (
   SELECT order_number, vehicle_type, total_fare,
          ROW_NUMBER() OVER (PARTITION BY vehicle_type ORDER BY total_fare DESC) AS rn
-  FROM bookings) WHERE rn <= 2""")
-case("interval_join_between", "interval join with BETWEEN on rowtime", """
+  FROM bookings) WHERE rn <= 2""",
+)
+case(
+    "interval_join_between",
+    "interval join with BETWEEN on rowtime",
+    """
 SELECT b.order_number, p.driver_status FROM bookings b, pings p
 WHERE b.driver_id = p.driver_id AND p.rowtime BETWEEN b.rowtime - INTERVAL '5' SECOND AND b.rowtime + INTERVAL '5' SECOND""",
-     ("bookings", "pings"))
-case("exists", "EXISTS (subquery)", """
+    ("bookings", "pings"),
+)
+case(
+    "exists",
+    "EXISTS (subquery)",
+    """
 SELECT order_number FROM bookings b WHERE EXISTS (SELECT 1 FROM pings p WHERE p.driver_id = b.driver_id AND p.battery_level < 7)""",
-     ("bookings", "pings"))
-case("watermark_zero", "TUMBLE with no watermark delay (late messages dropped)", """
+    ("bookings", "pings"),
+)
+case(
+    "watermark_zero",
+    "TUMBLE with no watermark delay (late messages dropped)",
+    """
 SELECT COUNT(*) AS n, TUMBLE_END(rowtime, INTERVAL '10' SECOND) AS we FROM bookings
-GROUP BY TUMBLE(rowtime, INTERVAL '10' SECOND)""", watermark_delay_ms=0)
-per_minute("udf_distinct_count", "dagger UDF DistinctCount (registered on Flink)", "DistinctCount(driver_id) AS drivers",
-           fast=True, kind="udf")
+GROUP BY TUMBLE(rowtime, INTERVAL '10' SECOND)""",
+    watermark_delay_ms=0,
+)
+per_minute(
+    "udf_distinct_count",
+    "dagger UDF DistinctCount (registered on Flink)",
+    "DistinctCount(driver_id) AS drivers",
+    fast=True,
+    kind="udf",
+)

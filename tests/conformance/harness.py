@@ -6,6 +6,7 @@ Ours:  the path `dagger preview` takes over a file (`run_preview`), on one Spark
 Both give a list of rows as JSON-ready dicts (timestamps ISO-8601 UTC); `compare` tells whether
 the two are the same multiset, floats to a relative tolerance of REL_TOL.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_DIR = ROOT / ".jvm" / "flink"
-REL_TOL = 1e-9                # floats: relative tolerance (and ABS_TOL around zero)
+REL_TOL = 1e-9  # floats: relative tolerance (and ABS_TOL around zero)
 ABS_TOL = 1e-12
 SCHEMA_VERSION = "4957b56c57da625e"
 DESCRIPTOR_SET = ROOT / "protos" / "descriptors" / f"{SCHEMA_VERSION}.desc"
@@ -58,21 +59,46 @@ def flink_available() -> bool:
 
 def run_flink(cases, inputs: dict[str, Path], timeout: float = 1800) -> dict[str, dict]:
     """Every case on Flink in one JVM: {case id: {"rows": [...]} or {"error": "..."}}."""
-    spec = {"descriptor_set": str(DESCRIPTOR_SET), "cases": [
-        {"id": c.id, "query": c.query, "tables": [
-            {"name": t, "input_file": str(inputs[t]), "message": STREAMS[t][0],
-             "event_time_field": EVENT_TIME, "watermark_delay_ms": c.watermark_delay_ms}
-            for t in c.tables]}
-        for c in cases]}
+    spec = {
+        "descriptor_set": str(DESCRIPTOR_SET),
+        "cases": [
+            {
+                "id": c.id,
+                "query": c.query,
+                "tables": [
+                    {
+                        "name": t,
+                        "input_file": str(inputs[t]),
+                        "message": STREAMS[t][0],
+                        "event_time_field": EVENT_TIME,
+                        "watermark_delay_ms": c.watermark_delay_ms,
+                    }
+                    for t in c.tables
+                ],
+            }
+            for c in cases
+        ],
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:
         proc = subprocess.run(
-            ["java", "-Xmx2g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             f"-Dlog4j.configurationFile={ROOT / 'jvm' / 'flink' / 'log4j2.properties'}",
-             "-cp", f"{FLINK_DIR / 'conformance-runner.jar'}{os.pathsep}{FLINK_DIR / 'deps' / '*'}",
-             "dev.daggers.conformance.FlinkRunner", f.name],
-            capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+            [
+                "java",
+                "-Xmx2g",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j.configurationFile={ROOT / 'jvm' / 'flink' / 'log4j2.properties'}",
+                "-cp",
+                f"{FLINK_DIR / 'conformance-runner.jar'}{os.pathsep}{FLINK_DIR / 'deps' / '*'}",
+                "dev.daggers.conformance.FlinkRunner",
+                f.name,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+        )
     finally:
         os.unlink(f.name)
     if proc.returncode != 0:
@@ -90,18 +116,22 @@ def run_flink(cases, inputs: dict[str, Path], timeout: float = 1800) -> dict[str
 @dataclass
 class Ours:
     rows: list[dict] | None = None
-    refusal: str | None = None       # a DaggerError: a refusal, said to the analyst
-    crash: str | None = None         # anything else: a traceback the analyst would see
+    refusal: str | None = None  # a DaggerError: a refusal, said to the analyst
+    crash: str | None = None  # anything else: a traceback the analyst would see
 
 
 def job_yaml(case) -> str:
     streams = "\n".join(
         f"  - {{table: {t}, proto: {STREAMS[t][0]}, topics: [{t}], event_time: {EVENT_TIME},"
-        f" kafka: {{cluster: c, bootstrap_servers: 127.0.0.1:9092, group_id: g}}}}" for t in case.tables)
-    return (f"name: conformance\nteam: conformance\nstreams:\n{streams}\n"
-            f"sql: |\n{textwrap.indent(case.query, '  ')}\n"
-            f"watermark_delay_ms: {case.watermark_delay_ms}\n"
-            f"schema: {{version: {SCHEMA_VERSION}}}\nsink: {{type: log}}\n")
+        f" kafka: {{cluster: c, bootstrap_servers: 127.0.0.1:9092, group_id: g}}}}"
+        for t in case.tables
+    )
+    return (
+        f"name: conformance\nteam: conformance\nstreams:\n{streams}\n"
+        f"sql: |\n{textwrap.indent(case.query, '  ')}\n"
+        f"watermark_delay_ms: {case.watermark_delay_ms}\n"
+        f"schema: {{version: {SCHEMA_VERSION}}}\nsink: {{type: log}}\n"
+    )
 
 
 def run_ours(case, inputs: dict[str, Path], spark, dset) -> Ours:
@@ -166,8 +196,10 @@ def compare(flink_rows: list[dict], our_rows: list[dict]) -> str | None:
     for x, y in zip(a, b):
         if not _close(x, y):
             cols = [k for k in x if not _close(x.get(k), y.get(k))]
-            return f"values differ in {', '.join(cols)}: Flink {json.dumps(x, default=str)[:300]}, " \
-                   f"ours {json.dumps(y, default=str)[:300]}"
+            return (
+                f"values differ in {', '.join(cols)}: Flink {json.dumps(x, default=str)[:300]}, "
+                f"ours {json.dumps(y, default=str)[:300]}"
+            )
     return None
 
 

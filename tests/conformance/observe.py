@@ -8,6 +8,7 @@
 and fills in the rest from the observation (the refusal's first line; the difference as seen): a
 note so filled says "(observed)" until someone reads and rewrites it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
             state, detail = seen[c.id]
             old = expected.get(c.id, {})
             if old.get("state") == state and (state != "refused" or old.get("refusal", "\0") in detail):
-                continue        # unchanged: its written note stays
+                continue  # unchanged: its written note stays
             entry = {"state": state}
             if state == "refused":
                 entry["refusal"] = refusal_words(detail)

@@ -7,6 +7,7 @@ and the counts in docs/analyst/sql.md (between its conformance-counts marks).
 It reads only the corpus and expected.yaml (what the suite asserts), never runs an engine: run
 `make conformance` to prove the states, this to publish them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,11 @@ def builtins_line(expected: dict) -> str:
     """The issue's measure: of the Flink built-ins whose rows two engines can compare, how many are identical."""
     builtins = [c for c in CASES if c.kind == "builtin" and c.applicable]
     counts = Counter(expected[c.id]["state"] for c in builtins)
-    return (f"Flink built-in functions and operators: {len(builtins)} comparable cases, "
-            f"{counts['identical']} identical ({100 * counts['identical'] / len(builtins):.1f}%), "
-            f"{counts['refused']} refused, {counts['differs']} differ")
+    return (
+        f"Flink built-in functions and operators: {len(builtins)} comparable cases, "
+        f"{counts['identical']} identical ({100 * counts['identical'] / len(builtins):.1f}%), "
+        f"{counts['refused']} refused, {counts['differs']} differ"
+    )
 
 
 def render() -> str:
@@ -60,7 +63,9 @@ def render() -> str:
         "",
         f"**{builtins_line(expected)}.** The cases are {by_kind['builtin']} built-ins, {by_kind['construct']} query",
         f"constructs (windows, joins, GROUP BY forms), {by_kind['seed']} seed queries and {by_kind['udf']} dagger UDF;",
-        "the built-ins that give another value on every run (" + ", ".join(f"`{i}`" for i in sorted(NOT_COMPARABLE)) + ")",
+        "the built-ins that give another value on every run ("
+        + ", ".join(f"`{i}`" for i in sorted(NOT_COMPARABLE))
+        + ")",
         "cannot be compared between two engines and are left out of the percentage (a dagger refuses them:",
         "a replayed window must give the same result).",
         "",
@@ -75,21 +80,24 @@ def render() -> str:
         entry = expected[c.id]
         note = entry.get("note") or entry.get("refusal") or entry.get("reason") or ""
         if entry["state"] == "refused":
-            note = entry['refusal'] + (f" — {entry['note']}" if entry.get('note') else "")
+            note = entry["refusal"] + (f" — {entry['note']}" if entry.get("note") else "")
         kind = c.kind if c.applicable else f"{c.kind} (not comparable)"
         lines.append(f"| {_cell(c.construct)} | {kind} | {entry['state']} | {_cell(note)} | `{c.id}` |")
     return "\n".join(lines) + "\n"
 
 
-README = ROOT / "docs" / "analyst" / "sql.md"     # the SQL page, which shows the counts
+README = ROOT / "docs" / "analyst" / "sql.md"  # the SQL page, which shows the counts
 MARKS = ("<!-- conformance-counts -->\n", "<!-- /conformance-counts -->")
 
 
 def counts_line() -> str:
     expected = load_expected()
     counts = Counter(expected[c.id]["state"] for c in CASES)
-    return (f"{len(CASES)} cases: " + ", ".join(f"**{counts[s]} {s}**" for s in ORDER)
-            + f" ({100 * counts['identical'] / len(CASES):.0f}% identical). {builtins_line(expected)}.\n")
+    return (
+        f"{len(CASES)} cases: "
+        + ", ".join(f"**{counts[s]} {s}**" for s in ORDER)
+        + f" ({100 * counts['identical'] / len(CASES):.0f}% identical). {builtins_line(expected)}.\n"
+    )
 
 
 def readme_with_counts(text: str) -> str:

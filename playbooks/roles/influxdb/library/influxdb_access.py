@@ -11,6 +11,7 @@ declared here are left alone (as the kafka role leaves undeclared principals).
 Names are checked against an allow-list and still quoted as InfluxQL identifiers; passwords are
 quoted as InfluxQL strings: no value can add a statement.
 """
+
 from __future__ import annotations
 
 import base64
@@ -67,8 +68,9 @@ class Server:
         if user is not None:
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             headers["Authorization"] = f"Basic {token}"
-        request = urllib.request.Request(f"{self.url}/query", data=urllib.parse.urlencode({"q": q}).encode(),
-                                         headers=headers, method="POST")
+        request = urllib.request.Request(
+            f"{self.url}/query", data=urllib.parse.urlencode({"q": q}).encode(), headers=headers, method="POST"
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 body = json.loads(response.read() or b"{}")
@@ -115,14 +117,17 @@ def declared(users: list[dict], databases: list[str], admin: str) -> tuple[dict,
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=dict(
-        url=dict(type="str", required=True),
-        admin_user=dict(type="str", required=True),
-        admin_password=dict(type="str", required=True, no_log=True),
-        databases=dict(type="list", elements="str", default=[]),
-        users=dict(type="list", elements="dict", default=[]),
-        passwords=dict(type="dict", default={}, no_log=True),
-    ), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            admin_user=dict(type="str", required=True),
+            admin_password=dict(type="str", required=True, no_log=True),
+            databases=dict(type="list", elements="str", default=[]),
+            users=dict(type="list", elements="dict", default=[]),
+            passwords=dict(type="dict", default={}, no_log=True),
+        ),
+        supports_check_mode=True,
+    )
     p = module.params
     admin, admin_password = p["admin_user"], p["admin_password"]
     if not NAME.fullmatch(admin):
@@ -159,10 +164,12 @@ def main() -> None:
             try:
                 server.query(f"CREATE USER {ident(admin)} WITH PASSWORD {string(admin_password)} WITH ALL PRIVILEGES")
             except Refused as e2:
-                module.fail_json(msg=f"InfluxDB at {p['url']} refuses the administrator {admin}'s password and "
-                                     f"already has an admin ({e2}): was its password file removed or changed? "
-                                     "Reset it on the server (SET PASSWORD as an admin) or start from an empty "
-                                     "meta/ directory")
+                module.fail_json(
+                    msg=f"InfluxDB at {p['url']} refuses the administrator {admin}'s password and "
+                    f"already has an admin ({e2}): was its password file removed or changed? "
+                    "Reset it on the server (SET PASSWORD as an admin) or start from an empty "
+                    "meta/ directory"
+                )
             users = {r["user"]: r["admin"] for r in rows(server.query("SHOW USERS", admin, admin_password))}
         if not users.get(admin):
             run(f"GRANT ALL PRIVILEGES TO {ident(admin)}", f"made {admin} an administrator")
@@ -186,9 +193,11 @@ def main() -> None:
                     if e.status != 401:
                         raise
                     run(f"SET PASSWORD FOR {ident(name)} = {string(password)}", f"set {name}'s password")
-                current = {r["database"]: r["privilege"] for r in
-                           rows(server.query(f"SHOW GRANTS FOR {ident(name)}", admin, admin_password))
-                           if r["privilege"] != "NO PRIVILEGES"}
+                current = {
+                    r["database"]: r["privilege"]
+                    for r in rows(server.query(f"SHOW GRANTS FOR {ident(name)}", admin, admin_password))
+                    if r["privilege"] != "NO PRIVILEGES"
+                }
             for db, privilege in grants.items():
                 if current.get(db) != privilege:
                     run(f"GRANT {privilege} ON {ident(db)} TO {ident(name)}", f"granted {privilege} on {db} to {name}")

@@ -13,6 +13,7 @@ transaction that deletes the table's old version: the wall is never down while i
 compared with what the kernel holds (`nft -j list table`) and left alone when they match. Needs
 root (CAP_NET_ADMIN).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,19 @@ def ruleset(table: str, port: int, uids: list[int], replace: bool) -> dict:
         commands.append({"delete": {"table": {"family": FAMILY, "name": table}}})
     commands += [
         {"add": {"table": {"family": FAMILY, "name": table}}},
-        {"add": {"chain": {"family": FAMILY, "table": table, "name": CHAIN, "type": "filter", "hook": "output",
-                           "prio": 0, "policy": "accept"}}},
+        {
+            "add": {
+                "chain": {
+                    "family": FAMILY,
+                    "table": table,
+                    "name": CHAIN,
+                    "type": "filter",
+                    "hook": "output",
+                    "prio": 0,
+                    "policy": "accept",
+                }
+            }
+        },
         {"add": {"rule": {"family": FAMILY, "table": table, "chain": CHAIN, "expr": wanted_rule(port, uids)}}},
     ]
     return {"nftables": [{"metainfo": {"json_schema_version": 1}}, *commands]}
@@ -76,19 +88,27 @@ def same(found: list[dict], port: int, uids: list[int]) -> bool:
     if len(chains) != 1 or len(rules) != 1:
         return False
     chain = chains[0]
-    if (chain.get("name"), chain.get("type"), chain.get("hook"), chain.get("prio"), chain.get("policy")) != \
-            (CHAIN, "filter", "output", 0, "accept"):
+    if (chain.get("name"), chain.get("type"), chain.get("hook"), chain.get("prio"), chain.get("policy")) != (
+        CHAIN,
+        "filter",
+        "output",
+        0,
+        "accept",
+    ):
         return False
     return rules[0].get("chain") == CHAIN and rules[0].get("expr") == wanted_rule(port, uids)
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=dict(
-        table=dict(type="str", required=True),
-        port=dict(type="int", required=True),
-        allowed_uids=dict(type="list", elements="int", default=[0]),
-        state=dict(type="str", default="present", choices=["present", "absent"]),
-    ), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            table=dict(type="str", required=True),
+            port=dict(type="int", required=True),
+            allowed_uids=dict(type="list", elements="int", default=[0]),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+        ),
+        supports_check_mode=True,
+    )
     p = module.params
     table, port, uids = p["table"], p["port"], sorted(set(p["allowed_uids"]))
     if not TABLE.fullmatch(table):

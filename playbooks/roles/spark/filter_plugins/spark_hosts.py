@@ -2,6 +2,7 @@
 cluster per team), the hosts of a cluster's inventory group that share its spark_team; and each
 cluster's id for its secrets (blue, or blue.<team>). A host without spark_team belongs to the
 cluster any team's daggers may run on."""
+
 from __future__ import annotations
 
 
@@ -24,5 +25,8 @@ def spark_service_name(host) -> str:
 
 class FilterModule:
     def filters(self):
-        return {"spark_team_hosts": spark_team_hosts, "spark_cluster_ids": spark_cluster_ids,
-                "spark_service_name": spark_service_name}
+        return {
+            "spark_team_hosts": spark_team_hosts,
+            "spark_cluster_ids": spark_cluster_ids,
+            "spark_service_name": spark_service_name,
+        }

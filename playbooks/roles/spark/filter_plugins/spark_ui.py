@@ -2,6 +2,7 @@
 cluster's UI key: the deploy tooling's own token (dagger_runtime.lifecycle.spark.ui_token, one
 implementation of the scheme), for the role's health check. The controller runs the project's
 Python, so the runtime is importable here."""
+
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
