@@ -13,13 +13,12 @@ playbook is loaded; nothing in them is evaluated as code.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from dagger_runtime import http
 
 PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _S2 = re.compile(rf"s2id\(\s*({PATH})\s*,\s*({PATH})\s*,\s*([0-9]{{1,2}})\s*\)")
@@ -196,18 +195,13 @@ def read_influx(
     """The measurement's points with times in [since_ms, until_ms], as the columns of `expected`
     (the point's time is the window's time). `auth`: (user, password) for a server that
     authenticates, sent as HTTP basic auth (never in the URL)."""
-    import base64
-
     import pandas as pd
 
     exp = Expectation.of(verify)
     q = f"SELECT * FROM {_ident(measurement)} WHERE time >= {int(since_ms)}ms AND time <= {int(until_ms)}ms"
-    query = urllib.parse.urlencode({"db": db, "q": q, "epoch": "ms"})
-    request = urllib.request.Request(f"{url.rstrip('/')}/query?{query}")
-    if auth:
-        request.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        data = json.load(response)
+    data = http.get(
+        f"{url.rstrip('/')}/query", params={"db": db, "q": q, "epoch": "ms"}, auth=auth, timeout=timeout_s
+    ).json()
     result = data.get("results", [{}])[0]
     if "error" in result:
         raise RuntimeError(f"InfluxDB {url} db {db}: {result['error']}")

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 import threading
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+from dagger_runtime import http
 
 from . import access
 from .cli import converge, lab_dir
@@ -179,17 +178,13 @@ class Traffic(threading.Thread):
 
 
 def influxql(query: str) -> list[dict]:
-    import base64
-
     user = access.sink_user(SURGE_TEAM)
-    login = base64.b64encode(f"{user}:{access.influx_password(user)}".encode()).decode()
-    request = urllib.request.Request(  # InfluxDB 1.x reads u/p from the URL only: basic auth keeps it out
+    data = http.post(  # basic auth, not InfluxDB's u/p parameters: the password stays out of the URL
         f"http://127.0.0.1:{ports()['influx']}/query",
-        data=urllib.parse.urlencode({"db": access.sink_database(SURGE_TEAM), "q": query}).encode(),
-        headers={"Authorization": f"Basic {login}"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        data = json.load(response)
+        data={"db": access.sink_database(SURGE_TEAM), "q": query},
+        auth=(user, access.influx_password(user)),
+        timeout=10,
+    ).json()
     rows = []
     for series in data["results"][0].get("series", []):
         for values in series["values"]:

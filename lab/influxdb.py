@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import urllib.parse
-import urllib.request
+
+from dagger_runtime import http
 
 from .process import HOST, LocalServer, ServerError, free_ports
 
@@ -49,15 +48,12 @@ class InfluxDB(LocalServer):
         return env
 
     def healthy(self) -> bool:
-        with urllib.request.urlopen(f"{self.url}/ping", timeout=1) as r:
-            return r.status == 204
+        return http.get(f"{self.url}/ping", timeout=1).status_code == 204
 
     def query(self, q: str, db: str | None = None) -> list[dict]:
         """InfluxQL, as the seeds' dashboards ask it; the series of the first statement."""
         params = {"q": q, "epoch": "ms"} | ({"db": db} if db else {})
-        data = urllib.parse.urlencode(params).encode()
-        with urllib.request.urlopen(f"{self.url}/query", data=data, timeout=30) as r:
-            body = json.loads(r.read())
+        body = http.post(f"{self.url}/query", data=params, timeout=30).json()
         result = body["results"][0]
         if "error" in result:
             raise ServerError(f"InfluxQL {q!r}: {result['error']}")

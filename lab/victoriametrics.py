@@ -17,9 +17,9 @@ import os
 import secrets
 import shutil
 import string
-import urllib.parse
-import urllib.request
 from pathlib import Path
+
+from dagger_runtime import http
 
 from .process import HOST, LocalServer, ServerError
 
@@ -80,24 +80,20 @@ class VictoriaMetrics(LocalServer):
     def healthy(self) -> bool:
         # /health answers anyone (just "OK"); the login is checked as well, so a server that
         # started without it is never taken for ready
-        with urllib.request.urlopen(f"{self.url}/health", timeout=1) as r:
-            if r.status != 200:
-                return False
-        with urllib.request.urlopen(self.request("/api/v1/status/tsdb"), timeout=2) as r:
-            return r.status == 200
+        if http.get(f"{self.url}/health", timeout=1).status_code != 200:
+            return False
+        return self.get("/api/v1/status/tsdb", timeout=2).status_code == 200
 
     def authorization(self) -> str:
         """The platform's Authorization header value (HTTP basic)."""
         return "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode()).decode("ascii")
 
-    def request(self, path: str, data: bytes | None = None) -> urllib.request.Request:
-        """A request to the server as the platform."""
-        return urllib.request.Request(f"{self.url}{path}", data=data, headers={"Authorization": self.authorization()})
+    def get(self, path: str, *, timeout: float, params: dict | None = None):
+        """A GET of the server's as the platform (raises http.Error for no answer or a refusal)."""
+        return http.get(f"{self.url}{path}", params=params, timeout=timeout, auth=(self.user, self.password))
 
     def export(self, match: str) -> list[dict]:
         """Every sample of the series matching a selector, as /api/v1/export gives them."""
-        with urllib.request.urlopen(self.request("/internal/force_flush"), timeout=10):
-            pass
-        query = urllib.parse.urlencode({"match[]": match})
-        with urllib.request.urlopen(self.request(f"/api/v1/export?{query}"), timeout=30) as r:
-            return [json.loads(line) for line in r.read().decode().splitlines() if line.strip()]
+        self.get("/internal/force_flush", timeout=10)
+        text = self.get("/api/v1/export", params={"match[]": match}, timeout=30).text
+        return [json.loads(line) for line in text.splitlines() if line.strip()]

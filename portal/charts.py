@@ -12,8 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 
-import requests
-
+from dagger_runtime import http
 from dagger_runtime.errors import DaggerError
 
 # (key, title, unit, PromQL with {sel} the dagger's label selector)
@@ -70,17 +69,16 @@ def polyline(
 class Prometheus:
     def __init__(self, url: str, user: str | None = None, password: str | None = None, timeout_s: float = TIMEOUT_S):
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
-        self.session = requests.Session()
-        self.session.trust_env = False  # no proxy from the environment sees the platform's login
-        if user:
-            self.session.auth = (user, password or "")
+        # one session for the portal's life (kept-alive connections); no proxy from the
+        # environment sees the platform's login
+        self.session = http.session((user, password or "") if user else None)
 
     def _get(self, path: str, params: dict | None = None) -> dict:
         try:
             response = self.session.get(f"{self.url}{path}", params=params, timeout=self.timeout_s)
             response.raise_for_status()
             body = response.json()
-        except (requests.RequestException, ValueError) as e:
+        except (http.Error, ValueError) as e:
             raise DaggerError(f"Prometheus did not answer: {type(e).__name__}") from None
         if body.get("status") != "success":
             raise DaggerError(f"Prometheus refused the query: {body.get('error', 'no reason given')}")

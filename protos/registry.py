@@ -10,14 +10,15 @@ rather than decoding with a schema the job's SQL was not validated against.
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
+import urllib.parse
+import urllib.request  # url2pathname: a file:// URL's path
 from functools import cached_property
 from pathlib import Path
 
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
+from dagger_runtime import http
 from dagger_runtime.suggest import closest
 from protos.errors import SchemaError
 from protos.versions import (
@@ -206,15 +207,21 @@ def _dependency_order(
 
 def fetch(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> DescriptorSet:
     """One descriptor set from an http(s):// or file:// URL (or a plain path)."""
-    target = url if "://" in url else Path(url).resolve().as_uri()
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
     try:
-        with urllib.request.urlopen(target, timeout=timeout) as resp:
-            data = resp.read()
-    except urllib.error.HTTPError as e:
-        raise SchemaError(f"could not fetch descriptor set from {url}: HTTP {e.code} {e.reason}") from e
-    except urllib.error.URLError as e:
-        raise SchemaError(f"could not fetch descriptor set from {url}: {e.reason}") from e
-    except (OSError, ValueError) as e:  # timeouts, resets, malformed URLs
+        if scheme == "file":
+            path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path) if "://" in url else url
+            data = Path(path).read_bytes()
+        elif scheme in ("http", "https"):
+            data = http.get(url, timeout=timeout).content
+        else:
+            raise SchemaError(f"could not fetch descriptor set from {url}: only http(s):// and file:// are read")
+    except http.HTTPError as e:
+        response = e.response
+        raise SchemaError(
+            f"could not fetch descriptor set from {url}: HTTP {response.status_code} {response.reason}"
+        ) from e
+    except (OSError, ValueError) as e:  # refused, timeouts, resets, a missing file, a malformed URL
         raise SchemaError(f"could not fetch descriptor set from {url}: {e}") from e
     return DescriptorSet(data, source=url)
 

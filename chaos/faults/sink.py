@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from dagger_runtime import http
 
 from .base import Fault, start_programs, stop_programs
 from .errors import FaultError
@@ -19,9 +19,9 @@ def ping(lab: Lab, server: Component) -> str | None:
     host, port = server.host_port
     if server.kind == "influxdb":
         try:
-            with urllib.request.urlopen(f"http://{host}:{port}/ping", timeout=3) as response:
-                return None if response.status == 204 else f"InfluxDB /ping answers {response.status}"
-        except (urllib.error.URLError, OSError) as e:
+            status = http.get(f"http://{host}:{port}/ping", timeout=3).status_code
+            return None if status == 204 else f"InfluxDB /ping answers {status}"
+        except http.Error as e:
             return f"InfluxDB /ping at {host}:{port} fails ({e})"
     if server.kind == "postgresql":
         # pg_isready: the server accepts connections, without logging in; the one next to the

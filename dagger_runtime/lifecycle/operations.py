@@ -13,13 +13,12 @@ import os
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Collection
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import http
 from ..errors import DaggerError
 from . import spark as spark_api
 from .clusters import Cluster, get_cluster, load_all, pick
@@ -1207,9 +1206,8 @@ def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | Non
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as response:
-            text = response.read().decode()
-    except (urllib.error.URLError, OSError):
+        text = http.get(f"http://{host}:{port}/metrics", timeout=timeout).text
+    except http.Error:
         return None
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(text):

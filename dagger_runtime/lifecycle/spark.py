@@ -23,12 +23,10 @@ import os
 import re
 import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import http
 from ..errors import DaggerError
 from ..jvm import jvm_dir, spark_jars
 from .clusters import Cluster
@@ -355,21 +353,21 @@ def ui_headers(cluster: Cluster) -> dict[str, str]:
     return {"Authorization": f"Bearer {ui_token(key)}"}
 
 
-def ui_open(cluster: Cluster, url: str, timeout: float):
-    """GET one of the cluster's UI pages (the master's /json/, a worker's /log) with its token."""
-    return urllib.request.urlopen(urllib.request.Request(url, headers=ui_headers(cluster)), timeout=timeout)
+def ui_get(cluster: Cluster, url: str, timeout: float, params: dict | None = None):
+    """GET one of the cluster's UI pages (the master's /json/, a worker's /log) with its token
+    (raises http.Error)."""
+    return http.get(url, timeout=timeout, params=params, headers=ui_headers(cluster))
 
 
 def master_json(cluster: Cluster, timeout: float = 5.0) -> dict:
-    """The master's /json/ (raises URLError, OSError or ValueError as urlopen and json do)."""
-    with ui_open(cluster, f"{cluster.web_ui}/json/", timeout) as response:
-        return json.load(response)
+    """The master's /json/ (raises http.Error, an OSError, or ValueError for a body not JSON)."""
+    return ui_get(cluster, f"{cluster.web_ui}/json/", timeout).json()
 
 
 def master_state(cluster: Cluster, timeout: float = 5.0) -> MasterState:
     try:
         data = master_json(cluster, timeout)
-    except (urllib.error.URLError, OSError, ValueError) as e:
+    except (OSError, ValueError) as e:
         raise DaggerError(f"cluster {cluster.name}: the master at {cluster.web_ui} does not answer ({e})") from None
     drivers = {d["id"]: d for d in data.get("completeddrivers", []) + data.get("activedrivers", [])}
     workers = {w["id"]: w.get("webuiaddress", "") for w in data.get("workers", [])}
@@ -401,11 +399,10 @@ def driver_log(cluster: Cluster, driver_id: str, *, which: str = "stderr", tail_
     worker_ui = state.worker_ui[driver["worker"]]
     if not re.fullmatch(r"https?://[A-Za-z0-9.-]+:\d{1,5}", worker_ui):
         raise DaggerError(f"the master gives {worker_ui!r} as the worker's web UI; not reading a log from there")
-    query = urllib.parse.urlencode({"driverId": driver_id, "logType": which, "byteLength": tail_bytes})
+    query = {"driverId": driver_id, "logType": which, "byteLength": tail_bytes}
     try:
-        with ui_open(cluster, f"{worker_ui}/log?{query}", 10) as response:
-            text = response.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as e:
+        text = ui_get(cluster, f"{worker_ui}/log", 10, params=query).content.decode("utf-8", "replace")
+    except OSError as e:
         raise DaggerError(f"cannot read the log of {driver_id} from its worker: {e}") from None
     # the worker prefixes "==== Bytes a-b of n of <path> ====": keep the log itself
     return text.split("\n", 1)[1] if text.startswith("==== ") else text
