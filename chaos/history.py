@@ -348,13 +348,15 @@ def _rto_text(case: dict) -> str:
 
 
 def render_trends_html(runs_dir: str | Path) -> str:
-    from chaos.report_html import _badge, esc, figure_svg, page
+    """Per drill, its RTO over runs as a figure and its runs as a table (chaos/templates/trends.html.j2)."""
+    from markupsafe import Markup
+
+    from chaos.report_html import figure_svg, templates
 
     history = read_history(runs_dir)
-    all_trends = trends(runs_dir, history)
-    sections = []
+    drills = []
     used: set[str] = set()
-    for trend in all_trends:
+    for trend in trends(runs_dir, history):
         slug = re.sub(r"[^a-z0-9]+", "-", trend["drill"].lower()).strip("-") or "drill"
         while slug in used:
             slug += "-x"
@@ -364,47 +366,38 @@ def render_trends_html(runs_dir: str | Path) -> str:
         svg = figure_svg(fig, f"trend-{slug}", f"RTO over runs of drill {trend['drill']}", desc)
         rows = []
         for r in reversed(runs):
-            cases = (
-                "<br>".join(
-                    f"{esc(c['name'])}: RTO {esc(_rto_text(c))}, windows missing {esc(c.get('windows_missing'))}, "
-                    f"extra {esc(c.get('windows_extra'))}, wrong {esc(c.get('windows_wrong'))} {_badge(c.get('verdict'))}"
-                    for c in r["cases"]
-                )
-                or "–"
-            )
-            run = esc(r["run_id"])
+            href = None
             if r.get("report"):
                 target = Path(r["report"]).with_suffix(".html").as_posix()
                 if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # a relative path only, never a URL
-                    run = f'<a href="{esc(target)}">{run}</a>'
+                    href = target
+            cases = [
+                {
+                    "name": c["name"],
+                    "rto": _rto_text(c),
+                    "missing": c.get("windows_missing"),
+                    "extra": c.get("windows_extra"),
+                    "wrong": c.get("windows_wrong"),
+                    "verdict": c.get("verdict"),
+                }
+                for c in r["cases"]
+            ]
+            started = _when(r["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
             rows.append(
-                f"<tr><td>{esc(_when(r['started_at']).strftime('%Y-%m-%d %H:%M:%S'))}</td>"
-                f'<td class="mono">{run}</td><td>{_badge(r["verdict"])}</td><td>{cases}</td></tr>'
+                {"started": started, "run_id": r["run_id"], "href": href, "verdict": r["verdict"], "cases": cases}
             )
-        v = trend["verdicts"]
-        sections.append(
-            f'<section id="drill-{slug}"><h2>{esc(trend["drill"])}</h2>'
-            f"<p>{trend['runs']} runs: {v['pass']} pass, {v['fail']} fail, {v['aborted']} aborted · last run "
-            f'{_badge(trend["last"]["verdict"])} <span class="mono">{esc(trend["last"]["run_id"])}</span></p>'
-            f"<figure>{svg}</figure>"
-            '<table><thead><tr><th scope="col">started (UTC)</th><th scope="col">run</th><th scope="col">verdict</th>'
-            f'<th scope="col">cases</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        drills.append({"trend": trend, "slug": slug, "svg": Markup(svg), "rows": rows})
+    return (
+        templates()
+        .get_template("trends.html.j2")
+        .render(
+            title="Drill history",
+            runs=len(history.entries),
+            drills=drills,
+            source=str(Path(runs_dir) / HISTORY),
+            skipped=history.skipped,
         )
-    skipped = ""
-    if history.skipped:
-        skipped = (
-            '<div class="reasons r-aborted"><strong>Unreadable lines skipped in history.jsonl:</strong><ul>'
-            + "".join(f"<li>{esc(s)}</li>" for s in history.skipped)
-            + "</ul></div>"
-        )
-    body = (
-        f'<header><div class="inner"><div><h1>Drill history</h1><p class="desc">{len(history.entries)} runs of '
-        f'{len(all_trends)} drills, from <span class="mono">{esc(Path(runs_dir) / HISTORY)}</span></p></div></div>'
-        f"</header><main>{skipped}"
-        + ("".join(sections) or '<p class="muted">No drill run recorded yet.</p>')
-        + "</main><footer>Drill history · written by chaos.history</footer>"
     )
-    return page("Drill history", body)
 
 
 def write_trends_html(runs_dir: str | Path, path: str | Path) -> Path:

@@ -6,7 +6,9 @@
 The file opens offline: no script, no external stylesheet, font or image; the figures are matplotlib
 figures rendered to SVG and inlined (text kept as <text>, each with <title> and <desc> for screen
 readers, ids prefixed per figure so that several figures never share one). Every string from the
-report is escaped: drill names and descriptions come from playbooks.
+report is escaped: drill names and descriptions come from playbooks. The page is Jinja2's, from
+chaos/templates/ (report.html.j2, a case's card in case.html.j2, the drill history's trends.html.j2),
+autoescaping everything but the figures' SVG built here; this module gives them their data.
 
 The figures carry ids the tests and tools can count: `timeline-fault-<k>-<panel>` is fault k's shading
 in each panel of the timeline, `timeline-event-<i>-<panel>` event i's marker, `rto-<case>-step-<j>`
@@ -15,6 +17,7 @@ step j of a case's RTO bar.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import json
@@ -24,7 +27,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
+import jinja2
 import matplotlib
+from markupsafe import Markup
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -139,11 +144,6 @@ figure,.card,tr,.tile,.reasons{break-inside:avoid}
 
 
 # --------------------------------------------------------------------------------------------- text
-
-
-def esc(value: Any) -> str:
-    """Escape any value from the report for HTML text and attribute values."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def mpl_text(value: Any) -> str:
@@ -400,11 +400,38 @@ def rto_figure(case: Case, slug: str) -> Figure:
 # ---------------------------------------------------------------------------------------------- html
 
 
-def _badge(verdict: str | None, text: str | None = None) -> str:
-    cls = {"pass": "pass", "ok": "ok", "fail": "fail", "failed": "fail", "aborted": "aborted"}.get(
-        verdict or "", "none"
+_BADGE_CLASSES = {"pass": "pass", "ok": "ok", "fail": "fail", "failed": "fail", "aborted": "aborted"}
+
+
+def badge_class(verdict: str | None) -> str:
+    return _BADGE_CLASSES.get(verdict or "", "none")
+
+
+def _badge(verdict: str | None, text: str | None = None) -> Markup:
+    """A verdict's badge as HTML (for pages that build their own: the drill history)."""
+    return Markup('<span class="badge b-{}">{}</span>').format(badge_class(verdict), text or verdict or "not measured")
+
+
+def esc(value: Any) -> str:
+    """Escape any value from the report for HTML text and attribute values."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+@functools.cache
+def templates() -> jinja2.Environment:
+    """The report's templates (chaos/templates/): every value escaped unless marked as markup
+    (the figures' SVG, built here), and an undefined name an error rather than an empty string."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("chaos", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
-    return f'<span class="badge b-{cls}">{esc(text or verdict or "not measured")}</span>'
+    env.filters.update(count=fmt_count, number=fmt_number, duration=fmt_duration, value=fmt_value)
+    env.globals.update(badge_class=badge_class, css=Markup(CSS))
+    return env
 
 
 def _slug(text: str, used: set[str]) -> str:
@@ -416,40 +443,12 @@ def _slug(text: str, used: set[str]) -> str:
     return slug
 
 
-def _num(value: int | float | None, cls: str = "", unit: str = "") -> str:
-    shown = fmt_count(value) if not unit else fmt_number(value, unit)
-    data = "" if value is None else f' data-value="{esc(value)}"'
-    return f'<td class="num {cls}"{data}>{esc(shown)}</td>'
-
-
-def _header(report: Report) -> str:
-    d, r = report.drill, report.run
-    v = report.verdict
-    meta = [
-        ("playbook", f'<span class="mono">{esc(d.playbook)}</span>'),
-        ("type", esc(d.type)),
-        ("blast radius", esc(d.blast_radius)),
-        ("run", f'<span class="mono">{esc(r.id)}</span>'),
-        ("started", esc(f"{r.started_at:%Y-%m-%d %H:%M:%S} UTC")),
-        ("ended", esc(f"{r.ended_at:%Y-%m-%d %H:%M:%S} UTC")),
-        ("duration", esc(fmt_duration(r.duration_seconds))),
-        ("host", esc(r.host)),
-        ("git commit", f'<span class="mono" title="{esc(r.git_commit)}">{esc((r.git_commit or "–")[:12])}</span>'),
-        ("seed", esc("–" if r.seed is None else r.seed)),
-    ]
-    reasons = [x for x in report.verdict_reasons if x.strip()]
-    reasons_html = ""
-    if reasons:
-        items = "".join(f"<li>{esc(x)}</li>" for x in reasons)
-        reasons_html = (
-            f'<div class="reasons r-{v}" aria-label="reasons for the verdict"><strong>Why '
-            f"{esc(v)}:</strong><ul>{items}</ul></div>"
-        )
+def _tiles(report: Report) -> list[tuple[str, str, bool]]:
     cases_ok = sum(c.verdict == "pass" for c in report.cases)
     hyp_ok = sum(h.ok is True for h in report.hypotheses)
     undone = sum(f.undo_ok for f in report.faults)
     lost = sum(c.windows_missing + c.windows_wrong for c in report.cases)
-    tiles = [
+    return [
         ("cases passed", f"{cases_ok} / {len(report.cases)}", cases_ok == len(report.cases)),
         ("hypotheses ok", f"{hyp_ok} / {len(report.hypotheses)}", hyp_ok == len(report.hypotheses)),
         ("faults undone", f"{undone} / {len(report.faults)}", undone == len(report.faults)),
@@ -457,296 +456,103 @@ def _header(report: Report) -> str:
         ("messages produced", fmt_count(report.produced.messages), True),
         ("sends failed", fmt_count(report.produced.failed), True),
     ]
-    tiles_html = "".join(
-        f'<div class="tile"><span class="muted">{esc(label)}</span><b{"" if ok else " class=bad"}>'
-        f"{esc(value)}</b></div>"
-        for label, value, ok in tiles
-    )
-    return f"""<header>
-<div class="inner">
-<div class="verdict v-{v}" role="status" aria-label="verdict: {esc(v)}">{esc(v)}</div>
-<div><h1>{esc(d.name)}</h1><p class="desc">{esc(d.description)}</p></div>
-</div>
-</header>
-<main>
-<section id="summary" aria-label="summary">
-<dl class="meta">{"".join(f"<div><dt>{esc(k)}</dt><dd>{val}</dd></div>" for k, val in meta)}</dl>
-{reasons_html}
-<div class="tiles">{tiles_html}</div>
-</section>"""
 
 
-def _timeline(report: Report) -> str:
-    made = timeline_figure(report)
-    if made is None:
-        return '<section id="timeline"><h2>Timeline</h2><p class="muted">No timeline was recorded.</p></section>'
-    fig, desc = made
-    svg = figure_svg(fig, "timeline", f"Timeline of drill {report.drill.name}", desc)
-    faults = ", ".join(f"{f.name} (shaded)" for f in report.faults) or "none"
-    return (
-        f'<section id="timeline"><h2>Timeline</h2><figure>{svg}<figcaption>Rates, lags and latency over the run; '
-        f"faults: {esc(faults)}. Gaps are samples the runner could not take.</figcaption></figure></section>"
-    )
-
-
-def _hypotheses(report: Report) -> str:
-    if not report.hypotheses:
-        return (
-            '<section id="hypotheses"><h2>Hypotheses</h2><p class="muted">The drill states no hypothesis.</p></section>'
-        )
-    groups = []
-    for phase, title in PHASES:
-        rows = [h for h in report.hypotheses if h.phase == phase]
-        if not rows:
-            continue
-        body = "".join(
-            f"<tr><td>{esc(h.name)}</td><td>{esc(h.probe)}</td><td>{esc(h.tolerance.describe(h.unit))}</td>"
-            f'<td class="num{" bad" if h.ok is False else ""}"'
-            f"{'' if h.value is None else f' data-value={chr(34)}{esc(h.value)}{chr(34)}'}>"
-            f"{esc(fmt_number(h.value, h.unit))}</td>"
-            f"<td>{_badge('ok' if h.ok else 'fail' if h.ok is False else None, 'ok' if h.ok else 'failed' if h.ok is False else None)}</td></tr>"
-            for h in rows
-        )
-        ok = sum(h.ok is True for h in rows)
-        groups.append(
-            f'<tbody><tr><th scope="rowgroup" colspan="5">{esc(title)} · {ok} of {len(rows)} ok</th></tr>{body}</tbody>'
-        )
-    return (
-        '<section id="hypotheses"><h2>Hypotheses</h2><table><thead><tr><th scope="col">hypothesis</th>'
-        '<th scope="col">probe</th><th scope="col">tolerance</th><th scope="col" class="num">value</th>'
-        f'<th scope="col">result</th></tr></thead>{"".join(groups)}</table></section>'
-    )
-
-
-def _examples(case: Case) -> str:
-    ex = case.examples
+def _example_rows(rows: list, late: bool = False) -> list[dict]:
+    """Examples as the table shows them: a window and a key, or the example whole. A late
+    example (verify.explain_late's) is the window's start and the key's columns, flat."""
     out = []
-    for kind, count, what in (
-        ("missing", case.windows_missing, "expected but not in the sink"),
-        ("extra", case.windows_extra, "in the sink but not expected"),
-    ):
-        rows = getattr(ex, kind)
-        if not rows:
-            continue
-        body = "".join(
-            f'<tr><td class="mono">{esc(fmt_value(r.get("window")))}</td><td>{esc(fmt_value(r.get("key")))}</td></tr>'
-            if isinstance(r, dict) and set(r) <= {"window", "key"}
-            else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
-            for r in rows
-        )
-        out.append(
-            f"<h4>{esc(kind)} windows ({len(rows)} of {fmt_count(count)} shown): {esc(what)}</h4>"
-            f'<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
-            f"<tbody>{body}</tbody></table>"
-        )
-    if ex.wrong:
-        rows = []
-        for w in ex.wrong:
-            expected, got = w.expected, w.got
-            if isinstance(expected, dict) and isinstance(got, dict):
-                exp_html = ", ".join(f"{esc(k)}={esc(fmt_value(v))}" for k, v in expected.items())
-                got_html = ", ".join(
-                    (
-                        f"<mark>{esc(k)}={esc(fmt_value(v))}</mark>"
-                        if expected.get(k) != v
-                        else f"{esc(k)}={esc(fmt_value(v))}"
-                    )
-                    for k, v in got.items()
-                )
-            else:
-                exp_html = esc(fmt_value(expected))
-                got_html = f"<mark>{esc(fmt_value(got))}</mark>" if expected != got else esc(fmt_value(got))
-            rows.append(
-                f'<tr><td class="mono">{esc(fmt_value(w.window))}</td><td>{esc(fmt_value(w.key))}</td>'
-                f"<td>{exp_html}</td><td>{got_html}</td></tr>"
-            )
-        out.append(
-            f"<h4>wrong windows ({len(ex.wrong)} of {fmt_count(case.windows_wrong)} shown): "
-            f"in the sink with other values (differences marked)</h4>"
-            '<table><thead><tr><th scope="col">window</th><th scope="col">key</th>'
-            '<th scope="col">expected</th><th scope="col">got</th></tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>"
-        )
-    if ex.late:
-        # verify.explain_late's rows: the window's start and the key's columns, flat
-        body = "".join(
-            f'<tr><td class="mono">{esc(fmt_value(r.get("window")))}</td><td>'
-            + esc(", ".join(f"{k}={fmt_value(v)}" for k, v in r.items() if k != "window"))
-            + "</td></tr>"
-            if isinstance(r, dict)
-            else f'<tr><td colspan="2" class="mono">{esc(fmt_value(r))}</td></tr>'
-            for r in ex.late
-        )
-        out.append(
-            f"<h4>late windows ({len(ex.late)} of {fmt_count(case.windows_late)} shown): missing or wrong "
-            "because messages came after the watermark had closed them (kept in the dead letters, "
-            "kind late)</h4>"
-            '<table><thead><tr><th scope="col">window</th><th scope="col">key</th></tr></thead>'
-            f"<tbody>{body}</tbody></table>"
-        )
-    return "".join(out)
-
-
-def _case(case: Case, slug: str) -> str:
-    failover = f"failover: {case.failover}" if case.failover else "no failover"
-    if case.rto_seconds is None:
-        rto = '<p class="muted">RTO not measured in this case.</p>'
-    else:
-        met = case.rto_met
-        if met is None:
-            verdict_rto = '<span class="muted">no target</span>'
+    for r in rows:
+        if isinstance(r, dict) and late:
+            key = ", ".join(f"{k}={fmt_value(v)}" for k, v in r.items() if k != "window")
+            out.append({"window": fmt_value(r.get("window")), "key": key, "raw": None})
+        elif isinstance(r, dict) and set(r) <= {"window", "key"}:
+            out.append({"window": fmt_value(r.get("window")), "key": fmt_value(r.get("key")), "raw": None})
         else:
-            delta = case.rto_seconds - case.rto_target_seconds
-            verdict_rto = (
-                f'<span class="good">{abs(delta):.1f} s under the target</span>'
-                if met
-                else f'<span class="bad">{delta:.1f} s over the target</span>'
-            )
-        target = "" if case.rto_target_seconds is None else f" / target {case.rto_target_seconds:g} s"
-        steps_desc = "; ".join(f"{s.step} {s.seconds:.1f} s" for s in case.rto_steps) or "no steps recorded"
-        fig = rto_figure(case, slug)
-        svg = figure_svg(
-            fig,
-            f"rto-{slug}",
-            f"RTO of case {case.name}",
-            f"Recovery took {case.rto_seconds:.1f} s"
-            + ("" if case.rto_target_seconds is None else f" against a target of {case.rto_target_seconds:g} s")
-            + f". Steps: {steps_desc}.",
-        )
-        longest = max(case.rto_steps, key=lambda s: s.seconds) if case.rto_steps else None
-        total = sum(s.seconds for s in case.rto_steps) or 1.0
-        step_rows = "".join(
-            f'<tr><td><span aria-hidden="true" style="color:{STEP_COLOURS[j % len(STEP_COLOURS)]}">■</span> '
-            f"{esc(s.step)}{' <strong>(longest)</strong>' if s is longest and len(case.rto_steps) > 1 else ''}</td>"
-            f'{_num(s.seconds, unit="s")}<td class="num">{s.seconds / total:.0%}</td></tr>'
-            for j, s in enumerate(case.rto_steps)
-        )
-        steps = (
-            '<table><thead><tr><th scope="col">step</th><th scope="col" class="num">seconds</th>'
-            f'<th scope="col" class="num">share</th></tr></thead><tbody>{step_rows}</tbody></table>'
-            if step_rows
-            else ""
-        )
-        rto = (
-            f'<div class="rto-big" data-value="{esc(case.rto_seconds)}">{case.rto_seconds:.1f} s'
-            f"<small>{esc(target)}</small></div><div>RTO, {verdict_rto}</div>"
-            f"<figure>{svg}</figure>{steps}"
-        )
-    if case.fail_back_to is not None:
-        rto += f'<p class="fail-back">Moved back to <span class="mono">{esc(case.fail_back_to)}</span>: ' + (
-            f"first batch there {case.fail_back_seconds:.1f} s after the move</p>"
-            if case.fail_back_seconds is not None
-            else '<span class="bad">it did not run there</span></p>'
-        )
-    rpo = ("–" if case.rpo_seconds is None else f"{case.rpo_seconds:g} s") + (
-        "" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)"
-    )
-    data = (
-        '<table class="data-verdict"><thead><tr>'
-        + "".join(
-            f'<th scope="col" class="num">{h}</th>'
-            for h in ("expected", "matched", "missing", "extra", "wrong", "late rows", "late messages", "windows late")
-        )
-        + '<th scope="col" class="num">RPO</th></tr></thead><tbody><tr>'
-        + _num(case.windows_expected)
-        + _num(case.windows_matched)
-        + _num(case.windows_missing, "bad" if case.windows_missing else "")
-        + _num(case.windows_extra, "bad" if case.windows_extra else "")
-        + _num(case.windows_wrong, "bad" if case.windows_wrong else "")
-        + (
-            _num(case.late_rows_dropped, "bad" if case.late_rows_dropped else "")
-            if case.late_rows_dropped is not None
-            else '<td class="num">–</td>'
-        )
-        + (
-            _num(case.late_messages, "bad" if case.late_messages else "")
-            if case.late_messages is not None
-            else '<td class="num">–</td>'
-        )
-        + (
-            _num(case.windows_late, "bad" if case.windows_late else "")
-            if case.windows_late is not None
-            else '<td class="num">–</td>'
-        )
-        + f'<td class="num{" bad" if case.rpo_seconds or case.rpo_messages else ""}">{esc(rpo)}</td>'
-        + "</tr></tbody></table>"
-    )
-    return f"""<article class="card c-{case.verdict}" id="case-{slug}" aria-labelledby="case-{slug}-name">
-<div class="card-head"><h3 id="case-{slug}-name">{esc(case.name)}</h3>{_badge(case.verdict)}
-<span class="muted">dagger <span class="mono">{esc(case.dagger)}</span> · {esc(failover)}</span></div>
-<div class="card-body">
-<div><h4>recovery time (RTO)</h4>{rto}</div>
-<div><h4>data verdict (windows of results)</h4>{data}{_examples(case)}</div>
-</div>
-</article>"""
+            out.append({"window": None, "key": None, "raw": fmt_value(r)})
+    return out
 
 
-def _cases(report: Report) -> str:
-    if not report.cases:
-        return '<section id="cases"><h2>Cases</h2><p class="muted">No case was checked.</p></section>'
-    used: set[str] = set()
-    cards = "".join(_case(c, _slug(c.name, used)) for c in report.cases)
-    return f'<section id="cases"><h2>Cases</h2><div class="cards">{cards}</div></section>'
-
-
-def _faults(report: Report) -> str:
-    if not report.faults:
-        return '<section id="faults"><h2>Faults</h2><p class="muted">No fault was injected.</p></section>'
+def _wrong_rows(case: Case) -> list[dict]:
+    """Wrong windows with each value's parts, those that differ from the expected marked."""
     rows = []
-    errors = any(f.error for f in report.faults)
-    for f in report.faults:
-        kind = FAULT_KINDS.get(f.kind)
-        lasted = "–" if f.undone_at is None else fmt_duration((f.undone_at - f.injected_at).total_seconds())
-        rows.append(
-            f'<tr><td>{esc(f.name)}</td><td><span class="mono">{esc(f.kind)}</span>'
-            f"{f'<br><span class=muted>{esc(kind.does)}</span>' if kind else ''}</td><td>{esc(f.target)}</td>"
-            f"<td>{esc(fmt_time(f.injected_at, report))}</td><td>{esc(fmt_time(f.undone_at, report))}</td>"
-            f'<td class="num">{esc(lasted)}</td><td>{_badge("ok" if f.undo_ok else "fail", "yes" if f.undo_ok else "no")}</td>'
-            + (f"<td>{esc(f.error or '')}</td>" if errors else "")
-            + "</tr>"
-        )
-    return (
-        '<section id="faults"><h2>Faults</h2><table><thead><tr><th scope="col">fault</th><th scope="col">kind</th>'
-        '<th scope="col">target</th><th scope="col">injected</th><th scope="col">undone</th>'
-        '<th scope="col" class="num">lasted</th><th scope="col">undone</th>'
-        + ('<th scope="col">error</th>' if errors else "")
-        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
-    )
+    for w in case.examples.wrong:
+        expected, got = w.expected, w.got
+        if isinstance(expected, dict) and isinstance(got, dict):
+            exp_parts = [(f"{k}={fmt_value(v)}", False) for k, v in expected.items()]
+            got_parts = [(f"{k}={fmt_value(v)}", expected.get(k) != v) for k, v in got.items()]
+        else:
+            exp_parts, got_parts = [(fmt_value(expected), False)], [(fmt_value(got), expected != got)]
+        rows.append({"window": fmt_value(w.window), "key": fmt_value(w.key), "expected": exp_parts, "got": got_parts})
+    return rows
 
 
-def _events(report: Report) -> str:
-    if not report.events:
-        return ""
-    rows = "".join(
-        f'<tr><td class="num">{report.since_start(e.at):.1f} s</td><td>{esc(f"{e.at:%H:%M:%S} UTC")}</td>'
-        f"<td>{esc(e.kind)}</td><td>{esc(e.text)}</td></tr>"
-        for e in report.events
+def case_view(case: Case, slug: str) -> dict:
+    """What a case's card shows (chaos/templates/case.html.j2), its RTO figure rendered."""
+    ex = case.examples
+    view: dict[str, Any] = {
+        "case": case,
+        "slug": slug,
+        "failover": f"failover: {case.failover}" if case.failover else "no failover",
+        "rpo": ("–" if case.rpo_seconds is None else f"{case.rpo_seconds:g} s")
+        + ("" if case.rpo_messages is None else f" ({fmt_count(case.rpo_messages)} messages)"),
+        "listed": [
+            {"kind": kind, "count": count, "what": what, "rows": _example_rows(getattr(ex, kind))}
+            for kind, count, what in (
+                ("missing", case.windows_missing, "expected but not in the sink"),
+                ("extra", case.windows_extra, "in the sink but not expected"),
+            )
+            if getattr(ex, kind)
+        ],
+        "wrong": _wrong_rows(case),
+        "late": {
+            "kind": "late",
+            "count": case.windows_late,
+            "what": "missing or wrong because messages came after the watermark had closed them "
+            "(kept in the dead letters, kind late)",
+            "rows": _example_rows(ex.late, late=True),
+        }
+        if ex.late
+        else None,
+    }
+    if case.rto_seconds is None:
+        return view
+    steps_desc = "; ".join(f"{s.step} {s.seconds:.1f} s" for s in case.rto_steps) or "no steps recorded"
+    svg = figure_svg(
+        rto_figure(case, slug),
+        f"rto-{slug}",
+        f"RTO of case {case.name}",
+        f"Recovery took {case.rto_seconds:.1f} s"
+        + ("" if case.rto_target_seconds is None else f" against a target of {case.rto_target_seconds:g} s")
+        + f". Steps: {steps_desc}.",
     )
-    return (
-        '<section id="events"><h2>Events</h2><table><thead><tr><th scope="col" class="num">t+</th>'
-        '<th scope="col">time</th><th scope="col">kind</th><th scope="col">what happened</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table></section>"
+    longest = max(case.rto_steps, key=lambda s: s.seconds) if case.rto_steps else None
+    total = sum(s.seconds for s in case.rto_steps) or 1.0
+    view.update(
+        rto_svg=Markup(svg),
+        met=case.rto_met,
+        delta=None if case.rto_met is None else case.rto_seconds - case.rto_target_seconds,
+        target="" if case.rto_target_seconds is None else f" / target {case.rto_target_seconds:g} s",
+        steps=[
+            {
+                "colour": STEP_COLOURS[j % len(STEP_COLOURS)],
+                "step": s.step,
+                "longest": s is longest and len(case.rto_steps) > 1,
+                "seconds": s.seconds,
+                "share": s.seconds / total,
+            }
+            for j, s in enumerate(case.rto_steps)
+        ],
     )
-
-
-def _produced(report: Report) -> str:
-    p = report.produced
-    rows = "".join(f'<tr><td class="mono">{esc(topic)}</td>{_num(n)}</tr>' for topic, n in sorted(p.by_topic.items()))
-    return (
-        '<section id="produced"><h2>Traffic produced</h2><table style="max-width:560px"><thead><tr>'
-        '<th scope="col">topic</th><th scope="col" class="num">messages</th></tr></thead>'
-        f'<tbody>{rows}<tr><th scope="row">total</th>{_num(p.messages)}</tr>'
-        f'<tr><th scope="row">sends failed for good</th>{_num(p.failed, "bad" if p.failed else "")}</tr>'
-        "</tbody></table></section>"
-    )
+    return view
 
 
 def page(title: str, body: str) -> str:
-    """A complete self-contained HTML document around `body` (already escaped)."""
+    """A complete self-contained HTML document around `body` (HTML, already escaped)."""
     return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+        templates()
+        .from_string('{% extends "base.html.j2" %}{% block body %}{{ body }}{% endblock %}')
+        .render(title=title, body=Markup(body))
     )
 
 
@@ -759,23 +565,32 @@ def _as_report(report: Report | dict | str | Path) -> Report:
 
 
 def render_html(report: Report | dict | str | Path) -> str:
-    """The report as one HTML document (a string)."""
+    """The report as one HTML document (a string), from chaos/templates/report.html.j2."""
     report = _as_report(report)
-    body = "\n".join(
-        [
-            _header(report),
-            _timeline(report),
-            _hypotheses(report),
-            _cases(report),
-            _faults(report),
-            _events(report),
-            _produced(report),
-            "</main>",
-            f"<footer>Drill report · report.json schema 1 · run {esc(report.run.id)} · written by chaos.report_html"
-            "</footer>",
-        ]
+    made = timeline_figure(report)
+    timeline = None
+    if made is not None:
+        fig, desc = made
+        timeline = Markup(figure_svg(fig, "timeline", f"Timeline of drill {report.drill.name}", desc))
+    used: set[str] = set()
+    return (
+        templates()
+        .get_template("report.html.j2")
+        .render(
+            title=f"{report.verdict.upper()} · {report.drill.name} · drill report",
+            report=report,
+            reasons=[x for x in report.verdict_reasons if x.strip()],
+            tiles=_tiles(report),
+            timeline=timeline,
+            timeline_faults=", ".join(f"{f.name} (shaded)" for f in report.faults) or "none",
+            hypothesis_groups=[
+                (title, rows) for phase, title in PHASES if (rows := [h for h in report.hypotheses if h.phase == phase])
+            ],
+            cases=[case_view(c, _slug(c.name, used)) for c in report.cases],
+            fault_does=lambda kind: FAULT_KINDS[kind].does if kind in FAULT_KINDS else None,
+            at=lambda when: fmt_time(when, report),
+        )
     )
-    return page(f"{report.verdict.upper()} · {report.drill.name} · drill report", body)
 
 
 def write_html(report: Report | dict | str | Path, path: str | Path) -> Path:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _S2 = re.compile(rf"s2id\(\s*({PATH})\s*,\s*({PATH})\s*,\s*([0-9]{{1,2}})\s*\)")
@@ -199,7 +199,7 @@ def read_influx(
 
     exp = Expectation.of(verify)
     q = f"SELECT * FROM {_ident(measurement)} WHERE time >= {int(since_ms)}ms AND time <= {int(until_ms)}ms"
-    data = http.get(
+    data = http_client.get(
         f"{url.rstrip('/')}/query", params={"db": db, "q": q, "epoch": "ms"}, auth=auth, timeout=timeout_s
     ).json()
     result = data.get("results", [{}])[0]

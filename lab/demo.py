@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 from . import access
 from .cli import converge, lab_dir
@@ -179,7 +179,7 @@ class Traffic(threading.Thread):
 
 def influxql(query: str) -> list[dict]:
     user = access.sink_user(SURGE_TEAM)
-    data = http.post(  # basic auth, not InfluxDB's u/p parameters: the password stays out of the URL
+    data = http_client.post(  # basic auth, not InfluxDB's u/p parameters: the password stays out of the URL
         f"http://127.0.0.1:{ports()['influx']}/query",
         data={"db": access.sink_database(SURGE_TEAM), "q": query},
         auth=(user, access.influx_password(user)),

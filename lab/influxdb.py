@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 from .process import HOST, LocalServer, ServerError, free_ports
 
@@ -48,12 +48,12 @@ class InfluxDB(LocalServer):
         return env
 
     def healthy(self) -> bool:
-        return http.get(f"{self.url}/ping", timeout=1).status_code == 204
+        return http_client.get(f"{self.url}/ping", timeout=1).status_code == 204
 
     def query(self, q: str, db: str | None = None) -> list[dict]:
         """InfluxQL, as the seeds' dashboards ask it; the series of the first statement."""
         params = {"q": q, "epoch": "ms"} | ({"db": db} if db else {})
-        body = http.post(f"{self.url}/query", data=params, timeout=30).json()
+        body = http_client.post(f"{self.url}/query", data=params, timeout=30).json()
         result = body["results"][0]
         if "error" in result:
             raise ServerError(f"InfluxQL {q!r}: {result['error']}")

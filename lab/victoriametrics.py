@@ -19,7 +19,7 @@ import shutil
 import string
 from pathlib import Path
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 from .process import HOST, LocalServer, ServerError
 
@@ -80,7 +80,7 @@ class VictoriaMetrics(LocalServer):
     def healthy(self) -> bool:
         # /health answers anyone (just "OK"); the login is checked as well, so a server that
         # started without it is never taken for ready
-        if http.get(f"{self.url}/health", timeout=1).status_code != 200:
+        if http_client.get(f"{self.url}/health", timeout=1).status_code != 200:
             return False
         return self.get("/api/v1/status/tsdb", timeout=2).status_code == 200
 
@@ -89,8 +89,8 @@ class VictoriaMetrics(LocalServer):
         return "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode()).decode("ascii")
 
     def get(self, path: str, *, timeout: float, params: dict | None = None):
-        """A GET of the server's as the platform (raises http.Error for no answer or a refusal)."""
-        return http.get(f"{self.url}{path}", params=params, timeout=timeout, auth=(self.user, self.password))
+        """A GET of the server's as the platform (raises http_client.Error for no answer or a refusal)."""
+        return http_client.get(f"{self.url}{path}", params=params, timeout=timeout, auth=(self.user, self.password))
 
     def export(self, match: str) -> list[dict]:
         """Every sample of the series matching a selector, as /api/v1/export gives them."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import s2sphere
 from sqlglot import exp
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 from dagger_runtime.errors import DaggerError
 from dagger_runtime.sql.translate import parse
 
@@ -102,7 +102,7 @@ class Influx:
     def __init__(self, url: str, timeout_s: float = TIMEOUT_S):
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         # no proxy from the environment sees a team's password (the house's session)
-        self.session = http.session()
+        self.session = http_client.session()
 
     def query(self, db: str, q: str, user: str | None, password: str | None) -> list[dict]:
         try:
@@ -112,14 +112,14 @@ class Influx:
                 auth=(user, password or "") if user else None,
                 timeout=self.timeout_s,
             )
-        except http.Error as e:
+        except http_client.Error as e:
             raise DaggerError(f"InfluxDB did not answer: {type(e).__name__}") from None
         if response.status_code in (401, 403):
             raise DaggerError("InfluxDB refused the dagger's team's login")
         try:
             response.raise_for_status()
             results = response.json()["results"]
-        except (http.Error, ValueError, KeyError):
+        except (http_client.Error, ValueError, KeyError):
             raise DaggerError(f"InfluxDB answered {response.status_code}") from None
         if results and results[0].get("error"):
             raise DaggerError(f"InfluxDB refused the query: {results[0]['error']}")

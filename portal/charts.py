@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 from dagger_runtime.errors import DaggerError
 
 # (key, title, unit, PromQL with {sel} the dagger's label selector)
@@ -71,14 +71,14 @@ class Prometheus:
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
         # one session for the portal's life (kept-alive connections); no proxy from the
         # environment sees the platform's login
-        self.session = http.session((user, password or "") if user else None)
+        self.session = http_client.session((user, password or "") if user else None)
 
     def _get(self, path: str, params: dict | None = None) -> dict:
         try:
             response = self.session.get(f"{self.url}{path}", params=params, timeout=self.timeout_s)
             response.raise_for_status()
             body = response.json()
-        except (http.Error, ValueError) as e:
+        except (http_client.Error, ValueError) as e:
             raise DaggerError(f"Prometheus did not answer: {type(e).__name__}") from None
         if body.get("status") != "success":
             raise DaggerError(f"Prometheus refused the query: {body.get('error', 'no reason given')}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 from dagger_runtime.suggest import closest
 from protos.errors import SchemaError
 from protos.versions import (
@@ -213,10 +213,10 @@ def fetch(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> DescriptorSet:
             path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path) if "://" in url else url
             data = Path(path).read_bytes()
         elif scheme in ("http", "https"):
-            data = http.get(url, timeout=timeout).content
+            data = http_client.get(url, timeout=timeout).content
         else:
             raise SchemaError(f"could not fetch descriptor set from {url}: only http(s):// and file:// are read")
-    except http.HTTPError as e:
+    except http_client.HTTPError as e:
         response = e.response
         raise SchemaError(
             f"could not fetch descriptor set from {url}: HTTP {response.status_code} {response.reason}"

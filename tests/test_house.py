@@ -114,3 +114,61 @@ def test_the_runtime_needs_nothing_of_the_infrastructure_code():
     loaded = json.loads(proc.stdout.splitlines()[-1])
     assert [m for m in loaded if m.split(".")[0] in ("infra", "pulumi", "pulumi_gcp", "pulumi_kubernetes")] == []
     assert "dagger_runtime.config.native" in loaded  # the probe did load the job files
+
+
+# the folders of data files the code reads beside its modules: an install (not an editable one, as
+# on a cluster's or a VM's venv) has only what pyproject.toml's package-data names
+PACKAGED_DATA = [
+    ("chaos", "drills"),
+    ("chaos", "templates"),
+    ("portal", "templates"),
+    ("portal", "static"),
+    ("monitoring", "rules"),
+    ("protos", "descriptors"),
+]
+
+
+def test_every_data_file_the_code_reads_is_in_the_installed_package():
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    left_out = []
+    for package, folder in PACKAGED_DATA:
+        files = [f for f in tracked.splitlines() if f.startswith(f"{package}/{folder}/")]
+        assert files, f"{package}/{folder}/ holds no file: is the list above stale?"
+        for f in files:
+            inside = f.removeprefix(f"{package}/")
+            if not any(fnmatch.fnmatch(inside, g) for g in globs.get(package, [])):
+                left_out.append(f)
+    assert left_out == [], f"not in [tool.setuptools.package-data]: {left_out}"
+
+
+def test_no_runtime_module_is_named_as_a_standard_library_module():
+    # the drivers run dagger_runtime/driver.py as a script (spark-submit), so its folder leads
+    # sys.path: dagger_runtime/http.py once hid http.client, and every driver died at its start
+    names = {p.stem for p in (ROOT / "dagger_runtime").glob("*.py")}
+    names |= {p.name for p in (ROOT / "dagger_runtime").iterdir() if (p / "__init__.py").exists()}
+    assert sorted(names & sys.stdlib_module_names) == []
+
+
+def test_the_driver_script_leaves_its_own_folder_off_sys_path(tmp_path):
+    # were a module named as a library ever beside driver.py, spark-submit's way of running it
+    # (a script, so its folder first on sys.path) must still import the library
+    folder = tmp_path / "runtime"
+    folder.mkdir()
+    (folder / "driver.py").write_text((ROOT / "dagger_runtime" / "driver.py").read_text())
+    for shadow in ("json", "http"):
+        (folder / f"{shadow}.py").write_text(f"raise ImportError('{shadow} hidden by the driver folder')\n")
+    done = subprocess.run(
+        [sys.executable, str(folder / "driver.py"), "/nonexistent-jvm-dir", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hidden by the driver folder" not in done.stderr
+    assert done.stdout.startswith("dagger "), done.stdout

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 from .base import Fault, start_programs, stop_programs
 from .errors import FaultError
@@ -19,9 +19,9 @@ def ping(lab: Lab, server: Component) -> str | None:
     host, port = server.host_port
     if server.kind == "influxdb":
         try:
-            status = http.get(f"http://{host}:{port}/ping", timeout=3).status_code
+            status = http_client.get(f"http://{host}:{port}/ping", timeout=3).status_code
             return None if status == 204 else f"InfluxDB /ping answers {status}"
-        except http.Error as e:
+        except http_client.Error as e:
             return f"InfluxDB /ping at {host}:{port} fails ({e})"
     if server.kind == "postgresql":
         # pg_isready: the server accepts connections, without logging in; the one next to the

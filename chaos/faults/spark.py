@@ -26,7 +26,7 @@ def master_status(part: SparkPart, timeout_s: float = 5.0) -> dict | None:
 
     try:
         return master_json(part.definition, timeout_s)
-    except (OSError, ValueError, DaggerError):  # http.Error is an OSError
+    except (OSError, ValueError, DaggerError):  # http_client.Error is an OSError
         return None
 
 

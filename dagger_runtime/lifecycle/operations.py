@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import http
+from .. import http_client
 from ..errors import DaggerError
 from . import spark as spark_api
 from .clusters import Cluster, get_cluster, load_all, pick
@@ -1206,8 +1206,8 @@ def scrape(host: str, port: int, timeout: float = 3.0) -> dict[str, float] | Non
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        text = http.get(f"http://{host}:{port}/metrics", timeout=timeout).text
-    except http.Error:
+        text = http_client.get(f"http://{host}:{port}/metrics", timeout=timeout).text
+    except http_client.Error:
         return None
     values: dict[str, float] = {}
     for family in text_string_to_metric_families(text):

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import http
+from .. import http_client
 from ..errors import DaggerError
 from ..jvm import jvm_dir, spark_jars
 from .clusters import Cluster
@@ -355,12 +355,12 @@ def ui_headers(cluster: Cluster) -> dict[str, str]:
 
 def ui_get(cluster: Cluster, url: str, timeout: float, params: dict | None = None):
     """GET one of the cluster's UI pages (the master's /json/, a worker's /log) with its token
-    (raises http.Error)."""
-    return http.get(url, timeout=timeout, params=params, headers=ui_headers(cluster))
+    (raises http_client.Error)."""
+    return http_client.get(url, timeout=timeout, params=params, headers=ui_headers(cluster))
 
 
 def master_json(cluster: Cluster, timeout: float = 5.0) -> dict:
-    """The master's /json/ (raises http.Error, an OSError, or ValueError for a body not JSON)."""
+    """The master's /json/ (raises http_client.Error, an OSError, or ValueError for a body not JSON)."""
     return ui_get(cluster, f"{cluster.web_ui}/json/", timeout).json()
 
 

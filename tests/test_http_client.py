@@ -1,4 +1,4 @@
-"""The one HTTP client (dagger_runtime/http.py), against a real server on loopback: an answered
+"""The one HTTP client (dagger_runtime/http_client.py), against a real server on loopback: an answered
 request is never sent twice (a 5xx could have acted), a 4xx or 5xx is an error that says which,
 a server that does not answer in time is an error, a proxy from the environment never sees the
 platform's calls, and basic auth goes in a header, not the URL."""
@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from dagger_runtime import http
+from dagger_runtime import http_client
 
 
 class Server:
@@ -51,7 +51,7 @@ def server(request):
 
 
 def test_an_answer_is_read_and_basic_auth_is_a_header(server):
-    response = http.get(f"{server.url}/json/", params={"a": "b c"}, auth=("team", "s3cret"), timeout=5)
+    response = http_client.get(f"{server.url}/json/", params={"a": "b c"}, auth=("team", "s3cret"), timeout=5)
     assert response.json() == {"ok": True}
     ((method, path, authorization),) = server.requests
     assert (method, path) == ("GET", "/json/?a=b+c")
@@ -60,8 +60,8 @@ def test_an_answer_is_read_and_basic_auth_is_a_header(server):
 
 @pytest.mark.parametrize("server", [{"status": 503}], indirect=True)
 def test_a_5xx_is_an_error_that_says_which_and_is_not_sent_again(server):
-    with pytest.raises(http.HTTPError) as caught:
-        http.get(f"{server.url}/metrics", timeout=5)
+    with pytest.raises(http_client.HTTPError) as caught:
+        http_client.get(f"{server.url}/metrics", timeout=5)
     assert caught.value.response.status_code == 503
     assert isinstance(caught.value, OSError)  # callers that caught urllib's errors as OSError still do
     assert len(server.requests) == 1
@@ -69,15 +69,15 @@ def test_a_5xx_is_an_error_that_says_which_and_is_not_sent_again(server):
 
 @pytest.mark.parametrize("server", [{"status": 403}], indirect=True)
 def test_a_refusal_is_an_error(server):
-    with pytest.raises(http.HTTPError) as caught:
-        http.get(f"{server.url}/json/", timeout=5)
+    with pytest.raises(http_client.HTTPError) as caught:
+        http_client.get(f"{server.url}/json/", timeout=5)
     assert caught.value.response.status_code == 403
 
 
 @pytest.mark.parametrize("server", [{"delay_s": 3.0}], indirect=True)
 def test_a_server_that_does_not_answer_in_time_is_an_error_and_is_not_asked_again(server):
-    with pytest.raises(http.Error):
-        http.get(f"{server.url}/slow", timeout=0.5)
+    with pytest.raises(http_client.Error):
+        http_client.get(f"{server.url}/slow", timeout=0.5)
     time.sleep(0.2)
     assert len(server.requests) == 1
 
@@ -86,15 +86,15 @@ def test_no_server_is_an_error_naming_the_address():
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(http.Error) as caught:
-        http.get(f"http://127.0.0.1:{port}/ping", timeout=2)
+    with pytest.raises(http_client.Error) as caught:
+        http_client.get(f"http://127.0.0.1:{port}/ping", timeout=2)
     assert f"127.0.0.1', port={port}" in str(caught.value) or f"127.0.0.1:{port}" in str(caught.value)
 
 
 def test_a_refused_connection_is_tried_again_and_an_answered_request_never_is():
-    retry = http.session().get_adapter("http://127.0.0.1/").max_retries
-    assert (retry.connect, retry.read, retry.status, retry.other) == (http.CONNECT_RETRIES, 0, 0, 0)
-    assert http.CONNECT_RETRIES >= 1
+    retry = http_client.session().get_adapter("http://127.0.0.1/").max_retries
+    assert (retry.connect, retry.read, retry.status, retry.other) == (http_client.CONNECT_RETRIES, 0, 0, 0)
+    assert http_client.CONNECT_RETRIES >= 1
 
 
 def test_a_proxy_in_the_environment_never_sees_the_calls(server, monkeypatch):
@@ -103,5 +103,5 @@ def test_a_proxy_in_the_environment_never_sees_the_calls(server, monkeypatch):
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert http.get(f"{server.url}/ok", auth=("platform", "pw"), timeout=5).status_code == 200
+    assert http_client.get(f"{server.url}/ok", auth=("platform", "pw"), timeout=5).status_code == 200
     assert len(server.requests) == 1
