@@ -145,7 +145,7 @@ def _init(environment, **_kwargs) -> None:
     opts = environment.parsed_options
     if opts is None or isinstance(environment.runner, MasterRunner):
         return  # the master only shapes the load; workers produce
-    from loadtest.settings import SettingsError, load_json_or_file, resolve_message
+    from loadtest.settings import SettingsError, load_json_or_file
     from protos import registry
     from protos.errors import SchemaError
 
@@ -153,7 +153,7 @@ def _init(environment, **_kwargs) -> None:
         config = load_json_or_file(opts.shape_config, "--shape-config")
         drill.plan = shapes.plan_from_config(config) if config is not None else None
         dset = registry.load(opts.schema_urls or None)
-        message = resolve_message(dset, opts.kafka_message)
+        message = dset.resolve(opts.kafka_message)
         drill.generator = MessageGenerator(
             dset, message, load_json_or_file(opts.kafka_hints, "--kafka-hints"), seed=opts.kafka_seed
         )

@@ -429,12 +429,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    from .settings import SettingsError, client_kwargs, descriptor_set, load_json_or_file, resolve_message
+    from .settings import SettingsError, client_kwargs, descriptor_set, load_json_or_file
 
     if args.count is None and args.duration is None:
         raise SettingsError("give --count or --duration (or both)")
     dset = descriptor_set(args)
-    message = resolve_message(dset, args.message)
+    message = dset.resolve(args.message)  # a full, Java or unique simple name
     generator = MessageGenerator(dset, message, load_json_or_file(args.hints, "--hints"), seed=args.seed)
     scalars = generator.scalar_paths()
     for option, path in [("--key", args.key), *(("--fact", f) for f in args.fact)]:

@@ -537,14 +537,14 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from .producer import close_quietly, make_producer, stop_on_interrupt
-    from .settings import SettingsError, client_kwargs, descriptor_set, resolve_message
+    from .settings import SettingsError, client_kwargs, descriptor_set
 
     if args.speed <= 0:
         raise SettingsError(f"--speed must be > 0, not {args.speed:g}")
     dset = message = None
     if args.message:
         dset = descriptor_set(args)
-        message = resolve_message(dset, args.message)
+        message = dset.resolve(args.message)
         event_time_field(dset.message_descriptor(message), args.event_time)  # refused before connecting
     elif args.event_time:
         raise SettingsError("--event-time needs --message (the type of the values)")

@@ -16,7 +16,6 @@ __all__ = [
     "add_schema_arguments",
     "client_kwargs",
     "descriptor_set",
-    "resolve_message",
     "load_json_or_file",
     "SettingsError",
 ]
@@ -103,12 +102,6 @@ def descriptor_set(args: argparse.Namespace):
     from protos import registry
 
     return registry.load(getattr(args, "schema_urls", None), getattr(args, "schema_version", None))
-
-
-def resolve_message(dset, name: str) -> str:
-    """A full message name from a full, Java or unique simple one (BookingLogMessage); protos
-    resolves it, so `dagger protos show` takes the same names."""
-    return dset.resolve(name)
 
 
 def load_json_or_file(value: str | None, what: str) -> Any:
