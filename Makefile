@@ -7,7 +7,10 @@ PY        := $(VENV)/bin/python
 JVM_DIR   := .jvm
 MVN       := mvn -q -B -ntp
 PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.dirname(pyspark.__file__),"jars"))')
-DECODER_SRC := $(shell find jvm/decoder/src -name '*.java' 2>/dev/null)
+# the runtime's JVM half, one jar of three parts: protobuf (decoding, encoding, dead letters, late
+# rows), plan-guard (the sandbox's check of Spark's plans), sql-functions (the JSON and DART UDFs,
+# Flink's typed semantics)
+RUNTIME_JVM_SRC := $(shell find jvm/protobuf/src jvm/plan-guard/src jvm/sql-functions/src -name '*.java' 2>/dev/null)
 FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
 
 PORTAL_MAP := portal/static/build/.built
@@ -26,7 +29,7 @@ help:
 	@echo "make protos - recompile protos/ into versioned descriptor sets"
 	@echo "make servers - install the Debian packages of the servers the tests start (as root)"
 	@echo "make portal-map - build the portal's map script and basemap with npm"
-	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's decoder"
+	@echo "make jars   - fetch the pinned JVM parts with Maven and build the runtime's JVM parts"
 	@echo "make flink  - fetch Apache Flink 1.20 (Maven) and build the conformance suite's runner"
 	@echo "make conformance - every case of the Flink conformance corpus on Flink and on ours"
 	@echo "make conformance-table - regenerate docs/reference/flink-conformance.md from the corpus"
@@ -65,11 +68,11 @@ $(JVM_DIR)/spark/.fetched: jvm/spark/pom.xml
 	@cd jvm/spark && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/spark/deps
 	@touch $@
 
-$(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fetched $(DECODER_SRC)
-	@echo ">> compiling the runtime's JVM decoder"
+$(JVM_DIR)/spark/dagger-runtime-jvm.jar: $(VENV)/.installed $(JVM_DIR)/spark/.fetched $(RUNTIME_JVM_SRC)
+	@echo ">> compiling the runtime's JVM parts (protobuf, plan guard, SQL functions)"
 	@rm -rf $(JVM_DIR)/build && mkdir -p $(JVM_DIR)/build
 	@javac -nowarn --release 17 -encoding UTF-8 -d $(JVM_DIR)/build \
-	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(DECODER_SRC)
+	  -cp "$(PYSPARK_JARS)/*:$(JVM_DIR)/spark/deps/*" $(RUNTIME_JVM_SRC)
 	@jar cf $@ -C $(JVM_DIR)/build .
 
 # the portal's map: Leaflet and Natural Earth's land from npm, bundled into portal/static/build/

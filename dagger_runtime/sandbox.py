@@ -1,4 +1,4 @@
-"""The second sandbox check, in the JVM (jvm/decoder/.../PlanGuard.java), and what feeds it.
+"""The second sandbox check, in the JVM (jvm/plan-guard/.../PlanGuard.java), and what feeds it.
 
 The first check (`dagger_runtime.sql.guard`) reads the analyst's SQL as sqlglot parses it. This
 one reads the translated query as Spark itself parses and analyses it, so the two do not share a

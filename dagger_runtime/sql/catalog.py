@@ -2,7 +2,7 @@
 
 Macros expand into Spark built-ins and higher-order functions, so they run in the JVM with
 code generation; the S2/GeoHash family runs vectorised on Arrow batches (dagger_runtime.udfs);
-JSON and DART functions are JVM UDFs (jvm/decoder, dagger_runtime.udfs.java_udfs).
+JSON and DART functions are JVM UDFs (jvm/sql-functions, dagger_runtime.udfs.java_udfs).
 Deliberate differences from dagger (documented in docs/udfs.md): bad input gives NULL instead
 of failing the job; StartOfMonth returns the first day of the month (dagger returns a Monday).
 """

@@ -3,7 +3,7 @@
 The translation reads the query, not the streams' schemas. Where Flink's result depends on the
 type of an operand, the translation writes a call to one of the runtime's own functions, and
 Spark's analyser, once it has typed the arguments, builds the Spark expression with Flink's
-meaning (jvm/decoder/.../FlinkTypes.java, registered in every session by
+meaning (jvm/sql-functions/.../FlinkTypes.java, registered in every session by
 dagger_runtime.udfs.register_all):
 
 - `a / b` -> `__dagger_divide(a, b)`: two integers divide as integers (7 / 2 = 3, -7 / 2 = -3,

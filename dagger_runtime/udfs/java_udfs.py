@@ -1,4 +1,4 @@
-"""raystack/dagger's JSON and DART UDFs, as Spark Java UDFs (jvm/decoder/.../runtime/udf).
+"""raystack/dagger's JSON and DART UDFs, as Spark Java UDFs (jvm/sql-functions/.../runtime/udf).
 
 Registered names and SQL signatures (docs/reference/udf-contracts.md §4, §6):
 
