@@ -347,6 +347,11 @@ def _rto_text(case: dict) -> str:
     return ("–" if rto is None else f"{rto:g} s") + ("" if target is None else f" / {target:g} s")
 
 
+# what a run's link may be on the history page: a path to a report's HTML, of plain characters
+# (a browser strips blanks and tabs from a URL, so " javascript:..." is not plain), never "//host"
+RELATIVE_HTML = re.compile(r"(?!//)[A-Za-z0-9._/][A-Za-z0-9._/-]*\.html")
+
+
 def render_trends_html(runs_dir: str | Path) -> str:
     """Per drill, its RTO over runs as a figure and its runs as a table (chaos/templates/trends.html.j2)."""
     from markupsafe import Markup
@@ -369,7 +374,7 @@ def render_trends_html(runs_dir: str | Path) -> str:
             href = None
             if r.get("report"):
                 target = Path(r["report"]).with_suffix(".html").as_posix()
-                if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # a relative path only, never a URL
+                if RELATIVE_HTML.fullmatch(target):  # a relative path only: never a URL, a scheme or a blank
                     href = target
             cases = [
                 {

@@ -407,13 +407,8 @@ def badge_class(verdict: str | None) -> str:
     return _BADGE_CLASSES.get(verdict or "", "none")
 
 
-def _badge(verdict: str | None, text: str | None = None) -> Markup:
-    """A verdict's badge as HTML (for pages that build their own: the drill history)."""
-    return Markup('<span class="badge b-{}">{}</span>').format(badge_class(verdict), text or verdict or "not measured")
-
-
 def esc(value: Any) -> str:
-    """Escape any value from the report for HTML text and attribute values."""
+    """Escape a value for HTML text and attribute values (the figures' <title> and <desc>, built here)."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -547,15 +542,6 @@ def case_view(case: Case, slug: str) -> dict:
     return view
 
 
-def page(title: str, body: str) -> str:
-    """A complete self-contained HTML document around `body` (HTML, already escaped)."""
-    return (
-        templates()
-        .from_string('{% extends "base.html.j2" %}{% block body %}{{ body }}{% endblock %}')
-        .render(title=title, body=Markup(body))
-    )
-
-
 def _as_report(report: Report | dict | str | Path) -> Report:
     if isinstance(report, Report):
         return report
@@ -674,7 +660,6 @@ __all__ = [
     "figure_svg",
     "timeline_figure",
     "rto_figure",
-    "page",
     "esc",
     "CSS",
     "RC",

@@ -681,3 +681,21 @@ def test_chromium_catches_a_console_error_and_a_thrown_one(tmp_path):
     assert rendered.console_errors == [f"{url}:2: x", f"{url}:3: Uncaught Error: deliberate"]
     assert "<p>control</p>" in rendered.dom
     assert rendered.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_trends_page_links_a_run_only_by_a_plain_relative_path(data, tmp_path):
+    # a browser strips blanks and tabs from a link, so " javascript:..." or "java\tscript:..." in a
+    # hand-edited history would run as a script if any string not a plain path were linked
+    from chaos.history import append, render_trends_html
+
+    paths = [
+        str(tmp_path / "runs" / "run-0" / "report.json"),  # kept relative to the history's folder
+        " javascript:alert(1)//x.json",
+        "java\tscript:alert(2)//y.json",
+        "https://elsewhere.example/z.json",
+        "//elsewhere.example/w.json",
+    ]
+    for n, path in enumerate(paths):
+        append(tmp_path, _run(data, n), path)
+    text = render_trends_html(tmp_path)
+    assert re.findall(r'<a href="([^"]*)"', text) == ["runs/run-0/report.html"]

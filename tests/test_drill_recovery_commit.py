@@ -66,3 +66,18 @@ def test_without_a_ledger_any_commit_since(tmp_path):
 
 def test_a_remote_checkpoint_is_not_read(tmp_path):
     assert DrillRun.launch_and_commit(Versions("gs://bucket/ck"), "d", 2, 0.0) == (None, None)
+
+
+def test_a_commit_before_the_fault_was_in_effect_is_not_the_recovery(tmp_path):
+    # a standby took the lease while the fault was still being injected (it began at F-20 and was
+    # in effect at F) and committed at F-3: the recovery from the fault is its next commit, never
+    # a negative time
+    fault = 1_800_000_000.0
+    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))
+    launches.record(str(tmp_path), now_ms=int((fault - 15) * 1000))
+    commit(tmp_path, 0, fault - 3)
+    commit(tmp_path, 1, fault + 2)
+    found = DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault - 20, not_before=fault)
+    assert found == (fault - 15, fault + 2)
+    # without the floor, the commit during the injection is the one found
+    assert DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault - 20) == (fault - 15, fault - 3)

@@ -157,8 +157,13 @@ class Failover:
         # watchdog sees the loss
         trigger = self.book.failover_fault
         began = self.fault_began.get(trigger.name, self.fault_times.get(trigger.name)) if trigger is not None else None
+        in_effect = self.fault_times.get(trigger.name) if trigger is not None else None
         committed = self.first_commit_at(
-            registry, d.name, d.failover_version, began if began is not None else d.failover_started
+            registry,
+            d.name,
+            d.failover_version,
+            began if began is not None else d.failover_started,
+            not_before=in_effect,
         )
         at = committed if committed is not None and committed <= at else at
         d.first_batch_after, d.first_batch_seconds = at, seconds
@@ -182,14 +187,17 @@ class Failover:
 
     @staticmethod
     def launch_and_commit(
-        registry, name: str, version: int | None, since: float | None
+        registry, name: str, version: int | None, since: float | None, not_before: float | None = None
     ) -> tuple[float | None, float | None]:
         """When the first driver launched at or after `since` took the version's checkpoint (its
         launch ledger) and when that checkpoint's first commit after it was made (the commit
         files); (None, None) when the checkpoint is not local or has neither. A failover's
         version often shares the old one's checkpoint, and the old driver may still commit the
         batch it had finished as the fault struck: that commit is not the recovery's, so a commit
-        counts only after a launch since the fault. Without a ledger, any commit since `since`."""
+        counts only after a launch since the fault. Without a ledger, any commit since `since`.
+        A commit before `not_before` (the fault in effect) does not count either: a standby may
+        take the lease while the fault is still being injected, and a recovery timed from the
+        fault is never negative."""
         from dagger_runtime import launches
 
         found = registry.version(name, version) if version is not None else None
@@ -210,12 +218,15 @@ class Failover:
             taken = next((e["at_ms"] / 1000 for e in ledger if since is None or e["at_ms"] / 1000 >= since), None)
             if taken is None:
                 return None, None
-        return taken, next((t for t in times if taken is None or t >= taken), None)
+        floor = max((t for t in (taken, not_before) if t is not None), default=None)
+        return taken, next((t for t in times if floor is None or t >= floor), None)
 
-    def first_commit_at(self, registry, name: str, version: int | None, since: float | None) -> float | None:
+    def first_commit_at(
+        self, registry, name: str, version: int | None, since: float | None, not_before: float | None = None
+    ) -> float | None:
         """The time of the version's first commit by a driver launched since `since` (None: not
         local, or none yet)."""
-        return self.launch_and_commit(registry, name, version, since)[1]
+        return self.launch_and_commit(registry, name, version, since, not_before)[1]
 
     def start_watchdog(self) -> None:
         from dagger_runtime.lifecycle.watchdog import Watchdog
@@ -270,7 +281,7 @@ class Failover:
                 d.failover_version if d.failover_version is not None else getattr(registry.get(d.name), "version", None)
             )
             began = self.fault_began.get(self.book.failover_fault.name, t_fault)
-            taken, first = self.launch_and_commit(registry, d.name, version, began)
+            taken, first = self.launch_and_commit(registry, d.name, version, began, not_before=t_fault)
         finally:
             registry.close()
         if taken is None or first is None:

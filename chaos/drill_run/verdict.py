@@ -103,7 +103,10 @@ class Verdict:
             t_fault = self.fault_times.get(trigger.name)
             case["failover"] = fo.kind
             case["rto_target_seconds"] = fo.rto_target
-            if t_fault is not None and d.first_batch_after is not None:
+            if t_fault is not None and d.first_batch_after is not None and d.first_batch_after < t_fault:
+                # a batch before the fault was in effect is no recovery from it: not measured, said
+                self.notes.append(f"{v.dagger}: its first batch after the failover came before the fault was in effect")
+            elif t_fault is not None and d.first_batch_after is not None:
                 case["rto_seconds"] = round(d.first_batch_after - t_fault, 2)
                 steps = []
                 taken = (
