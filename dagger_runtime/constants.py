@@ -16,7 +16,7 @@ def check_constants(spark, analyzed, query) -> None:
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
-    from .sql import allowlist
+    from .sandbox import allowlist
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     try:  # it evaluates constant counts: under the same time budget as the optimizer
@@ -39,7 +39,8 @@ def check_constants(spark, analyzed, query) -> None:
 def check_regexes(spark, items, query) -> None:
     """Each ("regex", function, pattern) of items checked for catastrophic backtracking: the shapes
     sql.regexes names, then the pattern run on pumped texts under a step budget in the JVM."""
-    from .sql import allowlist, regexes
+    from .sandbox import allowlist
+    from .sql import regexes
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     for kind, function, pattern in items:
@@ -84,7 +85,7 @@ def optimize(spark, analyzed, query):
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from .sql import allowlist
+    from .sandbox import allowlist
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     try:
@@ -211,7 +212,7 @@ def refuse_call(query, function: str, message: str, literal: str | None = None) 
     one with `literal` among its arguments when there is one)."""
     from sqlglot import exp
 
-    from .sql.guard import function_name
+    from .sandbox.guard import function_name
     from .sql.positions import locate
 
     names = _SPELLINGS.get(function.lower(), {function.lower()})

@@ -10,7 +10,7 @@ import sys
 # run as a script, its own folder is sys.path[0]: every module beside it would then be importable
 # by its bare name and could hide a library's (a module named http once hid http.client from
 # urllib3, and every driver died at start). The runtime is imported as the package it is.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.dirname(os.path.realpath(__file__)):
     del sys.path[0]
 
 

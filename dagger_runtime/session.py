@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
-# Spark settings that close what neither sandbox check needs to allow (dagger_runtime.sql.guard,
+# Spark settings that close what neither sandbox check needs to allow (dagger_runtime.sandbox.guard,
 # dagger_runtime.sandbox). PlanGuard.java refuses to check a query in a session without the first two.
 SANDBOX_CONF: dict[str, str] = {
     # `${env:SECRET}`, `${system:user.home}` in any part of the SQL text would be replaced by the

@@ -304,7 +304,7 @@ def _check_literal_arguments(plan: JobPlan, spark) -> None:
 
 def _json_path_size(path: str) -> str | None:
     """A JSON path too long or nested too deeply for Jayway's recursive compiler."""
-    from .sql import allowlist
+    from .sandbox import allowlist
 
     if len(path) > allowlist.MAX_JSON_PATH:
         return f"it has {len(path):,} characters; a JSON path may have at most {allowlist.MAX_JSON_PATH:,}"

@@ -208,9 +208,17 @@ def _dependency_order(
 def fetch(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> DescriptorSet:
     """One descriptor set from an http(s):// or file:// URL (or a plain path)."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
+    parts = urllib.parse.urlsplit(url) if "://" in url else None
+    if parts is not None and (parts.username is not None or parts.password is not None):
+        # refused before any request, and the URL never repeated: it holds a login
+        raise SchemaError(
+            f"a descriptor-set URL may not carry a login ({scheme}://user:password@...): give the server's address only"
+        )
+    if parts is not None and scheme == "file" and parts.netloc not in ("", "localhost"):
+        raise SchemaError(f"could not fetch descriptor set from {url}: a file:// URL names a file on this machine")
     try:
         if scheme == "file":
-            path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path) if "://" in url else url
+            path = urllib.request.url2pathname(parts.path) if parts is not None else url
             data = Path(path).read_bytes()
         elif scheme in ("http", "https"):
             data = http_client.get(url, timeout=timeout).content

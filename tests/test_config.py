@@ -322,6 +322,13 @@ def test_stencil_urls_fetch_descriptors_as_dagger_does(tmp_path):
     assert job.schema.fetch_timeout_ms == 30_000
 
 
+def test_a_stencil_url_with_a_login_is_refused_without_repeating_it(tmp_path):
+    schema = {"stencil_urls": "https://stencil:s3cret-token@stencil.example/a.desc"}
+    with pytest.raises(ConfigError) as caught:
+        load_data(tmp_path, minimal(schema=schema))
+    assert "may not carry a login" in str(caught.value) and "s3cret-token" not in str(caught.value)
+
+
 # --- bad input -------------------------------------------------------------------------------
 
 BAD_INPUTS = [

@@ -105,3 +105,31 @@ def test_a_proxy_in_the_environment_never_sees_the_calls(server, monkeypatch):
     monkeypatch.delenv("no_proxy", raising=False)
     assert http_client.get(f"{server.url}/ok", auth=("platform", "pw"), timeout=5).status_code == 200
     assert len(server.requests) == 1
+
+
+def test_a_refused_connection_is_tried_again_and_a_connect_timeout_is_not():
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
+
+    retry = http_client.session().get_adapter("http://127.0.0.1/").max_retries
+    refused = NewConnectionError(None, "Connection refused")
+    again = retry.increment("GET", "/x", error=refused)
+    assert again.connect == retry.connect - 1  # one more try
+    # a host that does not answer: not tried again, or every call would cost three timeouts
+    with pytest.raises(MaxRetryError):
+        retry.increment("GET", "/x", error=ConnectTimeoutError("timed out"))
+
+
+def test_https_trusts_the_machines_certificate_authorities():
+    import os
+    import ssl
+
+    verify = http_client.session().verify
+    assert verify is not True and os.path.exists(verify), verify  # not certifi's bundle alone
+    paths = ssl.get_default_verify_paths()
+    assert verify in (
+        paths.cafile,
+        paths.openssl_cafile,
+        paths.capath,
+        paths.openssl_capath,
+        "/etc/ssl/certs/ca-certificates.crt",
+    )

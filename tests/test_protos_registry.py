@@ -472,3 +472,18 @@ def test_list_show_and_check_answer_json_with_what_the_text_says(capsys):
     assert cli(["check", "--json"]) == 0
     checked = _json.loads(capsys.readouterr().out)
     assert checked["breaking"] is False and all(not c["breaking"] for c in checked["changes"])
+
+
+def test_a_descriptor_set_url_with_a_login_is_refused_without_repeating_it():
+    with pytest.raises(SchemaError) as caught:
+        registry.fetch("https://stencil:s3cret-token@registry.invalid/set.desc")
+    assert "s3cret-token" not in str(caught.value) and "login" in str(caught.value)
+
+
+def test_a_file_url_names_a_file_on_this_machine_only(tmp_path):
+    path = tmp_path / "set.desc"
+    path.write_bytes(next(Path(DESCRIPTORS_DIR).glob("*.desc")).read_bytes())
+    assert registry.fetch(path.as_uri()).digest == registry.fetch(str(path)).digest
+    assert registry.fetch(f"file://localhost{path}").digest == registry.fetch(str(path)).digest
+    with pytest.raises(SchemaError, match="a file:// URL names a file on this machine"):
+        registry.fetch(f"file://elsewhere.example{path}")

@@ -14,7 +14,8 @@ import pytest
 
 from dagger_runtime.cli import main
 from dagger_runtime.errors import QueryError
-from dagger_runtime.sql import allowlist, regexes
+from dagger_runtime.sandbox import allowlist
+from dagger_runtime.sql import regexes
 from dagger_runtime.sql.translate import translate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
@@ -178,7 +179,7 @@ def test_a_constant_past_the_size_caps_is_refused_with_the_cap(tmp_path, spark, 
 def test_a_string_literal_over_1_mb_is_refused_before_spark(tmp_path, capsys):
     from sqlglot import exp
 
-    from dagger_runtime.sql import guard
+    from dagger_runtime.sandbox import guard
     from dagger_runtime.sql.translate import parse
 
     big = "x" * (allowlist.MAX_STRING_LITERAL + 1)

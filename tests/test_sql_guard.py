@@ -3,7 +3,8 @@
 import pytest
 
 from dagger_runtime.errors import QueryError
-from dagger_runtime.sql import guard, translate
+from dagger_runtime.sandbox import guard
+from dagger_runtime.sql import translate
 
 TABLES = ["data_stream"]
 

@@ -15,7 +15,8 @@ from dagger_runtime import sandbox
 from dagger_runtime.cli import main
 from dagger_runtime.errors import QueryError
 from dagger_runtime.inputs import write_delimited
-from dagger_runtime.sql import allowlist, translate
+from dagger_runtime.sandbox import allowlist
+from dagger_runtime.sql import translate
 from loadtest import traffic
 from protos import registry
 from tests.hostile_queries import ANALYSIS_ONLY, HOSTILE, PLAN_CHECK_ONLY
@@ -187,7 +188,7 @@ def test_every_function_spark_lists_is_classified(spark):
     listed = _spark_functions(spark)
     assert len(listed) > 400
     unclassified = listed - allowlist.ALLOWED_SPARK_FUNCTIONS - set(allowlist.REFUSED_SPARK_FUNCTIONS)
-    assert not unclassified, f"classify these in dagger_runtime/sql/allowlist.py: {sorted(unclassified)}"
+    assert not unclassified, f"classify these in dagger_runtime/sandbox/allowlist.py: {sorted(unclassified)}"
     assert not allowlist.ALLOWED_SPARK_FUNCTIONS & set(allowlist.REFUSED_SPARK_FUNCTIONS)
 
 

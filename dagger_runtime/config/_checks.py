@@ -396,6 +396,10 @@ def stencil_url(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"(https?|file|gs|s3)://\S+", value) and not value.startswith("/"):
         raise ValueError(f"expected an http(s)://, file://, gs:// or s3:// URL or an absolute path, got {show(value)}")
+    authority = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", value)
+    if authority and "@" in authority.group(1):
+        # said without the value: it holds a login
+        raise ValueError("a schema URL may not carry a login (user:password@...): give the server's address only")
     return value
 
 

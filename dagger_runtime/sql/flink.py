@@ -8,7 +8,7 @@ the construct named and the alternative; docs/reference/flink-functions.md lists
 differences that remain and why.
 
 Two passes, both on sqlglot trees:
-- `normalise` runs before the sandbox's first check (dagger_runtime.sql.guard), on the nodes
+- `normalise` runs before the sandbox's first check (dagger_runtime.sandbox.guard), on the nodes
   sqlglot parses into typed expressions (FLOOR(x TO HOUR), SIMILAR TO, PERCENTILE_CONT ... WITHIN
   GROUP, EXTRACT, SUBSTRING, INITCAP, ARRAY_AGG): the check then sees the Spark
   functions that will run.

@@ -1,6 +1,6 @@
 """Flink-dialect dagger SQL -> Spark SQL, with a real parser (sqlglot), never regular expressions.
 
-The pipeline is pure: parse -> refuse what a dagger may not do (sql.guard) -> rewrite group
+The pipeline is pure: parse -> refuse what a dagger may not do (sandbox.guard) -> rewrite group
 windows and dagger functions -> print Spark SQL. Column resolution and types are left to Spark's
 analyzer, which `validate` runs against the streams' schemas, after the JVM's own check of the
 translated query (dagger_runtime.sandbox).
@@ -18,7 +18,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 
 from ..errors import QueryError
-from . import flink, flink_types, functions, guard, window_tvf, windows
+from ..sandbox import guard
+from . import flink, flink_types, functions, window_tvf, windows
 from .dialect import FlinkSQL
 from .positions import locate, offset_to_line_col
 

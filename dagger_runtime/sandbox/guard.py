@@ -18,9 +18,10 @@ from sqlglot.tokens import TokenType
 
 from dagger_runtime.suggest import closest
 
-from . import allowlist, functions, windows
-from .dialect import FlinkSQL
-from .positions import locate, offset_to_line_col
+from ..sql import functions, windows
+from ..sql.dialect import FlinkSQL
+from ..sql.positions import locate, offset_to_line_col
+from . import allowlist
 
 # The statement a dagger is: one query.
 _QUERIES = (exp.Select, exp.Union, exp.Subquery)
@@ -406,7 +407,7 @@ _REGEX_LABELS = {"RegexpLike": "RLIKE", "RegexpILike": "ILIKE", "SimilarTo": "SI
 def _costs(node: exp.Expression) -> list[str]:
     """What a node's literals would cost: an over-long string, a regex that backtracks for hours,
     a DART refresh rate that is not an integer."""
-    from . import regexes
+    from ..sql import regexes
 
     problems = []
     if isinstance(node, exp.Literal) and node.is_string and len(node.this) > allowlist.MAX_STRING_LITERAL:

@@ -3,7 +3,7 @@
 Every function Spark lists (`SHOW SYSTEM FUNCTIONS`, and its table functions) is classified here
 as allowed or refused with a reason; `tests/test_sql_sandbox.py` fails when Spark lists one that
 is not, so a Spark upgrade cannot silently widen the sandbox. The parse-tree check
-(`dagger_runtime.sql.guard`) reads these lists for the analyst's SQL; the JVM plan check
+(`dagger_runtime.sandbox.guard`) reads these lists for the analyst's SQL; the JVM plan check
 (`jvm/plan-guard/.../PlanGuard.java`) reads the same allowed names for the translated query.
 """
 

@@ -1,22 +1,22 @@
 """The second sandbox check, in the JVM (jvm/plan-guard/.../PlanGuard.java), and what feeds it.
 
-The first check (`dagger_runtime.sql.guard`) reads the analyst's SQL as sqlglot parses it. This
+The first check (`dagger_runtime.sandbox.guard`) reads the analyst's SQL as sqlglot parses it. This
 one reads the translated query as Spark itself parses and analyses it, so the two do not share a
 parser: a spelling one misreads, the other still refuses. Both read the same allow-list
-(`dagger_runtime.sql.allowlist`).
+(`dagger_runtime.sandbox.allowlist`).
 """
 
 from __future__ import annotations
 
-from .errors import QueryError
-from .sql import allowlist
+from ..errors import QueryError
+from . import allowlist
 
 
 def runtime_udfs() -> list[str]:
     """Names of the UDFs the runtime registers in every session (vectorised and JVM), and of its
     functions built by type, which only the translation writes (dagger_runtime.sql.flink_types)."""
-    from .sql import flink_types, functions
-    from .udfs.java_udfs import JAVA_UDFS
+    from ..sql import flink_types, functions
+    from ..udfs.java_udfs import JAVA_UDFS
 
     return sorted({f.name for f in functions.all_functions() if f.vectorised} | set(JAVA_UDFS) | set(flink_types.NAMES))
 
