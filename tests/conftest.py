@@ -122,21 +122,23 @@ def lab_env(request):
     import shutil
     import tempfile
 
-    from tests.labrun import PORT_BASE, lab
+    from tests.labrun import PORT_BASE, Quiet, lab
 
     if os.environ.get("DAGGER_TEST_LAB_DIR"):
         # a lab already up (a developer's, with DAGGER_TEST_LAB_PORT_BASE): used as it is, kept up
-        yield {
-            **os.environ,
-            "DAGGER_LAB_DIR": os.environ["DAGGER_TEST_LAB_DIR"],
-            "DAGGER_LAB_PORT_BASE": os.environ["DAGGER_TEST_LAB_PORT_BASE"],
-        }
+        yield Quiet(
+            {
+                **os.environ,
+                "DAGGER_LAB_DIR": os.environ["DAGGER_TEST_LAB_DIR"],
+                "DAGGER_LAB_PORT_BASE": os.environ["DAGGER_TEST_LAB_PORT_BASE"],
+            }
+        )
         return
     # not under pytest's temporary directories, which are closed to other users: as root, PostgreSQL
     # runs as `postgres` and must reach its directory in the lab
     lab_dir = tempfile.mkdtemp(prefix="dagger-lab-test-")
     os.chmod(lab_dir, 0o711)
-    env = {**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)}
+    env = Quiet({**os.environ, "DAGGER_LAB_DIR": lab_dir, "DAGGER_LAB_PORT_BASE": str(PORT_BASE)})
     failed_before = request.session.testsfailed
     up = lab(["up"], env, timeout=1800)  # a hang guard: 11 minutes alone, 14 beside the suite
     if up.returncode != 0:  # the lab is kept, with its logs, for the post-mortem

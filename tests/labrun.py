@@ -10,6 +10,15 @@ REPO = Path(__file__).resolve().parent.parent
 PORT_BASE = 23000  # away from a developer's lab on the default 19000
 
 
+class Quiet(dict):
+    """A dict that shows its keys only: pytest prints a failing test's arguments, and a lab's
+    environment or logins (the process environment, the registry's URL, Kafka's password) must
+    not reach a CI log."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: ..." for k in self) + "}"
+
+
 def lab(command: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "lab", *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout

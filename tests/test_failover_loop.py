@@ -29,6 +29,7 @@ from lab import access
 from loadtest import traffic
 from protos import registry as protos
 from tests.kafka_jobs import EXAMPLES, read_topic, run_cli
+from tests.labrun import Quiet
 from tests.reference import group, s2id, window_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
@@ -79,16 +80,18 @@ def make_lab(lab_env, tmp_path_factory, prefix: str) -> dict:
         "DAGGER_REGISTRY_URL": (lab_dir / "secrets" / "registry.url").read_text().strip(),
         **access.team_env(TEAM, lab=lab_dir),
     }
-    return {
-        "name": name,
-        "spec": path,
-        "topic": topic,
-        "out": out,
-        "servers": servers,
-        "login": login,
-        "env": env,
-        "job": job,
-    }
+    return Quiet(
+        {
+            "name": name,
+            "spec": path,
+            "topic": topic,
+            "out": out,
+            "servers": servers,
+            "login": login,
+            "env": env,
+            "job": job,
+        }
+    )
 
 
 def cli(lab, *args: str) -> str:
