@@ -40,9 +40,6 @@ _MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
 _TRUNC_UNITS = ("MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
 
 
-_refuse = refuse
-
-
 _UNITS = ("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
 
 
@@ -52,9 +49,6 @@ def _unit(node: exp.Expression) -> str:
         name = node.name.upper()
         return name[:-1] if name.endswith("S") and name[:-1] in _UNITS else name
     return ""
-
-
-_string_literal = string_literal
 
 
 def _int_literal(node: exp.Expression) -> int | None:
@@ -97,7 +91,7 @@ def _time_floor_ceil(sql: str, node: exp.Floor | exp.Ceil) -> exp.Expression:
     unit = _unit(node.args["to"])
     name = "FLOOR" if isinstance(node, exp.Floor) else "CEIL"
     if unit not in _TRUNC_UNITS:
-        raise _refuse(
+        raise refuse(
             sql, node, f"{name}(... TO {node.args['to'].sql()}): the unit must be one of {', '.join(_TRUNC_UNITS)}"
         )
     floor = _FLOOR[unit]([node.this])
@@ -178,7 +172,7 @@ def _timestampdiff(args: list[exp.Expression]) -> exp.Expression:
 
 
 def _to_timestamp_ltz(args: list[exp.Expression]) -> exp.Expression:
-    if len(args) == 1 or _string_literal(args[1]) is not None:
+    if len(args) == 1 or string_literal(args[1]) is not None:
         # Spark's TO_TIMESTAMP_LTZ(string[, pattern]); Flink 1.20 has only (epoch, precision)
         if len(args) == 2:
             args = [args[0], spark_pattern("", args[1], "TO_TIMESTAMP_LTZ")]
@@ -246,9 +240,9 @@ _PATTERN_OTHERS = frozenset(" -:.,/_0123456789")
 
 def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expression:
     """A Flink datetime pattern that Spark reads the same way, else a refusal naming the letter."""
-    text = _string_literal(node)
+    text = string_literal(node)
     if text is None:
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"{function}: the pattern must be a string literal such as 'yyyy-MM-dd HH:mm:ss', "
@@ -261,7 +255,7 @@ def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expressi
             if token != "''" and (
                 len(token) == 1 or not token.endswith("'") or re.fullmatch(r"'(?:[^']|'')*'", token) is None
             ):
-                raise _refuse(
+                raise refuse(
                     sql,
                     node,
                     f"{function}: the pattern '{text}' has a quote (') that is not closed; "
@@ -271,7 +265,7 @@ def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expressi
         if match.group(1) is None:
             if token in _PATTERN_OTHERS:
                 continue
-            raise _refuse(
+            raise refuse(
                 sql,
                 node,
                 f"{function}: the character '{token}' in the pattern '{text}' is not supported "
@@ -287,7 +281,7 @@ def spark_pattern(sql: str, node: exp.Expression, function: str) -> exp.Expressi
             else f"'{letter}'"
         )
         alternative = _PATTERN_ALTERNATIVES.get(letter, "use the letters y M d H h m s S a E D k K G")
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"{function}: the pattern letter {why} in '{text}' is not supported "
@@ -391,7 +385,7 @@ def _zone_ok(zone: str) -> bool:
 
 def _convert_tz(args: list[exp.Expression]) -> exp.Expression:
     for node, which in ((args[1], "from"), (args[2], "to")):
-        zone = _string_literal(node)
+        zone = string_literal(node)
         if zone is None:
             raise QueryError(
                 f"refused: CONVERT_TZ(string, from_zone, to_zone): the {which} zone must be a string "
@@ -509,7 +503,7 @@ def _str_to_map(args: list[exp.Expression]) -> exp.Expression:
     args = [*args, *defaults[len(args) - 1 :]]
     delimiters = []
     for node in args[1:]:
-        text = _string_literal(node)
+        text = string_literal(node)
         if text is None or text == "":
             raise QueryError(
                 "refused: STR_TO_MAP(string, pair_delimiter, key_value_delimiter): the delimiters must be "
@@ -624,11 +618,11 @@ def _similar_regex(sql: str, node: exp.Expression, pattern: str) -> str:
         elif c == "$":
             out.append("\\$")
         elif c == "]":
-            raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': ']' without '['")
+            raise refuse(sql, node, f"SIMILAR TO pattern '{pattern}': ']' without '['")
         elif c == "[":
             end = pattern.find("]", i + 1)
             if end < 0:
-                raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': '[' without ']'")
+                raise refuse(sql, node, f"SIMILAR TO pattern '{pattern}': '[' without ']'")
             inner = pattern[i + 1 : end]
             classes = {
                 "[:ALPHA:]": r"\p{Alpha}",
@@ -650,12 +644,12 @@ def _similar_regex(sql: str, node: exp.Expression, pattern: str) -> str:
                 end = pattern.find(":]", i + 1)
                 name = pattern[i + 1 : end + 2] if end > 0 else ""
                 if name not in classes or pattern[end + 2 : end + 3] != "]":
-                    raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': unknown character class")
+                    raise refuse(sql, node, f"SIMILAR TO pattern '{pattern}': unknown character class")
                 out.append("[" + classes[name] + "]")
                 i = end + 3
                 continue
             if any(ch in "()|+*_%?{}[" for ch in inner):
-                raise _refuse(sql, node, f"SIMILAR TO pattern '{pattern}': special character inside [...]")
+                raise refuse(sql, node, f"SIMILAR TO pattern '{pattern}': special character inside [...]")
             out.append("[" + inner + "]")
             i = end
         else:
@@ -666,15 +660,15 @@ def _similar_regex(sql: str, node: exp.Expression, pattern: str) -> str:
 
 def _similar_to(sql: str, node: exp.SimilarTo) -> exp.Expression:
     if node.args.get("escape") is not None or isinstance(node.parent, exp.Escape):
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             "SIMILAR TO ... ESCAPE is not supported; write the pattern without an escape "
             "character, or use REGEXP(string, regex)",
         )
-    pattern = _string_literal(node.expression)
+    pattern = string_literal(node.expression)
     if pattern is None:
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             "SIMILAR TO: the pattern must be a string literal; for a computed pattern use REGEXP(string, regex)",
@@ -690,7 +684,7 @@ def _percentile(sql: str, node: exp.WithinGroup) -> exp.Expression | None:
     order = node.expression
     keys = order.expressions if isinstance(order, exp.Order) else []
     if len(keys) != 1:
-        raise _refuse(sql, node, "PERCENTILE_CONT/PERCENTILE_DISC ... WITHIN GROUP takes exactly one ORDER BY key")
+        raise refuse(sql, node, "PERCENTILE_CONT/PERCENTILE_DISC ... WITHIN GROUP takes exactly one ORDER BY key")
     key = keys[0]
     if isinstance(fn, exp.PercentileDisc):
         return exp.WithinGroup(this=_call("percentile_disc", fn.this), expression=order.copy())
@@ -701,7 +695,7 @@ def _percentile(sql: str, node: exp.WithinGroup) -> exp.Expression | None:
     except ValueError:
         ok = False
     if not ok:
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"PERCENTILE_CONT({fn.this.sql()}): the fraction must be a number literal between "
@@ -779,7 +773,7 @@ _fn("REGEXP_EXTRACT", ("string", "regex", "group"), _regexp_extract, optional=1)
 def _array_agg(sql: str, node: exp.ArrayAgg) -> exp.Expression:
     value = node.this
     if isinstance(value, exp.Distinct):
-        raise _refuse(sql, node, "ARRAY_AGG(DISTINCT ...) is not supported; use array_distinct(ARRAY_AGG(x))")
+        raise refuse(sql, node, "ARRAY_AGG(DISTINCT ...) is not supported; use array_distinct(ARRAY_AGG(x))")
     # Flink keeps NULLs (Spark's collect_list drops them)
     return template("transform(collect_list(named_struct('v', {0})), __x -> __x.v)")([value])
 
@@ -797,12 +791,12 @@ def _bracket(sql: str, node: exp.Bracket) -> exp.Expression | None:
     if len(node.expressions) != 1 or node.args.get("offset"):
         return None  # element_at/try_element_at as written: 1-based already
     index = node.expressions[0]
-    if _string_literal(index) is not None:
+    if string_literal(index) is not None:
         return None  # map['key']: the same in both
     number = _constant_int(index)
     if number is not None and number < 1 and _is_array(base):
         # Flink refuses it when it validates the query
-        raise _refuse(
+        raise refuse(
             sql, node, f"{node.sql()}: Flink's array positions start at 1; write {base.sql()}[1] for the first element"
         )
     if number is not None and number >= 1:
@@ -887,7 +881,7 @@ def _is_json(sql: str, node: exp.Is) -> exp.Expression | None:
     unique = bool(kind_node.args.get("unique")) and kind_node.args.get("with_") is not False
     if kind not in _JSON_KINDS or unique:
         written = " ".join(w for w in ("IS JSON", kind, "WITH UNIQUE KEYS" if unique else "") if w)
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"{written} is not supported; use IS JSON, IS JSON SCALAR, IS JSON OBJECT "

@@ -151,7 +151,6 @@ FUNCTION_PARSERS = {name: _parser(name) for name in _NAMES}
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-_refuse = refuse
 
 
 def _literal(node: exp.Expression | None) -> str | None:
@@ -231,17 +230,17 @@ _ASSEMBLE = template("""
 # --- JSON_OBJECT, JSON_ARRAY, JSON_STRING ------------------------------------------------------------
 def _json_object(sql: str, node: exp.JSONObject) -> exp.Expression:
     if node.args.get("unique_keys"):
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             "JSON_OBJECT(... WITH UNIQUE KEYS) is not supported (Flink 1.20 does not read it); "
             "write JSON_OBJECT without it: a repeated key keeps its last value",
         )
     if node.args.get("return_type") or node.args.get("encoding"):
-        raise _refuse(sql, node, "JSON_OBJECT(... RETURNING/ENCODING) is not supported; JSON_OBJECT returns a STRING")
+        raise refuse(sql, node, "JSON_OBJECT(... RETURNING/ENCODING) is not supported; JSON_OBJECT returns a STRING")
     pairs = node.expressions
     if any(not isinstance(p, exp.JSONKeyValue) for p in pairs):
-        raise _refuse(sql, node, "JSON_OBJECT(*) is not supported; write JSON_OBJECT(KEY 'k' VALUE v, ...)")
+        raise refuse(sql, node, "JSON_OBJECT(*) is not supported; write JSON_OBJECT(KEY 'k' VALUE v, ...)")
     absent = _on_null(node, "NULL") == "ABSENT"
     if not pairs:
         return _mark(exp.Literal.string("{}"), "raw")
@@ -303,7 +302,7 @@ def _json_array(sql: str, node: FlinkJson) -> exp.Expression:
 
 def _json_string(sql: str, node: FlinkJson) -> exp.Expression:
     if len(node.expressions) != 1:
-        raise _refuse(sql, node, f"JSON_STRING takes 1 argument: JSON_STRING(value); got {len(node.expressions)}")
+        raise refuse(sql, node, f"JSON_STRING takes 1 argument: JSON_STRING(value); got {len(node.expressions)}")
     value = node.expressions[0]
     if _kind(value) == "raw":  # Flink: the JSON text of a nested JSON_OBJECT/JSON_ARRAY, as a JSON string
         return _mark(_KEY_TEXT([value]), "text")
@@ -315,15 +314,15 @@ def _path(sql: str, node: FlinkJson) -> tuple[exp.Expression, str, bool]:
     """(json, Spark path, lax) from the call's arguments; the path allow-listed as JSON_VALUE's."""
     name = node.name.upper()
     if len(node.expressions) != 2:
-        raise _refuse(sql, node, f"{name} takes 2 arguments: {name}(json, path); got {len(node.expressions)}")
+        raise refuse(sql, node, f"{name} takes 2 arguments: {name}(json, path); got {len(node.expressions)}")
     json_arg, path = node.expressions
     text = _literal(path)
     if text is None:
-        raise _refuse(sql, node, f"{name}(json, path): the path must be a string literal such as '$.a.b'")
+        raise refuse(sql, node, f"{name}(json, path): the path must be a string literal such as '$.a.b'")
     mode = re.match(r"^\s*(lax|strict)\s+", text, flags=re.IGNORECASE)
     body = text[mode.end() :].strip() if mode else text.strip()
     if not _JSON_PATH.fullmatch(body):
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"{name} path '{text}': only member and index steps are supported "
@@ -337,7 +336,7 @@ def _path(sql: str, node: FlinkJson) -> tuple[exp.Expression, str, bool]:
 def _no_error_clause(sql: str, node: FlinkJson) -> None:
     for key, on in (("on_empty", "EMPTY"), ("on_error", "ERROR")):
         if node.args.get(key) == "ERROR":
-            raise _refuse(
+            raise refuse(
                 sql,
                 node,
                 f"{node.name.upper()}(... ERROR ON {on}) fails the job on a message; a dagger "
@@ -360,7 +359,7 @@ def _json_query(sql: str, node: FlinkJson) -> exp.Expression:
     returning = node.args.get("returning")
     if returning is not None and not returning.is_type(exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
         written = returning.sql(dialect="spark")
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"JSON_QUERY(... RETURNING {written}) is not supported; JSON_QUERY returns "
@@ -425,7 +424,7 @@ def _json_value(sql: str, node: FlinkJson) -> exp.Expression:
         kind = _RETURNING.get(returning.this)
         if kind is None or (returning.expressions and kind != "STRING"):
             written = returning.sql(dialect="spark")
-            raise _refuse(
+            raise refuse(
                 sql,
                 node,
                 f"JSON_VALUE(... RETURNING {written}) is not supported (Flink 1.20 "
@@ -460,7 +459,7 @@ def _agg_value(sql: str, node: exp.Expression, name: str, value: exp.Expression)
     # Flink 1.20 takes a STRING only and inserts it unquoted, as JSON text (JSON_ARRAYAGG(vehicle_type)
     # gives [car,bike]), and refuses numbers and booleans: only values that are JSON text pass
     if _kind(value) is None:
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             f"{name} of a plain value is not supported: Flink 1.20 inserts a STRING unquoted, "
@@ -473,16 +472,16 @@ def _agg_value(sql: str, node: exp.Expression, name: str, value: exp.Expression)
 
 def _json_arrayagg(sql: str, node: FlinkJson) -> exp.Expression:
     if node.args.get("order") is not None:
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             "JSON_ARRAYAGG(... ORDER BY ...) is not supported; the elements come in the order "
             "the window's messages are collected",
         )
     if len(node.expressions) != 1:
-        raise _refuse(sql, node, f"JSON_ARRAYAGG takes 1 argument; got {len(node.expressions)}")
+        raise refuse(sql, node, f"JSON_ARRAYAGG takes 1 argument; got {len(node.expressions)}")
     if isinstance(node.expressions[0], exp.Distinct):
-        raise _refuse(sql, node, "JSON_ARRAYAGG(DISTINCT ...) is not supported")
+        raise refuse(sql, node, "JSON_ARRAYAGG(DISTINCT ...) is not supported")
     value = _agg_value(sql, node, "JSON_ARRAYAGG", node.expressions[0])
     if _on_null(node, "ABSENT") == "ABSENT":
         built = template("concat('[', array_join(collect_list({0}), ','), ']')")([value])
@@ -493,7 +492,7 @@ def _json_arrayagg(sql: str, node: FlinkJson) -> exp.Expression:
 
 def _json_objectagg(sql: str, node: exp.JSONObjectAgg) -> exp.Expression:
     if node.args.get("unique_keys") or node.args.get("return_type") or node.args.get("encoding"):
-        raise _refuse(
+        raise refuse(
             sql,
             node,
             "JSON_OBJECTAGG(... WITH UNIQUE KEYS / RETURNING) is not supported; write "
@@ -501,7 +500,7 @@ def _json_objectagg(sql: str, node: exp.JSONObjectAgg) -> exp.Expression:
         )
     pairs = node.expressions
     if len(pairs) != 1 or not isinstance(pairs[0], exp.JSONKeyValue):
-        raise _refuse(sql, node, "JSON_OBJECTAGG takes one KEY k VALUE v pair")
+        raise refuse(sql, node, "JSON_OBJECTAGG takes one KEY k VALUE v pair")
     key, value = pairs[0].this, _agg_value(sql, node, "JSON_OBJECTAGG", pairs[0].expression)
     # each entry's text collected with its key, sorted by key; a NULL key is left out. Flink fails the
     # job on a repeated key; here each is written (the few transforms keep the sandbox's size bound low)
