@@ -19,7 +19,7 @@ PORTAL_MAP := portal/static/build/.built
 all: test
 
 help:
-	@echo "make test   - set up .venv and .jvm, then run the suite but its long end-to-end tests (about 15 min)"
+	@echo "make test   - set up .venv and .jvm, then run the suite but its long end-to-end tests (about 11 min)"
 	@echo "make test-e2e - the long end-to-end tests: the lab, the drills, runs into real sinks (about an hour)"
 	@echo "make test-all - both in one run (what make test and make test-e2e run, overlapped)"
 	@echo "make test-fast - what needs no JVM, no server and no root (2 min)"
