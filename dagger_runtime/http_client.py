@@ -7,6 +7,7 @@ platform's own addresses), the machine's certificate authorities trusted for htt
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 
@@ -34,6 +35,7 @@ class _RefusedOnly(Retry):
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
+@functools.cache  # the machine's store does not move while a process runs: looked up once
 def system_certificates() -> str | bool:
     """The machine's own certificate authorities (SSL_CERT_FILE, then OpenSSL's default file or
     folder), as urllib used them; requests would otherwise trust certifi's bundle only, and a
