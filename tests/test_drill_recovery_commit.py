@@ -81,3 +81,30 @@ def test_a_commit_before_the_fault_was_in_effect_is_not_the_recovery(tmp_path):
     assert found == (fault - 15, fault + 2)
     # without the floor, the commit during the injection is the one found
     assert DrillRun.launch_and_commit(Versions(str(tmp_path)), "d", 2, fault - 20) == (fault - 15, fault - 3)
+
+
+def test_the_rto_target_note_waits_for_the_target_from_the_fault_in_effect():
+    """A Kafka cluster's stop takes seconds (every broker, one by one): a run noted "rto target
+    passed with no first batch yet" 16 s after the fault was in effect (target 30 s), then
+    committed the first batch 17.5 s after it. The note waits for the target, counted as the RTO
+    is."""
+    in_effect = 1_800_000_000.0
+    waited: list[float] = []
+    notes: list[str] = []
+    trigger = types.SimpleNamespace(name="primary lost")
+    d = types.SimpleNamespace(playbook_name="surge-demand", first_batch_after=None)
+    run = types.SimpleNamespace(
+        book=types.SimpleNamespace(failover_fault=trigger, failover=types.SimpleNamespace(rto_target=30.0)),
+        fault_times={"primary lost": in_effect},
+        wait_until=waited.append,
+        affected=lambda: [d],
+        committed_since_fault=lambda d: False,
+        event=lambda kind, text, at=None: notes.append(text),
+    )
+    DrillRun.do_expect_failover(run, step=None)
+    assert waited == [in_effect + 30.0]
+    assert notes == ["rto target passed with no first batch yet from surge-demand"]
+    notes.clear()
+    d.first_batch_after = in_effect + 17.5
+    DrillRun.do_expect_failover(run, step=None)
+    assert notes == []
