@@ -16,7 +16,12 @@ import os
 import platform
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
+
+from dagger_runtime.jvm import jvm_dir
+from dagger_runtime.session import build_session
+from loadtest import traffic
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,10 +59,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
 
     from dagger_runtime.config import load_job
     from dagger_runtime.plan import plan_job
-    from dagger_runtime.session import build_session
     from dagger_runtime.streams import decode
     from dagger_runtime.udfs import geo_kernels, register_all
-    from loadtest import traffic
     from protos import registry
 
     n = args.messages
@@ -148,10 +151,6 @@ def _s2sphere(lat, lng) -> list[int]:
 
 
 def _versions() -> dict:
-    from importlib.metadata import version
-
-    from dagger_runtime.jvm import jvm_dir
-
     kafka = sorted(p.name for p in (jvm_dir() / "kafka").glob("kafka-clients-*.jar"))
     return {
         "pyspark": version("pyspark"),

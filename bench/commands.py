@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dagger_runtime.inputs import write_delimited
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "daggers"
 RESULTS = REPO / "bench" / "results" / "commands.jsonl"
@@ -29,7 +31,6 @@ RESULTS = REPO / "bench" / "results" / "commands.jsonl"
 def inputs_for(job: Path, folder: Path, events: int) -> list[str]:
     """--input TABLE=FILE for each stream of the job: generated traffic of its message type."""
     from dagger_runtime.config import load_job
-    from dagger_runtime.inputs import write_delimited
     from loadtest import traffic
     from protos import registry
 

@@ -9,9 +9,13 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from dagger_runtime.sinks.base import Sink
+from dagger_runtime.source import read_kafka
+from dagger_runtime.streams import decode
+from loadtest.feeder import feed
 
 TOPIC = "bench-booking-log"
 
@@ -56,8 +60,6 @@ class NoopSink(Sink):
 
 def on_topic(plan, bootstrap: str, topic: str):
     """The plan with its one stream reading `topic` on `bootstrap` from the earliest offset."""
-    from dataclasses import replace
-
     spec = plan.job.streams[0]
     spec = spec.model_copy(
         update={
@@ -85,13 +87,9 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
 
 
 def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict], dict]:
-    from dataclasses import replace
 
-    from dagger_runtime.source import read_kafka
-    from dagger_runtime.streams import decode
     from lab.influxdb import InfluxDB
     from lab.kafka import KafkaBroker
-    from loadtest.feeder import feed
 
     work = Path(tempfile.mkdtemp(prefix="dagger-bench-"))
     results = []

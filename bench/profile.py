@@ -17,6 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dagger_runtime.session import build_session
+from dagger_runtime.udfs import register_all
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -105,8 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     from bench.kafka import TOPIC, NoopSink, dagger_once, on_topic
     from dagger_runtime.config import load_job
     from dagger_runtime.plan import plan_job
-    from dagger_runtime.session import build_session
-    from dagger_runtime.udfs import register_all
     from lab.kafka import KafkaBroker
     from loadtest.feeder import feed
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from dagger_runtime import exit_codes
 from dagger_runtime.closed_pipe import survives_closed_pipe
 
+from .plan import plan, render
 from .playbook import NAME, PLAYBOOKS_DIR, REPO, Playbook, PlaybookError, fmt_duration, load, playbook_files
 from .runs import RUNS_DIR
 
@@ -146,8 +147,6 @@ def cmd_validate(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .plan import plan, render
-
     try:
         book = load(resolve(args.playbook))
     except PlaybookError as e:

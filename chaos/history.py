@@ -27,8 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+from markupsafe import Markup
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from rich.console import Console
+from rich.table import Table
 
 from chaos.report_model import Report, iso, load_report, parse_report
 from chaos.runs import RUNS_DIR
@@ -354,7 +357,6 @@ RELATIVE_HTML = re.compile(r"(?!//)[A-Za-z0-9._/][A-Za-z0-9._/-]*\.html")
 
 def render_trends_html(runs_dir: str | Path) -> str:
     """Per drill, its RTO over runs as a figure and its runs as a table (chaos/templates/trends.html.j2)."""
-    from markupsafe import Markup
 
     from chaos.report_html import figure_svg, templates
 
@@ -420,8 +422,6 @@ def write_trends_html(runs_dir: str | Path, path: str | Path) -> Path:
 
 
 def _print_tables(history: History, all_trends: list[dict], limit: int, console: Any) -> None:
-    from rich.table import Table
-
     colour = {"pass": "green", "fail": "bold red", "aborted": "yellow"}
 
     def red_if(text: str, bad: bool) -> str:
@@ -518,8 +518,6 @@ def main(argv: list[str] | None = None, console: Any = None, prog: str = "python
     p.add_argument("--drill", help="only this drill")
     p.add_argument("--limit", type=int, default=20, help="runs shown in the table (0: all; default 20)")
     args = p.parse_args(argv)
-
-    from rich.console import Console
 
     console = console or Console()
     err = Console(stderr=True, soft_wrap=True)  # a path and its problem stay on one line in a log

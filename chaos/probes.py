@@ -26,6 +26,8 @@ import threading
 import time
 from typing import Any, Iterable
 
+from dagger_runtime.lifecycle.state import crash_loop
+
 INTERVAL_S = 2.0
 KAFKA_INTERVAL_S = 5.0
 STALE_S = 12.0
@@ -273,7 +275,6 @@ class Sampler:
     def sample(self, registry) -> dict:
         from dagger_runtime.lifecycle.clusters import load_clusters
         from dagger_runtime.lifecycle.operations import scrape
-        from dagger_runtime.lifecycle.state import crash_loop
 
         now = time.time()
         daggers: dict[str, dict | None] = {}

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from lab import access
+
 from .drill_run.common import (
     Abort,
     Deployed,
@@ -41,6 +43,7 @@ from .drill_run.steps import Steps
 from .drill_run.verdict import Verdict
 from .plan import Step, plan
 from .playbook import Playbook
+from .probes import Sampler
 
 __all__ = ["Abort", "Deployed", "DrillRun", "LabAccess", "lab_spec", "produced_rate"]
 
@@ -96,8 +99,6 @@ class DrillRun(Preflight, Steps, Failover, Verdict, Report):
 
     def _influx_login(self, influx: dict) -> tuple[str, str] | None:
         """The dagger's team's InfluxDB login, to read back what it wrote (the lab refuses anonymous reads)."""
-        from lab import access
-
         user = influx.get("username")
         return (user, access.influx_password(user, lab=self.lab.dir)) if user else None
 
@@ -159,8 +160,6 @@ class DrillRun(Preflight, Steps, Failover, Verdict, Report):
 
     # -- measurements -------------------------------------------------------------------------------
     def start_sampler(self) -> None:
-        from .probes import Sampler
-
         kafka = self.lab.kafka()
         mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster), None)
         self.sampler = Sampler(

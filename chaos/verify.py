@@ -13,10 +13,13 @@ playbook is loaded; nothing in them is evaluated as code.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+import s2sphere
 
 from dagger_runtime import http_client
 
@@ -117,8 +120,6 @@ def ledger_fields(verify_entries: Iterable) -> list[str]:
 def s2_cell(lat: float, lng: float, level: int) -> str | None:
     """The S2 cell id at `level` as a signed 64-bit decimal, as dagger's S2Id writes it; None where
     the runtime's S2Id gives NULL (a latitude beyond +-90, a coordinate that is not a number)."""
-    import s2sphere
-
     if not (lat is not None and lng is not None and abs(lat) <= 90 and math.isfinite(lng)):
         return None
     unsigned = s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(lat, lng)).parent(level).id()
@@ -274,8 +275,6 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _iso(ms: int) -> str:
-    import datetime as dt
-
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed
 
 from . import exit_codes
 from .closed_pipe import survives_closed_pipe
-from .errors import DaggerError
+from .errors import DaggerError, QueryError
+from .source import checked_starting
+from .warm.cli import add_command
+from .warm.client import forward
+from .warm.wire import COMMANDS
 
 EXIT_USER_ERROR = exit_codes.REFUSED
 
@@ -43,7 +50,6 @@ def cmd_validate(args) -> int:
 def error_items(e: DaggerError) -> list[dict]:
     """A refusal as data: each problem's message, and where it is when known."""
     from .config import ConfigError
-    from .errors import QueryError
 
     if isinstance(e, ConfigError):
         return [{"kind": "config", "message": p} for p in e.problems]
@@ -186,8 +192,6 @@ def cmd_run(args) -> int:
 def _starting(text: str | None, plan) -> dict | None:
     """--starting: {"<table>": {"startingOffsets"|"startingTimestamp": value}} (what `deploy` and
     `edit` pass for a new checkpoint)."""
-    from .source import checked_starting
-
     if not text:
         return None
     try:
@@ -333,8 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_strict(r)
     r.set_defaults(func=cmd_run)
 
-    from .warm.cli import add_command
-
     add_command(sub, commands=sys.modules[__name__])  # the warm process runs its commands with this module
 
     from .lifecycle.cli import add_commands
@@ -365,9 +367,6 @@ GROUPS = {
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
     try:
         return installed("daggers")
     except PackageNotFoundError:  # a checkout run without installing it
@@ -376,8 +375,6 @@ def version() -> str:
 
 def _group(path: list[str], target, argv: list[str]) -> int:
     """`dagger <path...> argv`: a module's main under its dagger name, or one more level of groups."""
-    import importlib
-
     if argv[:1] == ["--version"]:
         print(f"dagger {version()}")
         return 0
@@ -404,8 +401,6 @@ def main(argv: list[str] | None = None, *, warm: bool = True) -> int:
         return _group(argv[:1], GROUPS[argv[0]][0], argv[1:])
     args = build_parser().parse_args(argv)
     if warm and uses_warm(args):
-        from .warm.client import forward
-
         code = forward(argv)
         if code is not None:
             return code
@@ -414,8 +409,6 @@ def main(argv: list[str] | None = None, *, warm: bool = True) -> int:
 
 def uses_warm(args) -> bool:
     """validate (with Spark) and preview go to the warm process when one answers."""
-    from .warm.wire import COMMANDS
-
     return args.command in COMMANDS and not args.no_warm and not getattr(args, "no_spark", False)
 
 

@@ -5,7 +5,12 @@ that fails said as a refusal of the analyst's call, at its line and column."""
 
 from __future__ import annotations
 
+import re
+
+from py4j.protocol import Py4JError, Py4JJavaError
+
 from .errors import QueryError
+from .sandbox import allowlist
 
 
 def check_constants(spark, analyzed, query) -> None:
@@ -13,10 +18,7 @@ def check_constants(spark, analyzed, query) -> None:
     counts and sizes within allowlist's caps (ConstantGuard.java), and every regex given as a
     constant, however it is spelt or built (concat of literals...), checked for catastrophic
     backtracking: statically (sql.regexes) and on pumped texts under a step budget."""
-    from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
-
-    from .sandbox import allowlist
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     try:  # it evaluates constant counts: under the same time budget as the optimizer
@@ -39,7 +41,6 @@ def check_constants(spark, analyzed, query) -> None:
 def check_regexes(spark, items, query) -> None:
     """Each ("regex", function, pattern) of items checked for catastrophic backtracking: the shapes
     sql.regexes names, then the pattern run on pumped texts under a step budget in the JVM."""
-    from .sandbox import allowlist
     from .sql import regexes
 
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
@@ -85,8 +86,6 @@ def optimize(spark, analyzed, query):
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    from .sandbox import allowlist
-
     guard = spark._jvm.dev.daggers.runtime.ConstantGuard
     try:
         return guard.optimize(spark._jsparkSession, analyzed, int(allowlist.CONSTANT_FOLDING_BUDGET_S * 1000))
@@ -97,8 +96,6 @@ def optimize(spark, analyzed, query):
 def _folding_refusal(e, query, analyzed, spark) -> QueryError:
     """A failure while constants were evaluated (checked or folded): past the time budget, or
     Spark's error (out of memory included), as a refusal."""
-    from py4j.protocol import Py4JJavaError
-
     if not isinstance(e, Py4JJavaError) and type(e).__module__.startswith("py4j"):
         return QueryError(
             f"refused: Spark could not check the query's constants: {str(e).splitlines()[0]}", sql=query.source
@@ -114,8 +111,6 @@ def _folding_refusal(e, query, analyzed, spark) -> QueryError:
 
 
 def _java_class(e) -> str:
-    from py4j.protocol import Py4JJavaError
-
     if isinstance(e, Py4JJavaError):
         return str(e.java_exception.getClass().getName())
     return type(e).__name__
@@ -162,8 +157,6 @@ def spark_failure(e, query, analyzed=None, spark=None) -> QueryError:
 
 def _plain(text: str) -> str:
     """Spark's message without its [ERROR_CLASS] prefix."""
-    import re
-
     return re.sub(r"^\[[A-Z_.]+\]\s*", "", text)
 
 
@@ -186,7 +179,6 @@ _SPELLINGS = {
 
 def _translates_to(query, node, function: str) -> bool:
     """Whether the analyst's call `node`, translated alone, calls Spark's `function`."""
-    import re
 
     from sqlglot import exp
 
@@ -252,8 +244,6 @@ def refuse_call(query, function: str, message: str, literal: str | None = None) 
     call = _shown_name(function)
     if calls and isinstance(calls[0], (exp.Func, exp.Bracket)) and line is not None:
         # the name as the analyst wrote it there (space, not the repeat sqlglot reads it as)
-        import re
-
         written = re.match(r"`?([A-Za-z_][A-Za-z0-9_]*)`?\s*\(", query.source.splitlines()[line - 1][col - 1 :])
         call = written.group(1) if written else call
     return QueryError(f"refused: {message.replace('{call}', call)}", line=line, col=col, sql=query.source)

@@ -10,7 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+from loadtest.traffic import write_sample
+
 from .jvm import REPO_ROOT
+from .session import build_session
 
 EXAMPLES = REPO_ROOT / "examples" / "daggers"
 BOOKING = "gojek.esb.booking.BookingLogMessage"
@@ -56,13 +59,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.console import Console
 
-    from loadtest.traffic import write_sample
     from protos import registry
 
     from .config import load_job
     from .plan import plan_job
     from .preview import run_preview
-    from .session import build_session
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

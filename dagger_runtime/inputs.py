@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf.internal.encoder import _VarintBytes
+
 from .errors import DaggerError
 
 
@@ -87,8 +89,6 @@ def read_input(path: str | Path) -> list[Record]:
 
 def write_delimited(messages, path: str | Path) -> None:
     """Write messages as protobuf's writeDelimitedTo does (for generators and tests)."""
-    from google.protobuf.internal.encoder import _VarintBytes
-
     with open(path, "wb") as out:
         for m in messages:
             body = m if isinstance(m, (bytes, bytearray)) else m.SerializeToString()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -42,8 +43,6 @@ def read_regular(path: Path, limit: int) -> str | None:
     """A regular file's text, read without following a link at its name and without blocking
     (a FIFO or device is not read): None when it is anything else or missing; a DaggerError-free
     OSError only for what cannot be opened otherwise. More than `limit` bytes is refused (None)."""
-    import stat
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError, OSError):

@@ -22,7 +22,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import secrets
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -77,8 +79,6 @@ class Lease:
 
 
 def _open_lease(root: Path) -> int:
-    import stat
-
     root.mkdir(parents=True, exist_ok=True)
     path = root / LEASE_FILE
     try:
@@ -232,8 +232,6 @@ def _write_pinned(checkpoint: str, name: str, text, within: str | None) -> bool:
     """Write the file `name` whole in the checkpoint's folder held open (`_pinned_dir`), then
     rename it over the old one, so a link planted under either name is replaced, never followed.
     `text(old)` gives the new content from the old one's (None: none)."""
-    import secrets
-
     folder = _pinned_dir(checkpoint, within)
     if folder is None:
         return False

@@ -3,14 +3,15 @@ sink's statistics and the last batch's progress, every series labelled with the 
 
 from __future__ import annotations
 
+import datetime as dt
+
+from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 
 def epoch_seconds(iso: str | None) -> float | None:
     """Spark's ISO-8601 progress times ('...Z') as epoch seconds."""
-    import datetime as dt
-
     if not iso:
         return None
     return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
@@ -85,8 +86,6 @@ class DaggerCollector(Collector):
 
 def serve(port: int, job: str, counters, sink, listener, addr: str = "127.0.0.1"):
     """Serve /metrics on addr:port (loopback by default: put a scraper or proxy beside it)."""
-    from prometheus_client import start_http_server
-
     registry = CollectorRegistry()
     registry.register(DaggerCollector(job, counters, sink, listener))
     server, thread = start_http_server(port, addr=addr, registry=registry)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import enum_literals
 from .errors import DaggerError
 from .sql import Translation, translate
 from .streams import StreamPlan, plan_streams
@@ -54,8 +55,6 @@ def load_descriptor_set(job):
 def plan_job(job, descriptor_set=None) -> JobPlan:
     """Resolve schema, event-time fields and the SQL translation. Pure apart from loading the
     descriptor set; raises DaggerError naming the first problem."""
-    from . import enum_literals
-
     dset = descriptor_set if descriptor_set is not None else load_descriptor_set(job)
     streams = tuple(plan_streams(job, dset))
     query = translate(job.sql, [s.table for s in streams], job.rowtime_attribute)

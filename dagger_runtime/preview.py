@@ -10,13 +10,19 @@ import base64
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from . import inputs
 from .errors import DaggerError
 from .output import dumps, rows_as_dicts, sort_key
 from .plan import JobPlan
+from .session import build_session
+from .streams import decode
+from .validate import analyze, checked_query
 
 
 @dataclass
@@ -52,13 +58,9 @@ TYPE_SAMPLE = 200  # messages read again in Python to tell a file of another mes
 def run_preview(
     plan: JobPlan, input_paths: dict[str, str], spark=None, log=None, rejected_dir: str | None = None
 ) -> PreviewReport:
-    from .validate import analyze, checked_query
-
     log = log or sys.stderr  # looked up now: the warm process points it at each command's client
 
     if spark is None:
-        from .session import build_session
-
         spark = build_session(f"preview-{plan.job.name}", parallelism=min(plan.job.parallelism, 2), short_lived=True)
     # validate's checks, with validate's messages, before a single message is read or decoded
     analyze(plan, spark)
@@ -81,11 +83,8 @@ def run_preview(
 
 def _register_table(spark, plan: JobPlan, table: str, path: str, recs: list[inputs.Record], log) -> list:
     """Decode one input file into the stream's table; report and return the messages set aside."""
-    from dataclasses import replace
 
     import pandas as pd
-
-    from .streams import decode
 
     stream = plan.stream(table)
     # the file's format wins: a .jsonl file holds proto3 JSON whatever the stream's Kafka format
@@ -131,8 +130,6 @@ def _refuse_another_type(table: str, path: str, expected: str, sample: list[byte
     decodes into nonsense and the query finds nothing. Its sign: the messages carry fields the
     expected type does not have (a producer on a newer schema does too, so that alone is only
     said), while another message type of the descriptor set reads them all without one."""
-    from google.protobuf.message import DecodeError
-    from google.protobuf.unknown_fields import UnknownFieldSet
 
     def strangers(message: str) -> int | None:
         """How many sampled messages carry unknown fields as `message`; None if one does not parse."""

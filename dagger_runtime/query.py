@@ -4,7 +4,12 @@ batch. `run` starts it; a standby's rehearsal (rehearsal.py) starts it once more
 
 from __future__ import annotations
 
+import dataclasses
+
+from . import dead_letters, late
 from .plan import JobPlan
+from .sinks import create_sink
+from .validate import stream_tables, streaming_query
 
 
 class BatchWriter:
@@ -43,12 +48,6 @@ def build_query(
     """Everything `run` starts, checked: the stream tables with their dead-letter functions (with
     the query's `checkpoint`, late messages are set aside too: late.py), the analyst's query (both
     sandbox checks, Spark's analysis and streaming checks), the sink against its output columns."""
-    import dataclasses
-
-    from . import dead_letters, late
-    from .sinks import create_sink
-    from .validate import stream_tables, streaming_query
-
     writers = [
         dead_letters.register(
             spark, s.table, plan.job.streams[i], plan.job.dlq_topic, plan.job.name, dry=dry_dead_letters

@@ -22,7 +22,9 @@ import threading
 import time
 from pathlib import Path
 
+from .callbacks import authenticate_callbacks
 from .query import build_query
+from .sinks.base import Sink
 
 LOOKBACK_S = 900  # it reads the topics from this long ago ...
 MAX_OFFSETS = 2000  # ... at most this many records a batch ...
@@ -87,8 +89,6 @@ class Rehearsal:
 def rehearse(plan, spark, checkpoint_root: Path, out=sys.stderr, *, oldest: bool = False) -> Rehearsal | None:
     """Start the rehearsal (None, said on `out`, when it cannot start); `oldest`: on the oldest
     records the topics keep (when the last minutes have none)."""
-    from .callbacks import authenticate_callbacks
-    from .sinks.base import Sink
 
     class Counted(Sink):
         kind = "rehearsal"

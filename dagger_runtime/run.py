@@ -11,15 +11,27 @@ lost and nothing is counted twice.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import stat
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+from . import launches
+from . import lease as leases
+from .callbacks import authenticate_callbacks
 from .errors import DaggerError
-from .plan import JobPlan
+from .launches import local_root, read_regular
+from .plan import JobPlan, plan_job
 from .query import BatchWriter, build_query
+from .rehearsal import rehearse
+from .session import build_session
+from .source import checked_starting, describe
 
 
 @dataclass(frozen=True)
@@ -60,16 +72,11 @@ def remembered_start(
     moved (failover) or restarted before its first offsets were written would otherwise start from
     its job's auto_offset_reset, silently skipping what lies between, or write a replay's partial
     windows. Local checkpoints only (file paths)."""
-    import json
-    import os
-
     path = _start_file(checkpoint)
     if path is None:
         return starting, emit_after_ms
     if starting is not None or emit_after_ms is not None:
         if not path.exists():
-            import tempfile
-
             path.parent.mkdir(parents=True, exist_ok=True)
             # a temporary name of its own: a standby may write the same file at the same moment
             fd, temp = tempfile.mkstemp(prefix=".starting-", dir=path.parent)
@@ -81,18 +88,12 @@ def remembered_start(
 
 
 def _start_file(checkpoint: str):
-    from .launches import local_root
-
     root = local_root(checkpoint)
     return None if root is None else root / STARTING_FILE
 
 
 def read_start(checkpoint: str) -> tuple[dict | None, int | None]:
     """What a checkpoint was begun with (remembered_start): its starting options and replay filter."""
-    import json
-
-    from .launches import read_regular
-
     path = _start_file(checkpoint)
     # also read as root by the deploy tooling (a Kafka failover): no link, FIFO or huge file
     text = read_regular(path, 1 << 20) if path is not None else None
@@ -127,7 +128,6 @@ class Running:
         waits for data or has completed a batch): a later restart is then no crash loop's."""
         if self.launch is None or not self.query.isActive:
             return
-        from . import launches
 
         if self.counters.batches or self.query.status["message"] in SETTLED_MESSAGES:
             launches.settle(*self.launch)
@@ -149,9 +149,6 @@ def start(
     """Start the job's streaming query, once this driver holds its checkpoint's lease. A standby
     waits for it with everything but the query ready: its Spark session and executors, the
     query analysed, the sink and dead-letter topics reached."""
-    from . import launches
-    from . import lease as leases
-
     checkpoint = checkpoint_of(plan, options)
     ready: list = []
 
@@ -159,9 +156,6 @@ def start(
         ready.append(_prepare(plan, options, spark or _session(plan, options), checkpoint, sink_factory, out))
 
     def warm_and_rehearse() -> None:  # a standby's: it may wait long enough to warm its JVMs too
-        from .launches import local_root
-        from .rehearsal import rehearse
-
         warm()
         root = local_root(checkpoint)
         if root is not None and not options.available_now:
@@ -248,11 +242,8 @@ def start(
 def _handed(plan: JobPlan, options: RunOptions, order: dict, out) -> tuple[JobPlan, RunOptions]:
     """The version a standby was handed (lease.HandedOff), checked as a deploy's: the same dagger
     and team, its spec loaded and planned, its starting options those of the job's streams."""
-    from dataclasses import replace
 
     from .config import load_job
-    from .plan import plan_job
-    from .source import checked_starting
 
     spec, checkpoint, emit_after = order.get("spec"), order.get("checkpoint"), order.get("emit_after_ms")
     version = order.get("version")
@@ -289,9 +280,6 @@ def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoin
     be one the tooling stored beside this driver's own (<specs>/<team>/<name>/v<version>/, owned
     like this driver's spec, not a link), refer to no secret but the team's, and its checkpoint
     be this dagger's next folder beside the current one."""
-    import os
-    import stat
-    from pathlib import Path
 
     from .lifecycle.spark import referenced_env
 
@@ -313,8 +301,6 @@ def _check_handed_paths(plan: JobPlan, options: RunOptions, spec: str, checkpoin
 
 
 def _session(plan: JobPlan, options: RunOptions):
-    from .session import build_session
-
     return build_session(f"dagger-{plan.job.name}", master=options.master, parallelism=plan.job.parallelism)
 
 
@@ -335,7 +321,6 @@ class _Prepared:
 def _prepare(plan: JobPlan, options: RunOptions, spark, checkpoint: str, sink_factory, out) -> _Prepared:
     """Everything before the query starts: nothing here writes results or commits a batch."""
     from . import dead_letters, idle
-    from .callbacks import authenticate_callbacks
     from .progress import Counters, ProgressListener
 
     starting, emit_after_ms = remembered_start(checkpoint, options.starting, options.emit_after_ms)
@@ -432,8 +417,6 @@ def _query_name(job_name: str) -> str:
 def run(plan: JobPlan, options: RunOptions, *, out=sys.stderr, spark=None, sink_factory=None) -> int:
     """Run until stopped (SIGINT/SIGTERM: the current batch finishes, then the job stops), or with
     available_now until the topics' current content is processed. Returns the exit code."""
-    from .source import describe
-
     running = start(plan, options, spark, sink_factory=sink_factory, out=out)
     plan, options = running.plan or plan, running.options or options  # a standby's handoff's
     query, sink, counters = running.query, running.sink, running.counters
@@ -531,8 +514,6 @@ def _stop_or_end(query, out, *, may_end: bool) -> None:
         return
     threading.Thread(target=stop, name="dagger-fenced-stop", daemon=True).start()
     if not stopped.wait(FENCED_STOP_S):
-        import os
-
         print(
             f"run: the query did not stop within {FENCED_STOP_S:g} s (a batch waits on an unreachable Kafka?): "
             "this driver ends now, and with it every batch it could still write",
@@ -552,8 +533,6 @@ def _context_stopped(query) -> bool:
 def _detach(running: Running) -> None:
     """Stop listening before the driver goes away (Spark would call back into a closed Python
     process), and report the last batch, whose progress event may not have arrived yet."""
-    import json
-
     query, listener = running.query, running.listener
     for each in running.listeners():
         try:

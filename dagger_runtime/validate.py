@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import logging
 
+from py4j.protocol import Py4JJavaError
+from sqlglot import exp
+
 from dagger_runtime.suggest import closest
 
+from . import sandbox
 from .constants import check_constants, check_regexes, optimize, spark_failure
 from .errors import QueryError
 from .plan import JobPlan
+from .sandbox import allowlist
+from .session import build_session
+from .source import read_kafka
+from .sql.positions import locate
+from .streams import register_tables
+from .udfs import register_all
 
 
 def analyze(plan: JobPlan, spark=None) -> list[dict]:
     """Every check, over the job's streams as `run` would read them (Spark's Kafka source is only
     described, never connected): nothing is read and nothing runs. Returns the query's output
     columns. validate, preview and run all start here."""
-    from .session import build_session
-
     spark = spark or build_session(f"validate-{plan.job.name}", parallelism=1, short_lived=True)
     stream_tables(spark, plan)
     schema = streaming_query(spark, plan).schema
@@ -36,10 +44,6 @@ def stream_tables(
     starting: Kafka starting options by table, for a new checkpoint; heartbeats: each table's
     heartbeat directory, when idle streams are let go (dagger_runtime.idle); late: each table's
     late-message function (dagger_runtime.late), set aside with the bad messages."""
-    from .source import read_kafka
-    from .streams import register_tables
-    from .udfs import register_all
-
     register_all(spark)
     raws = {
         s.table: read_kafka(spark, plan.job.streams[i], (starting or {}).get(s.table))
@@ -88,10 +92,6 @@ _STREAMING = (
 
 def _distinct_aggregate(query, refuse) -> QueryError:
     """Spark's refusal of an aggregate over DISTINCT values, naming the aggregate written."""
-    from sqlglot import exp
-
-    from .sql.positions import locate
-
     node = next((d for d in query.tree.find_all(exp.Distinct) if isinstance(d.parent, exp.AggFunc)), None)
     if node is None or isinstance(node.parent, exp.Count):
         return refuse("Distinct", _DISTINCT_COUNT)
@@ -112,11 +112,7 @@ def _distinct_aggregate(query, refuse) -> QueryError:
 def check_streaming(spark, dataframe, query) -> None:
     """Spark's UnsupportedOperationChecker on the analysed streaming plan, in append mode, its
     refusals said in the analyst's terms and pointed at in the analyst's SQL."""
-    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
-    from sqlglot import exp
-
-    from .sql.positions import locate
 
     def refuse(kind, message):
         node = next(query.tree.find_all(getattr(exp, kind)), None)
@@ -176,10 +172,7 @@ def checked_query(spark, plan: JobPlan):
     """The job's query as a DataFrame over the stream tables registered in `spark`, after both
     sandbox checks and Spark's analysis; nothing has executed yet. The one path of checks that
     validate, preview and run share."""
-    from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException, PySparkException
-
-    from . import sandbox
 
     tables = [s.table for s in plan.streams]
     sandbox.check_parsed(spark, plan.query, tables)
@@ -205,10 +198,6 @@ def _unquote(name: str) -> str:
 def explain(error, query, columns: list[str] = ()) -> QueryError:
     """Spark's analysis error, said in the analyst's terms and pointed at in the analyst's SQL
     (Spark only knows the translated query)."""
-    from sqlglot import exp
-
-    from .sql.positions import locate
-
     condition = (error.getCondition() if hasattr(error, "getCondition") else error.getErrorClass()) or ""
     params = error.getMessageParameters() or {}
     sql, tree = query.source, query.tree
@@ -278,9 +267,7 @@ def explain(error, query, columns: list[str] = ()) -> QueryError:
 def _check_literal_arguments(plan: JobPlan, spark) -> None:
     """JSON paths and DART regexes written as literals are checked by the JVM code that will use
     them, so a typo is refused before the job runs rather than giving NULLs for ever."""
-    from sqlglot import exp
 
-    from .sql.positions import locate
     from .udfs.java_udfs import check_dart_regex, check_json_path
 
     sql = plan.query.source
@@ -304,8 +291,6 @@ def _check_literal_arguments(plan: JobPlan, spark) -> None:
 
 def _json_path_size(path: str) -> str | None:
     """A JSON path too long or nested too deeply for Jayway's recursive compiler."""
-    from .sandbox import allowlist
-
     if len(path) > allowlist.MAX_JSON_PATH:
         return f"it has {len(path):,} characters; a JSON path may have at most {allowlist.MAX_JSON_PATH:,}"
     depth = deepest = 0

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import time
 
+from .components import PlacementError
+from .mocks import declare
+from .team import OUTPUT_NAMES, SECRET_OUTPUT_NAMES
+
 START = time.perf_counter()
 
 import argparse  # noqa: E402  (START first: the time printed includes the imports)
@@ -369,10 +373,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") 
         for problem in e.problems:
             print(f"  - {printable(problem)}", file=sys.stderr)
         return 2
-
-    from .components import PlacementError
-    from .mocks import declare
-    from .team import OUTPUT_NAMES, SECRET_OUTPUT_NAMES
 
     started = time.perf_counter()
     try:

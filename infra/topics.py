@@ -39,6 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from dagger_runtime.names import TEAM_NAME
 
 from . import topic_quota, topic_regex
@@ -118,8 +120,6 @@ def restricted_grant_path(cluster: str, value: str, is_prefix: bool) -> str:
 def load_restricted_readers(grants_dir: Path = RESTRICTED_GRANTS_DIR) -> dict[str, tuple[str, ...]]:
     """{path relative to the repository: readers} of every restricted-topic grant file (CatalogueError
     on a malformed one). parse_catalogue refuses files that match no restricted entry."""
-    import yaml
-
     out = {}
     for path in sorted(grants_dir.rglob("*")) if grants_dir.is_dir() else ():
         if path.is_dir():

@@ -23,6 +23,7 @@ from rich.live import Live
 from rich.table import Table
 
 from dagger_runtime import http_client
+from loadtest import traffic
 
 from . import access
 from .cli import converge, lab_dir
@@ -140,7 +141,6 @@ class Traffic(threading.Thread):
     def run(self) -> None:
         from kafka import KafkaProducer
 
-        from loadtest import traffic
         from protos import registry
 
         dset = registry.load()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -55,7 +56,6 @@ class Postgres(LocalServer):
     def prepare(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
             return
-        import subprocess
 
         pwfile = self.data_dir / "pwfile"
         pwfile.write_text(self.password + "\n")

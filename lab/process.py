@@ -4,6 +4,7 @@ its parent, a health check before anyone uses it, and a stop that always happens
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import shutil
 import signal
@@ -25,8 +26,6 @@ def die_with_parent():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None

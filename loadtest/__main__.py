@@ -6,6 +6,10 @@ import argparse
 import sys
 
 from dagger_runtime.closed_pipe import survives_closed_pipe
+from protos.errors import SchemaError
+
+from .settings import SettingsError
+from .shapes import ShapeError
 
 
 @survives_closed_pipe
@@ -47,12 +51,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
         )
         add(p)
     args = parser.parse_args(argv)
-    from protos.errors import SchemaError
 
     from .generator import HintError
     from .recording import RecordingError
-    from .settings import SettingsError
-    from .shapes import ShapeError
 
     try:
         return commands[args.command][1](args)

@@ -12,9 +12,12 @@ pool position and the copy, so they stay distinct.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 import time
 from dataclasses import dataclass
+
+from dagger_runtime.session import build_session
 
 from . import traffic
 from .settings import add_bootstrap_argument
@@ -90,7 +93,6 @@ def feed(
     pool_df.unpersist()
     first = min(e["event_timestamp"] for e in events)
     last = max(e["event_timestamp"] for e in events)
-    import datetime as dt
 
     return Fed(messages, seconds, first, last + dt.timedelta(seconds=span_s * (copies - 1)))
 
@@ -102,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-n", "--messages", type=int, default=1_000_000, help="how many (default 1000000)")
     p.add_argument("--minutes-per-pool", type=int, default=10, help="event-time span of each copy of the pool")
     args = p.parse_args(argv)
-    from dagger_runtime.session import build_session
 
     spark = build_session("dagger-feeder", parallelism=2)
     fed = feed(spark, args.bootstrap_servers, args.topic, args.messages, minutes_per_pool=args.minutes_per_pool)

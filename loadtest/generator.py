@@ -43,6 +43,7 @@ random.Random (~8 us) and protobuf's upb (C) serializer; pure-Python protobuf is
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import random
@@ -177,7 +178,6 @@ def _picker(values: list, weights: list[float] | None) -> Callable[[random.Rando
     for w in weights:
         total += w
         cum.append(total)
-    import bisect
 
     hi = len(values) - 1
     return lambda rng: values[min(bisect.bisect_right(cum, rng.random() * total), hi)]

@@ -37,6 +37,9 @@ from loadtest import shapes
 from loadtest.generator import HintError, MessageGenerator, fact
 from loadtest.ledger import Ledger
 from loadtest.producer import DeliveryTracker, close_quietly, default_fields, key_bytes, make_producer
+from loadtest.settings import SettingsError, load_json_or_file
+from protos import registry
+from protos.errors import SchemaError
 
 log = logging.getLogger("loadtest")
 logging.getLogger("kafka").setLevel(logging.WARNING)  # kafka-python's INFO lines would drown locust's own
@@ -145,9 +148,6 @@ def _init(environment, **_kwargs) -> None:
     opts = environment.parsed_options
     if opts is None or isinstance(environment.runner, MasterRunner):
         return  # the master only shapes the load; workers produce
-    from loadtest.settings import SettingsError, load_json_or_file
-    from protos import registry
-    from protos.errors import SchemaError
 
     try:
         config = load_json_or_file(opts.shape_config, "--shape-config")

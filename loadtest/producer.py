@@ -27,6 +27,15 @@ from dagger_runtime.suggest import closest
 
 from .generator import MessageGenerator, fact, now_ms
 from .ledger import Ledger
+from .settings import (
+    SettingsError,
+    add_bootstrap_argument,
+    add_client_arguments,
+    add_schema_arguments,
+    client_kwargs,
+    descriptor_set,
+    load_json_or_file,
+)
 
 __all__ = [
     "TokenBucket",
@@ -384,8 +393,6 @@ def produce(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .settings import add_bootstrap_argument, add_client_arguments, add_schema_arguments
-
     add_bootstrap_argument(p)
     p.add_argument("topics", nargs="+", metavar="TOPIC", help="topic(s) to write, round-robin")
     p.add_argument(
@@ -428,8 +435,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
-
-    from .settings import SettingsError, client_kwargs, descriptor_set, load_json_or_file
 
     if args.count is None and args.duration is None:
         raise SettingsError("give --count or --duration (or both)")

@@ -35,7 +35,8 @@ from google.protobuf.message import DecodeError
 
 from .generator import TIMESTAMP
 from .ledger import Ledger
-from .producer import DeliveryTracker, warm_up
+from .producer import DeliveryTracker, close_quietly, make_producer, stop_on_interrupt, warm_up
+from .settings import SettingsError, add_bootstrap_argument, add_client_arguments, client_kwargs
 
 __all__ = [
     "Recorded",
@@ -465,8 +466,6 @@ def _move(cls, field: str, value: bytes, wall0_ns: int, ts0_ns: int, speed: floa
 
 
 def add_record_arguments(p: argparse.ArgumentParser) -> None:
-    from .settings import add_bootstrap_argument, add_client_arguments
-
     add_bootstrap_argument(p)
     p.add_argument("topic", help="the topic to record")
     p.add_argument("output", help="the recording file to write")
@@ -486,8 +485,6 @@ def add_record_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from .settings import SettingsError, client_kwargs
-
     if (args.follow or args.from_end) and args.duration is None and args.max_messages is None:
         raise SettingsError(
             f"{'--follow' if args.follow else '--from-end'} needs --duration or --max-messages: "
@@ -536,7 +533,6 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from .producer import close_quietly, make_producer, stop_on_interrupt
     from .settings import SettingsError, client_kwargs, descriptor_set
 
     if args.speed <= 0:

@@ -22,8 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 from dataclasses import dataclass
 from typing import Any
+
+from .settings import load_json_or_file
 
 __all__ = ["Plan", "Stage", "ShapeError", "plan_from_config", "SHAPES"]
 
@@ -199,10 +202,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shlex
-
-    from .settings import load_json_or_file
-
     config = load_json_or_file(args.config, "shape")
     plan = plan_from_config(config)
     print("\n".join(plan.describe()))

@@ -13,6 +13,8 @@ import random
 import sys
 from pathlib import Path
 
+from .settings import SettingsError
+
 BOOKING = "gojek.esb.booking.BookingLogMessage"
 DRIVER_PING = "gojek.esb.driverlocation.DriverLocationLogMessage"
 API_LOG = "gojek.esb.apilog.ApiLogMessage"
@@ -172,8 +174,6 @@ def add_sample_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     from protos import registry
-
-    from .settings import SettingsError
 
     dset = registry.load()
     message = dset.resolve(args.message)

@@ -28,9 +28,11 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from dagger_runtime.config.loader import loads_job
 from dagger_runtime.errors import DaggerError
 from dagger_runtime.lifecycle import operations, spark
-from dagger_runtime.lifecycle.clusters import get_cluster
+from dagger_runtime.lifecycle.clusters import get_cluster, load_clusters
+from dagger_runtime.lifecycle.failover import kafka_clusters
 from dagger_runtime.lifecycle.registry import Registry
 from dagger_runtime.lifecycle.spark import driver_log
+from infra import grants as grants_mod
 
 from . import access, cells, charts, drafts, latest
 from .config import PortalConfig
@@ -89,7 +91,6 @@ def safe_next(target: str) -> str:
 
 
 def create_app(config: PortalConfig, *, registry: Registry | None = None, workbench=None) -> Flask:
-    from infra import grants as grants_mod
     from infra import spec as platform_spec
     from protos import registry as protos_registry
 
@@ -500,8 +501,6 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
     def failover_targets(dagger) -> list[str]:
         """Where an operator may move the dagger: spark/<cluster> for the team's other Spark
         clusters, kafka/<cluster> for every Kafka cluster (the operation refuses the one it reads)."""
-        from dagger_runtime.lifecycle.failover import kafka_clusters
-
         spark_to = [f"spark/{c}" for c in team_clusters(dagger.team) if c != dagger.cluster]
         try:
             kafka_to = [f"kafka/{c}" for c in sorted(kafka_clusters(config.clusters_dir))]
@@ -791,8 +790,6 @@ def create_app(config: PortalConfig, *, registry: Registry | None = None, workbe
 
     def team_clusters(team: str) -> list[str]:
         """The Spark clusters the team may deploy to (the clusters folder's, by their team)."""
-        from dagger_runtime.lifecycle.clusters import load_clusters
-
         try:
             return sorted(load_clusters(config.clusters_dir, team))
         except DaggerError:

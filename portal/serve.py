@@ -13,6 +13,11 @@ import os
 import secrets
 from pathlib import Path
 
+import waitress
+
+from . import team_secrets
+from .config import PortalConfig
+
 DEFAULT_THREADS = 32  # checks wait their turn for the one warm Spark: pages must not wait behind them
 
 
@@ -76,12 +81,10 @@ def _session_key(path: Path) -> None:
 
 
 def main(args) -> int:
-    import waitress
 
     from dagger_runtime.lifecycle.registry import Registry, resolve_url
 
     from .app import create_app
-    from .config import PortalConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _session_key(Path(args.session_key_file))
@@ -107,8 +110,6 @@ def main(args) -> int:
         bench = Workbench().start()
     # after the workbench's JVM is launched: neither it nor its Python workers hold the secrets
     if args.team_secrets:
-        from . import team_secrets
-
         names = team_secrets.load(args.team_secrets)
         logging.getLogger("portal").info("holding %d team secrets", len(names))
     app = create_app(config, registry=Registry(config.registry_url), workbench=bench)

@@ -26,6 +26,10 @@ from pathlib import Path
 import yaml
 
 from dagger_runtime.errors import DaggerError
+from dagger_runtime.session import build_session, sessions_of
+
+from .drafts import spec_text
+from .latest import delimited
 
 log = logging.getLogger("portal.workbench")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "daggers" / "completed_bookings_by_s2.yaml"
@@ -51,8 +55,6 @@ class Workbench:
         warm it up in the background."""
         began = time.monotonic()
         try:
-            from dagger_runtime.session import build_session
-
             # its RPC and block manager listen on loopback, where other local users are: they want
             # the secret Spark generates for a local master
             self._spark = build_session("dagger-portal", parallelism=2, extra_conf={"spark.authenticate": "true"})
@@ -86,8 +88,6 @@ class Workbench:
     def exclusive(self):
         """The workbench's Spark to one caller: a deploy or an edit checks the spec on it too
         (dagger_runtime's load_spec), which must not run beside a check."""
-        from dagger_runtime.session import sessions_of
-
         self._wait_ready()
         with self._lock, sessions_of(self._spark):
             yield
@@ -167,8 +167,6 @@ class Workbench:
         from dagger_runtime.preview import run_preview
         from dagger_runtime.session import build_session, sessions_of
 
-        from .latest import delimited
-
         self._wait_ready()
         with tempfile.TemporaryDirectory(prefix="dagger-portal-preview-") as folder:
             path = Path(folder) / "latest.bin"
@@ -195,8 +193,6 @@ def _plan(job: dict):
     """The job mapping loaded and planned as `dagger validate` loads a file; (plan, warnings)."""
     from dagger_runtime.config.loader import loads_job, secret_references
     from dagger_runtime.plan import plan_job
-
-    from .drafts import spec_text
 
     text = spec_text(job)
     # nothing connects while checking: the secrets' references stand for values never read

@@ -166,8 +166,6 @@ class DescriptorSet:
 def _outer_class(f: descriptor_pb2.FileDescriptorProto) -> str:
     """protoc's default Java outer class name: the file's base name in CamelCase, "OuterClass"
     appended when a message, enum or service of the file has that name."""
-    import re
-
     base = f.name.rsplit("/", 1)[-1].removesuffix(".proto")
     name = "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", base) if part)
     taken = {m.name for m in f.message_type} | {e.name for e in f.enum_type} | {s.name for s in f.service}

@@ -3,10 +3,16 @@
 import contextlib
 import json
 import os
+import shutil
+import tempfile
+import threading
 
 import pytest
 
-from dagger_runtime.session import SHORT_LIVED_JVM
+from dagger_runtime.session import SHORT_LIVED_JVM, build_session
+from dagger_runtime.udfs import register_all
+from lab.kafka import KafkaBroker
+from tests.labrun import PORT_BASE, Quiet, lab
 
 # the tests' JVMs are short-lived: the JIT's first tier (C1) only, as in spark-conf/spark-defaults.conf
 JIT_FIRST_TIER = [SHORT_LIVED_JVM]
@@ -52,8 +58,6 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """One real single-node Kafka (KRaft) on 127.0.0.1 for the whole session."""
-    from lab.kafka import KafkaBroker
-
     broker = KafkaBroker(tmp_path_factory.mktemp("kafka"), jvm_opts=JIT_FIRST_TIER)
     broker.start()
     try:
@@ -65,9 +69,6 @@ def kafka_broker(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session (with the runtime's jars and UDFs) for every test that needs one."""
-    from dagger_runtime.session import build_session
-    from dagger_runtime.udfs import register_all
-
     session = build_session("dagger-tests", parallelism=2)
     register_all(session)
     yield session
@@ -119,10 +120,6 @@ def lab_env(request):
     environment: DAGGER_LAB_DIR, DAGGER_LAB_PORT_BASE); down at the end of the session.
     DAGGER_TEST_LAB_DIR and DAGGER_TEST_LAB_PORT_BASE name a lab that is up instead."""
     import os
-    import shutil
-    import tempfile
-
-    from tests.labrun import PORT_BASE, Quiet, lab
 
     if os.environ.get("DAGGER_TEST_LAB_DIR"):
         # a lab already up (a developer's, with DAGGER_TEST_LAB_PORT_BASE): used as it is, kept up
@@ -158,7 +155,6 @@ def lab_env(request):
 def fake_master_server():
     """A loopback server answering /json/ as Spark 4.0's standalone master does, with `state`."""
     import http.server
-    import threading
 
     state = {
         "status": "ALIVE",

@@ -3,6 +3,7 @@ it, write a job file pointing at the test servers, run `dagger run` as a user wo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -160,8 +161,6 @@ def wait_for(what: str, check, timeout_s: float = 600, proc: subprocess.Popen | 
 
 
 def progress_lines(path: Path) -> list[dict]:
-    import json
-
     try:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except FileNotFoundError:

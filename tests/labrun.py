@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from base64 import b64encode
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,10 +30,7 @@ def lab(command: list[str], env: dict, timeout: int = 900) -> subprocess.Complet
 def team_influx(lab_dir: Path, port_base: int, team: str, query: str, epoch: str | None = None) -> list[dict]:
     """The series of an InfluxQL query on the lab's InfluxDB, read as the team's sink user in the
     team's database."""
-    import json
-    import urllib.parse
     import urllib.request
-    from base64 import b64encode
 
     from lab import access
 

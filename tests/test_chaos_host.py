@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from chaos.faults import FaultError, host
-from chaos.faults.disk import fill
+from chaos.faults.disk import DiskBreak, fill
 
 
 @pytest.fixture
@@ -61,8 +61,6 @@ def test_a_tool_failure_says_the_command_and_its_message():
 def test_undo_takes_off_a_half_made_disk_break_down_to_the_mounts_there_before(tmpfs):
     """A drill killed between disk-break's bind mount and its read-only remount leaves a writable
     bind mount: undo removes it too, and leaves the mount the directory had before (a data disk)."""
-    from chaos.faults.disk import DiskBreak
-
     data = tmpfs / "data"
     data.mkdir()
     subprocess.run(["mount", "--bind", str(data), str(data)], check=True)  # half-made: still rw

@@ -4,8 +4,12 @@ Expected verdicts are worked out by hand from the samples written here."""
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,7 @@ from chaos.probes import (
     safeguard_breach,
     under_replicated_partitions,
 )
+from dagger_runtime import launches
 
 
 def sampler_with(samples: list[dict]) -> Sampler:
@@ -190,9 +195,6 @@ def test_the_failover_commands_time_is_split_as_the_operation_timed_it():
 def test_the_after_phase_waits_for_a_failover_still_running_and_says_so(tmp_path):
     """A slow machine's fail-back past the settle time moves the after phase later instead of
     judging a dagger that is still restarting (a CI run judged one and found no sample)."""
-    import threading
-    import time
-    from pathlib import Path
 
     from chaos.playbook import load
     from chaos.runner import DrillRun
@@ -231,10 +233,7 @@ def test_a_crash_looping_dagger_reads_nothing_for_the_drill_answering_or_not(tmp
     """A drill's "throughput after" passed while a dagger crash-looped: each launch read a batch and
     stored nothing, and the samples where it did not answer were left out. Now its samples say 0,
     and the verdict names the loop."""
-    import json
-    import socket
 
-    from dagger_runtime import launches
     from dagger_runtime.lifecycle.registry import Registry
 
     with socket.socket() as free:  # a port nothing listens on: the dagger's silent /metrics

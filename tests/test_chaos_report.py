@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.browser import parse_console, render
 from chaos.report_model import ReportError, dump_report, load_report, parse_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "kafka-failover.json"
@@ -639,8 +640,6 @@ line "two" [object Object]", source: file:///tmp/cr/more.html (5)
 
 
 def test_console_messages_are_told_from_chromium_noise():
-    from chaos.browser import parse_console
-
     assert parse_console(CHROMIUM_STDERR) == [
         'file:///tmp/cr/more.html:5: line one\nline "two" [object Object]',
         "file:///tmp/cr/more.html:6: Uncaught ReferenceError: undefinedFn is not defined",
@@ -651,8 +650,6 @@ def test_console_messages_are_told_from_chromium_noise():
 
 @pytest.mark.browser
 def test_chromium_renders_the_report_without_console_errors(report_html):
-    from chaos.browser import render
-
     path, _ = report_html
     rendered = render(path)
     assert rendered.console_errors == [], rendered.console_errors
@@ -668,8 +665,6 @@ def test_chromium_renders_the_report_without_console_errors(report_html):
 @pytest.mark.browser
 def test_chromium_catches_a_console_error_and_a_thrown_one(tmp_path):
     """The control: a page that does log an error and throw makes the check fail."""
-    from chaos.browser import render
-
     page = tmp_path / "control.html"
     page.write_text(
         "<!DOCTYPE html><html><head><title>control</title></head><body><p>control</p>\n"

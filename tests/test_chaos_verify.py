@@ -8,8 +8,9 @@ import urllib.request
 
 import pandas as pd
 import pytest
+import s2sphere
 
-from chaos.verify import compare, expected, ledger_fields, parse_key, parse_measure, read_influx
+from chaos.verify import compare, expected, ledger_fields, parse_key, parse_measure, read_influx, s2_cell
 from loadtest.ledger import Ledger
 
 T0 = 1_795_000_000_000  # 2026-11-18T11:06:40Z (date -u -d @1795000000); windows of 10 s from it
@@ -209,9 +210,6 @@ def test_an_s2_key_is_empty_where_the_runtimes_s2id_gives_null():
     """The runtime's S2Id is NULL for a latitude beyond +-90 (an InfluxDB point then has no such
     tag, read back as ""): the expected key must say the same, or every such window is both missing
     and extra (seen in a drill fed coordinates without a city hint)."""
-    import s2sphere
-
-    from chaos.verify import s2_cell
 
     assert s2_cell(806.9, 459.0, 13) is None and s2_cell(float("nan"), 10.0, 13) is None
     assert s2_cell(10.0, float("inf"), 13) is None

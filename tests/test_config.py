@@ -21,6 +21,7 @@ from dagger_runtime.config import (
     detect_format,
     load_job,
     loads_job,
+    native,
 )
 
 FULL_YAML = """\
@@ -831,8 +832,6 @@ def test_text_can_be_loaded_without_a_file():
 
 
 def test_the_module_docstring_example_is_a_valid_job():
-    from dagger_runtime.config import native
-
     doc = native.__doc__
     start = doc.index("::\n") + 3
     end = doc.index("\nSecrets (")

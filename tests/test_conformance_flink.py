@@ -22,8 +22,8 @@ import subprocess
 
 import pytest
 
-from tests.conformance import harness
-from tests.conformance.corpus import CASES
+from tests.conformance import coverage, harness, table
+from tests.conformance.corpus import CASES, NOT_COMPARABLE
 from tests.conformance.observe import load_expected
 
 # one worker runs them all under `make test`'s xdist: one Flink JVM, one Spark session
@@ -77,9 +77,6 @@ def test_every_case_has_a_recorded_state_with_its_words_or_reason():
 
 
 def test_every_function_flink_lists_is_called_by_a_case_or_has_a_reason():
-    from tests.conformance import coverage
-    from tests.conformance.corpus import NOT_COMPARABLE
-
     listed = coverage.listed()
     assert len(listed) > 150 and "JSON_OBJECT" in listed and "upperCase" in listed, (
         "flink_functions.txt is not Flink's list"
@@ -92,8 +89,6 @@ def test_every_function_flink_lists_is_called_by_a_case_or_has_a_reason():
 
 
 def test_the_docs_table_and_the_readmes_counts_are_those_of_the_recorded_states():
-    from tests.conformance import table
-
     assert table.main(["--check"]) == 0, "run `make conformance-table` and commit what it writes"
 
 

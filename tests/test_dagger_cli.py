@@ -11,7 +11,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
+from chaos.catalog import FAULT_KINDS
 from dagger_runtime.cli import GROUPS, TEAM_COMMANDS
 from tests.labrun import REPO
 
@@ -78,8 +80,6 @@ def same(stdout: str):
 
 
 def test_team_validate_and_drill_validate_report_as_json_too():
-    import yaml
-
     good = dagger("team", "validate", "infra/teams/growth.yaml", "--json")
     assert good.returncode == 0, good.stderr
     teams = json.loads(good.stdout)["teams"]
@@ -123,8 +123,6 @@ def test_the_lab_is_named_by_the_same_option_in_drills_and_faults():
 
 
 def test_faults_kinds_as_json_is_the_catalogue():
-    from chaos.catalog import FAULT_KINDS
-
     shown = dagger("faults", "kinds", "--json")
     assert shown.returncode == 0, shown.stderr
     kinds = json.loads(shown.stdout)

@@ -24,6 +24,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from chaos.browser import render
+from lab import access
 from tests.labrun import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kafka, pytest.mark.spark]
@@ -77,8 +79,6 @@ def by_hand(ledger: pd.DataFrame, delay_ms: int = DELAY_MS) -> dict[tuple[int, s
 def influx_rows(lab_env: dict, spec: Path) -> dict[tuple[int, str, str], int]:
     """The dagger's rows, read from its team's database as its team's user (the lab's InfluxDB
     refuses anonymous reads), the database and user as the run's spec names them."""
-    from lab import access
-
     sink = yaml.safe_load(spec.read_text())["sink"]["influx"]
     port = int(lab_env["DAGGER_LAB_PORT_BASE"]) + 4086
     query = f'SELECT "bookings", "tag_service_type", "tag_status" FROM "{sink["measurement_name"]}"'
@@ -166,8 +166,6 @@ def check_run(lab_env: dict, proc, report: dict | None, *, rto_target: float, mi
     assert got == expected
     assert case["windows_expected"] == case["windows_matched"] == len(expected)
     assert report["produced"]["messages"] == int(ledger["error"].isna().sum())
-
-    from chaos.browser import render
 
     rendered = render(run_dir / "report.html")
     assert rendered.console_errors == [], rendered.console_errors

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import types
 from collections import Counter
 
 import pytest
@@ -15,7 +17,7 @@ import yaml
 from dagger_runtime.config import load_job
 from dagger_runtime.errors import DaggerError, QueryError
 from dagger_runtime.lifecycle.failover import REPLAY_MARGIN_MS, KafkaCluster, kafka_clusters, moved_spec, replay_from_ms
-from dagger_runtime.lifecycle.state import committed_watermark
+from dagger_runtime.lifecycle.state import Start, committed_watermark, first_start
 from dagger_runtime.plan import plan_job
 from dagger_runtime.sql.translate import translate
 from tests.kafka_jobs import EXAMPLES
@@ -175,8 +177,6 @@ def test_a_spec_moves_onto_the_copies_of_its_topics_and_back(tmp_path):
 
 
 def test_a_topic_pattern_matches_exactly_the_copies_and_turns_back():
-    import re
-
     text = _spec(topics=None, topic_pattern="GO_.*-booking-log")
     pattern = yaml.safe_load(moved_spec(text, "mirror", CLUSTERS))["streams"][0]["topic_pattern"]
     assert re.fullmatch(pattern, "primary.GO_RIDE-booking-log")
@@ -257,9 +257,7 @@ def test_a_checkpoint_keeps_how_it_was_begun(tmp_path):
 def test_a_failover_before_any_window_reads_from_where_the_old_version_began(tmp_path):
     """Seen in a Kafka failover drill: the primary died before the dagger's first commit. The new
     version must read all the old one read (same Kafka times on the mirror), not refuse."""
-    import types
 
-    from dagger_runtime.lifecycle.state import Start, first_start
     from dagger_runtime.run import remembered_start
 
     deployed = 1795486080000

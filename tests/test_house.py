@@ -5,9 +5,11 @@ needs nothing of the platform's infrastructure code (infra/, Pulumi)."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,9 +131,6 @@ PACKAGED_DATA = [
 
 
 def test_every_data_file_the_code_reads_is_in_the_installed_package():
-    import fnmatch
-    import tomllib
-
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     left_out = []

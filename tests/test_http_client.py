@@ -6,12 +6,15 @@ platform's calls, and basic auth goes in a header, not the URL."""
 from __future__ import annotations
 
 import base64
+import os
 import socket
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
 
 from dagger_runtime import http_client
 
@@ -108,8 +111,6 @@ def test_a_proxy_in_the_environment_never_sees_the_calls(server, monkeypatch):
 
 
 def test_a_refused_connection_is_tried_again_and_a_connect_timeout_is_not():
-    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
-
     retry = http_client.session().get_adapter("http://127.0.0.1/").max_retries
     refused = NewConnectionError(None, "Connection refused")
     again = retry.increment("GET", "/x", error=refused)
@@ -120,9 +121,6 @@ def test_a_refused_connection_is_tried_again_and_a_connect_timeout_is_not():
 
 
 def test_https_trusts_the_machines_certificate_authorities():
-    import os
-    import ssl
-
     verify = http_client.session().verify
     assert verify is not True and os.path.exists(verify), verify  # not certifi's bundle alone
     paths = ssl.get_default_verify_paths()

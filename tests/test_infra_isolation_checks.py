@@ -5,6 +5,7 @@ on a spec file before YAML parses it. (Kafka's own reading of mm2.properties: te
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 import subprocess
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from infra import codeowners, kafka_access, sizing, spec, spec_file, topic_quota, topic_regex, topics, validate
+from infra import codeowners, grants, kafka_access, sizing, spec, spec_file, topic_quota, topic_regex, topics, validate
 from infra.policy import rules
 from infra.policy.pack import load_teams
+from tests.test_infra_pr_flow import owners_of
 
 REPO = spec.INFRA.parent
 ACCEPTED = REPO / "tests" / "fixtures" / "accepted_teams"
@@ -279,8 +281,6 @@ def test_random_patterns_the_allow_list_takes_compile_read_alike_and_join_as_the
     """Attack by volume: random strings of regex pieces, allowed and not. Every one the allow-list
     takes compiles in Java, matches the same names in Java and Python, and joined with another
     matches exactly what the two match alone (MirrorMaker's '|')."""
-    import random
-
     rng = random.Random(22)
     pieces = list("ab-_.") + [
         "\\.",
@@ -515,8 +515,6 @@ def files_the_checks_read() -> set[str]:
 
 
 def test_every_file_a_check_or_ci_reads_is_owned_by_the_platform_or_a_data_owner():
-    from tests.test_infra_pr_flow import owners_of
-
     restricted = dict(codeowners.restricted_grants(spec.load_platform()))
     files = files_the_checks_read()
     assert {"infra/topics.py", "infra/topic_regex.py", "tests/conftest.py", "dagger_runtime/session.py"} <= files
@@ -530,8 +528,6 @@ def test_every_file_a_check_or_ci_reads_is_owned_by_the_platform_or_a_data_owner
 
 
 def test_every_tracked_file_has_an_owner_and_team_lines_cover_only_their_spec():
-    from tests.test_infra_pr_flow import owners_of
-
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
     teams = {f"infra/teams/{p.name}" for p in spec.TEAMS_DIR.glob("*.yaml")}
     for path in tracked:
@@ -541,8 +537,6 @@ def test_every_tracked_file_has_an_owner_and_team_lines_cover_only_their_spec():
 
 
 def test_a_restricted_topics_grant_is_owned_by_its_data_owner_alone(platform):
-    from tests.test_infra_pr_flow import owners_of
-
     restricted = [t for c in platform.kafka_clusters.values() for t in c.topics if t.sensitivity == "restricted"]
     assert {t.label for t in restricted} == {"customer-profile-updates", "payment-*", "audit-log"}
     for t in restricted:
@@ -670,8 +664,6 @@ def test_a_team_the_registry_does_not_know_gets_the_smallest_caps():
 
 
 def test_a_deep_grant_file_is_refused_before_parsing(tmp_path):
-    from infra import grants
-
     path = tmp_path / "growth.yaml"
     path.write_text("team: growth\nquota: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(grants.GrantError) as e:

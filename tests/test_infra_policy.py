@@ -9,8 +9,11 @@ import runpy
 import sys
 
 import pytest
+from google.protobuf import struct_pb2
+from pulumi.runtime import proto
 
 from infra import spec
+from infra.mocks import declare, declare_platform
 from infra.policy import rules
 from infra.policy.rules import Resource, Teams
 
@@ -719,8 +722,6 @@ def test_unknown_values_are_not_judged_during_a_preview():
 @pytest.fixture(scope="module")
 def declared():
     """Each sample team's program under Pulumi's mocks, as the rules see it."""
-    from infra.mocks import declare
-
     platform = spec.load_platform()
     return {s.name: [Resource(d.type, d.urn, d.inputs) for d in declare(s, platform)] for s in spec.load_all()}
 
@@ -738,8 +739,6 @@ def test_every_sample_teams_declared_resources_pass_every_rule(declared, team):
 
 
 def test_the_platform_stack_passes_every_rule():
-    from infra.mocks import declare_platform
-
     stack = [Resource(d.type, d.urn, d.inputs) for d in declare_platform(spec.load_platform())]
     assert {rules.stack_of(r.urn) for r in stack} == {rules.PLATFORM_STACK}
     from infra.policy.pack import load_teams
@@ -793,8 +792,6 @@ def servicer(monkeypatch):
 
 
 def test_the_pack_registers_every_rule_as_a_mandatory_policy(servicer):
-    from pulumi.runtime import proto
-
     info = servicer.GetAnalyzerInfo(None, None)
     assert info.name == "daggers-platform"
     kinds = {p.name: (p.policy_type, p.enforcementLevel) for p in info.policies}
@@ -805,16 +802,12 @@ def test_the_pack_registers_every_rule_as_a_mandatory_policy(servicer):
 
 
 def _struct(props: dict):
-    from google.protobuf import struct_pb2
-
     s = struct_pb2.Struct()
     s.update(props)
     return s
 
 
 def test_the_pack_reports_a_violation_through_the_engines_protocol(servicer):
-    from pulumi.runtime import proto
-
     bucket = changed(find(fraud_stack(), "fraud-checkpoints"), lambda p: p.update(publicAccessPrevention="inherited"))
     response = servicer.Analyze(
         proto.AnalyzeRequest(
@@ -845,8 +838,6 @@ def test_the_pack_leaves_values_unknown_during_a_preview_alone(servicer):
 
 
 def test_the_pack_checks_a_whole_stack_through_the_engines_protocol(servicer):
-    from pulumi.runtime import proto
-
     stack = without(fraud_stack(), "fraud-quota")
     request = proto.AnalyzeStackRequest(
         resources=[

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from infra import codeowners, grants, spec, validate
+from infra.tiers import TIERS
 
 REPO = spec.INFRA.parent
 WORKFLOW = REPO / ".github" / "workflows" / "team-request.yml"
@@ -324,7 +325,6 @@ def test_every_committed_grant_loads_and_ranks_every_tier():
     granted, broken = grants.load_all(kafka_clusters=grants.platform_clusters(spec.load_platform()))
     assert broken == {}
     assert set(granted) == {p.stem for p in spec.TEAMS_DIR.glob("*.yaml")}
-    from infra.tiers import TIERS
 
     assert set(grants.TIER_ORDER) == set(TIERS)
     g = granted["growth"]
@@ -383,8 +383,6 @@ def test_the_workflow_never_interpolates_pull_request_data_into_a_shell(workflow
 
 
 def test_every_test_file_the_workflow_runs_exists(workflow):
-    import re
-
     files = set(re.findall(r"tests/test_\w+\.py", run_lines(workflow)))
     assert files and [f for f in sorted(files) if not (REPO / f).is_file()] == []
 

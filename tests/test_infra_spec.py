@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from infra import spec
-from infra.tiers import SIZES, TIERS
+from infra.tiers import (
+    MIRROR_BROKER_CPU,
+    MIRROR_BROKER_MEMORY_GB,
+    MIRROR_BROKERS,
+    MIRROR_MM2_CPU,
+    MIRROR_MM2_MEMORY_GB,
+    SIZES,
+    TIERS,
+)
+from infra.validate import validate
 
 SOURCE = "infra/teams/search.yaml"
 MINIMAL = """\
@@ -217,14 +226,6 @@ def test_a_label_that_breaks_gcps_rules_is_refused():
 
 
 def test_a_quota_too_small_for_the_spark_cluster_and_its_mirrors_is_refused():
-    from infra.tiers import (
-        MIRROR_BROKER_CPU,
-        MIRROR_BROKER_MEMORY_GB,
-        MIRROR_BROKERS,
-        MIRROR_MM2_CPU,
-        MIRROR_MM2_MEMORY_GB,
-    )
-
     size = SIZES[TIERS["standard"]["spark"]["size"]]
     mirrors = sum(1 for k in TIERS["standard"]["kafka"] if k["mirrored"])
     brokers = MIRROR_BROKERS["standard"]
@@ -321,8 +322,6 @@ def test_check_all_refuses_overlaps_and_duplicate_names(platform):
 
 def test_a_committed_teams_range_is_not_free_for_a_new_team(tmp_path):
     """The pull-request check: a new team against every team already committed."""
-    from infra.validate import validate
-
     taken = spec.load_all()[0]
     new = write(tmp_path, "search.yaml", MINIMAL.replace("10.65.0.0/24", str(taken.cidr)))
     specs, problems = validate([new])

@@ -15,14 +15,35 @@ from pathlib import Path
 import javaproperties
 import pytest
 import yaml
+from pulumi.runtime import config as pulumi_config
+from pulumi.runtime import settings
 
 from infra import platform_stack
 from infra.components import PlacementError
 from infra.components.common import KAFKA_PORTS, SPARK_PORTS, SSH_PORT, TEAM_LABEL
-from infra.components.kafka_mirror import IDENTITY_POLICY, LOCAL_ALIAS
-from infra.mocks import PLATFORM_STACK_NAME, Declared, declare, declare_platform, platform_outputs, run, team_mocks
+from infra.components.kafka_mirror import IDENTITY_POLICY, LOCAL_ALIAS, mm2_properties, mm2_settings
+from infra.kafka_access import acls_for, mirror_acls
+from infra.mocks import (
+    PLATFORM_STACK_NAME,
+    Declared,
+    DuplicateUrnError,
+    declare,
+    declare_platform,
+    platform_outputs,
+    run,
+    team_mocks,
+)
+from infra.sizing import worker_pod
 from infra.spec import INFRA, TEAMS_DIR, TeamSpec, load, load_platform, parse
-from infra.team import OUTPUT_NAMES, PROJECT_ROLES, SharedPlatform, network_tag, owners_group
+from infra.team import (
+    OUTPUT_NAMES,
+    PROJECT_ROLES,
+    SECRET_OUTPUT_NAMES,
+    SharedPlatform,
+    network_tag,
+    owners_group,
+    team_program,
+)
 from infra.tiers import MIRROR_BROKERS
 
 TEAMS = sorted(p.stem for p in TEAMS_DIR.glob("*.yaml"))
@@ -699,9 +720,6 @@ def test_the_project_file_runs_python_in_the_repositorys_virtualenv():
     ids=["with-teamSpec", "without-stack-file"],
 )
 def test_the_entry_point_declares_the_team_its_stack_is_named_after(platform, stack_config):
-    from pulumi.runtime import config as pulumi_config
-    from pulumi.runtime import settings
-
     exported: dict = {}
 
     def program():
@@ -737,8 +755,6 @@ def test_mirror_maker_on_gke_runs_only_the_flows_into_the_mirror(team):
 
 def test_the_worker_daemon_gets_the_memory_the_spec_check_computed(team):
     """infra/sizing.py checks the same --memory the worker Deployment passes (one computation)."""
-    from infra.sizing import worker_pod
-
     if not team.on_gke:
         return
     workers = next(w for w in team.of(*WORKLOADS) if w.get("metadata.name") == "spark-worker")
@@ -766,8 +782,6 @@ HOSTILE_PATTERNS = [
 
 @pytest.mark.parametrize("pattern", HOSTILE_PATTERNS)
 def test_a_topic_pattern_survives_the_properties_writer_as_it_is(pattern):
-    from infra.components.kafka_mirror import mm2_properties
-
     text = mm2_properties(
         source_alias="esb-critical",
         source_bootstrap_servers="s:9092",
@@ -803,8 +817,6 @@ def test_a_topic_pattern_survives_the_properties_writer_as_it_is(pattern):
     ],
 )
 def test_the_properties_writer_refuses_what_would_change_the_settings(pattern):
-    from infra.components.kafka_mirror import mm2_properties
-
     with pytest.raises(ValueError, match="topic pattern"):
         mm2_properties(
             source_alias="esb-critical",
@@ -817,8 +829,6 @@ def test_the_properties_writer_refuses_what_would_change_the_settings(pattern):
 
 def test_a_newline_pattern_that_got_past_the_spec_still_adds_no_reverse_flow():
     """Even written raw (no check), the writer escapes the newline: one key, no second flow."""
-    from infra.components.kafka_mirror import mm2_settings
-
     settings = mm2_settings(
         source_alias="esb-critical",
         source_bootstrap_servers="s:9092",
@@ -833,8 +843,6 @@ def test_a_newline_pattern_that_got_past_the_spec_still_adds_no_reverse_flow():
 
 
 def test_a_cluster_listed_twice_is_refused_by_the_mocks_as_by_the_engine(specs, platform):
-    from infra.mocks import DuplicateUrnError
-
     fraud = specs["fraud"]
     twice = dataclasses.replace(fraud, kafka=fraud.kafka + fraud.kafka)
     with pytest.raises(DuplicateUrnError, match="Duplicate resource URN"):
@@ -849,8 +857,6 @@ def _acl_rows(acls):
 
 
 def test_the_team_principals_acls_are_its_grants_and_its_groups(specs, platform):
-    from infra.kafka_access import acls_for
-
     def topic(cluster, team, name, pattern="LITERAL"):
         return {(cluster, f"User:dagger-{team}", "TOPIC", name, pattern, op, "ALLOW") for op in ("READ", "DESCRIBE")}
 
@@ -891,8 +897,6 @@ def test_the_team_principals_acls_are_its_grants_and_its_groups(specs, platform)
 
 
 def test_the_mirror_principal_only_reads_what_it_replicates(specs, platform):
-    from infra.kafka_access import mirror_acls
-
     fraud = _acl_rows(mirror_acls(specs["fraud"], platform))
     assert fraud == {
         ("esb-critical", "User:mm2-fraud-esb-critical", "TOPIC", name, pattern, op, "ALLOW")
@@ -988,8 +992,6 @@ def test_spark_pods_mount_the_conf_read_only_and_run_as_the_images_user(team):
 
 def _secret_outputs(spec, platform) -> dict[str, tuple[bool, str | None]]:
     """{output: (is secret, value)} of the team's stack outputs for the Spark secrets, under the mocks."""
-    from infra.team import SECRET_OUTPUT_NAMES, team_program
-
     found: dict = {}
 
     async def program():

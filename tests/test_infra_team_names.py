@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dagger_runtime import names
-from dagger_runtime.config import _checks
+from dagger_runtime.config import ConfigError, _checks, load_job
 from infra import spec, topics
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,8 +70,6 @@ def test_a_spec_with_a_bad_name_is_refused_with_the_rules_words(name):
 
 
 def test_a_job_config_refuses_a_bad_team_with_the_rules_words(tmp_path):
-    from dagger_runtime.config import ConfigError, load_job
-
     job = tmp_path / "job.yaml"
     job.write_text("name: j\nteam: ab\nstreams: []\nsql: select 1\n")
     with pytest.raises(ConfigError) as e:

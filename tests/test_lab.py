@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import importlib.metadata
 import json
+import pwd
 import re
 import stat
 import subprocess
@@ -204,8 +205,6 @@ def test_each_spark_master_runs_an_application_on_its_worker(lab_env, cluster, t
 
 
 def test_influxdb_answers_refuses_anonymous_queries_and_has_each_teams_database(lab_env):
-    import base64
-
     influx = f"http://127.0.0.1:{int(lab_env['DAGGER_LAB_PORT_BASE']) + 4086}"
     with urllib.request.urlopen(f"{influx}/ping", timeout=10) as r:
         assert r.status == 204
@@ -294,8 +293,6 @@ def test_prometheus_is_ready_and_discovers_the_daggers_from_the_targets_director
 
 
 def test_each_teams_checkpoints_and_specs_are_its_own(lab_env):
-    import pwd
-
     lab = Path(lab_env["DAGGER_LAB_DIR"])
     for folder, mode in (("checkpoints", 0o700), ("daggers", 0o2750)):
         parent = lab / folder

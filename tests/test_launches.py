@@ -4,7 +4,10 @@ Spark writes them (commits/N); the counts are worked out by hand from each test'
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import time
 
 import pytest
 
@@ -62,8 +65,6 @@ def test_the_ledger_keeps_its_last_launches_and_skips_what_is_not_one(tmp_path):
 
 
 def test_a_ledger_that_cannot_be_written_is_said_and_never_stops_the_driver(tmp_path, capsys):
-    import io
-
     blocked = tmp_path / "ck"
     blocked.mkdir()
     (blocked / launches.LAUNCHES_FILE).mkdir()  # where the file should be: a folder
@@ -81,8 +82,6 @@ def test_a_remote_checkpoint_keeps_no_ledger(checkpoint):
 
 def test_a_ledger_behind_a_teams_link_is_not_read_as_root(tmp_path):
     """The deploy tooling reads it as root: a team's link to another file is not followed."""
-    import os
-
     team = tmp_path / "team"
     team.mkdir()
     os.chown(team, 65534, 65534)
@@ -99,9 +98,6 @@ def test_a_ledger_behind_a_teams_link_is_not_read_as_root(tmp_path):
 def test_a_ledger_a_team_made_hostile_neither_blocks_nor_breaks_the_tooling(tmp_path):
     """Root reads each dagger's ledger for `dagger status`, the watchdog and drills: a FIFO, a folder,
     a huge file or impossible times in the team's folder give no verdict, at once."""
-    import os
-    import time
-
     for kind in ("fifo", "folder", "huge", "times"):
         root = tmp_path / kind
         root.mkdir()

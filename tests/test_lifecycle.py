@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -224,8 +225,6 @@ def test_a_driver_that_fails_at_every_start_is_a_crash_loop_in_status_and_the_re
     driver fails before its query runs and --supervise starts it again, while the master says
     RUNNING. `dagger status` and the registry say CRASH_LOOP, with why; once the port is free, the
     next launch runs, and the status is the master's again."""
-    import socket
-
     crashing = {**setup, "name": f"{setup['name']}-loop"}
     job = yaml.safe_load(spec(crashing, 1, parallelism=1).read_text())
     job["sink"] = {"type": "log"}  # its results go nowhere another test reads

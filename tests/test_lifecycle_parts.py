@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import pwd
+import socket
+import threading
+import time as clock
 import urllib.parse
 from pathlib import Path
 
 import pytest
 import yaml
 
+from dagger_runtime import launches
 from dagger_runtime.config import load_job
 from dagger_runtime.errors import DaggerError
-from dagger_runtime.lifecycle.clusters import load_all, load_clusters
+from dagger_runtime.lifecycle import spark as spark_api
+from dagger_runtime.lifecycle.clusters import cluster_names, get_cluster, load_all, load_clusters, members
 from dagger_runtime.lifecycle.registry import Registry, resolve_url
-from dagger_runtime.lifecycle.spark import submit_argv
+from dagger_runtime.lifecycle.spark import _spark_env, fits, referenced_env, submit_argv, unplaced
 from dagger_runtime.lifecycle.state import Start, committed_offsets, parse_start, starting_options, state_key
 from dagger_runtime.plan import plan_job
 from lab.postgres import SUPERUSER
@@ -228,8 +235,6 @@ def write_cluster(folder, name="blue", file=None, **changes):
 
 
 def test_a_name_holding_a_cluster_per_team_gives_each_team_its_own(tmp_path):
-    from dagger_runtime.lifecycle.clusters import cluster_names, get_cluster, members
-
     for name, port in (("blue", 7077), ("green", 8077)):
         for i, team in enumerate(("allocations", "api-health")):
             write_cluster(
@@ -316,8 +321,6 @@ def test_spark_submit_runs_the_driver_on_the_cluster_under_its_supervision(tmp_p
 
 
 def test_a_deployed_spec_may_name_only_its_teams_secrets(monkeypatch):
-    from dagger_runtime.lifecycle.spark import _spark_env, referenced_env
-
     monkeypatch.setenv("DAGGER_SECRET_FRAUD__PG", "pw")
     monkeypatch.setenv("DAGGER_REGISTRY_URL", "postgresql://u:registry-pw@h/db")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
@@ -388,7 +391,6 @@ def test_an_offset_log_of_another_version_is_refused(tmp_path):
 
 
 def test_an_outcome_keeps_lines_and_data_of_its_own_and_a_fence_is_a_dagger_error():
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.operations import DriverStillAnswers, Outcome
 
     first, second = Outcome(), Outcome()
@@ -400,7 +402,6 @@ def test_an_outcome_keeps_lines_and_data_of_its_own_and_a_fence_is_a_dagger_erro
 
 
 def test_a_dagger_fits_a_cluster_when_its_driver_and_executor_can_both_be_placed():
-    from dagger_runtime.lifecycle.spark import fits
 
     # one worker: a core and 768 MB for the driver plus parallelism cores and 1 GB for the executor
     assert fits([(3, 1792)], 2) and not fits([(2, 8192)], 2) and not fits([(3, 1791)], 2)
@@ -424,7 +425,6 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
     """A standalone master leaves an application that no worker can hold WAITING, without a word: the
     dagger would never start (seen when a drill deployed onto the busy demo lab)."""
     from dagger_runtime.lifecycle import operations
-    from dagger_runtime.lifecycle import spark as spark_api
 
     unvalidated(monkeypatch)
     state, url = fake_master
@@ -454,7 +454,6 @@ def test_a_deploy_onto_a_cluster_without_room_is_refused_before_anything_is_subm
 def test_a_driver_the_master_forgot_and_whose_metrics_are_silent_is_recorded_lost(tmp_path, fake_master):
     """A lab restarted (`make lab-down`, then up) has masters that know none of the old drivers: the
     registry said RUNNING, so `make demo` skipped its daggers and waited for results that never came."""
-    import socket
 
     from dagger_runtime.lifecycle import operations
 
@@ -499,12 +498,8 @@ def test_daggers_deployed_at_once_to_one_cluster_get_different_metrics_ports(tmp
     """A drill fails its daggers over together: both once took the first free port, and one driver
     died with "Address already in use", restarted by --supervise, again and again. A port that
     something already listens on is skipped too."""
-    import socket
-    import threading
-    import time as clock
 
     from dagger_runtime.lifecycle import operations
-    from dagger_runtime.lifecycle import spark as spark_api
 
     unvalidated(monkeypatch)
     state, url = fake_master
@@ -550,9 +545,6 @@ def test_a_checkpoint_is_read_without_following_a_teams_symbolic_links(tmp_path)
     """The deploy tooling reads checkpoints as root; their folders are a team's user's. A link the
     team made (to a secret, or to another team's checkpoint) is refused, and nothing of the file it
     points at shows in the message."""
-    import os
-    import pwd
-
     secret = tmp_path / "secret"
     secret.write_text("s3cr3t-line\nmore\n")
     secret.chmod(0o600)
@@ -590,7 +582,6 @@ def test_a_driver_the_master_calls_running_but_that_keeps_failing_before_a_batch
     """--supervise restarts a failing driver as often as it fails and the master says RUNNING all
     along (a drill saw 16 launches and a registry saying RUNNING): the checkpoint's launch ledger
     says otherwise, and status records it, with why, until a batch is committed."""
-    from dagger_runtime import launches
     from dagger_runtime.lifecycle import operations
 
     state, url = fake_master
@@ -622,8 +613,6 @@ def test_several_daggers_are_placed_one_after_the_other_on_what_the_workers_have
     """What a drill checks before it deploys its daggers (and the failover's cluster before it
     moves them): each takes its driver (a core, 768 MB) and executor (parallelism cores, 1 GB)
     from what the ones before it left."""
-    from dagger_runtime.lifecycle.spark import unplaced
-
     # one worker of 4 cores and 4 GB: two daggers of parallelism 1 take 2 cores and 1.75 GB each
     assert unplaced([(4, 4096)], [1, 1]) == []
     assert unplaced([(4, 4096)], [1, 1, 1]) == [2]
@@ -640,7 +629,6 @@ def test_several_daggers_are_placed_one_after_the_other_on_what_the_workers_have
 def test_the_registry_never_moves_a_dagger_to_another_team_nor_deploys_a_name_twice(tmp_path):
     """Two deploys of one name may race past the checks made before them: the registry's own
     transaction refuses the second, and a dagger's team never changes."""
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.registry import Registry
 
     reg = Registry(f"sqlite:///{tmp_path / 'r.db'}")

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time as _time
 from collections import Counter
 from pathlib import Path
 
@@ -624,8 +625,6 @@ class FakeProducer:
 
 
 def test_replay_keeps_the_spacing_scaled_by_speed_and_moves_event_time(dset, tmp_path):
-    import time as _time
-
     cls = dset.message_class(traffic.BOOKING)
     recorded_at = [50_000, 50_100, 50_250, 51_000]  # Kafka timestamps (ms)
     event_at = [49_990, 50_100, 50_000, 51_500]  # event times: one late, one early

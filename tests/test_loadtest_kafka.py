@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -213,8 +214,6 @@ def test_the_documented_commands_produce_by_a_short_name_and_record_what_the_led
     """`dagger load produce -b … -m BookingLogMessage` as docs/sre/drills.md shows it, then
     `dagger load record -b …`: the ledger, the recording and the topic (read here with a plain
     consumer) hold the same messages; Kafka's address given positionally, as before, is refused."""
-    import sys
-
     topic = kafka_broker.create_topic(unique("lt-cli"), partitions=2)
     bootstrap = kafka_broker.bootstrap_servers
     dagger = [sys.executable, "-m", "dagger_runtime"]

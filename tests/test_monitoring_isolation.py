@@ -30,11 +30,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import xmlrpc.client
 from pathlib import Path
 from types import SimpleNamespace
 
 import psutil
 import pytest
+import yaml
 
 from lab import access
 
@@ -144,7 +146,6 @@ def test_prometheus_keeps_only_a_hash_of_the_platforms_password(lab):
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE(secret.stat().st_mode) == 0o600
     password = access.prometheus_password(lab.dir)
     assert len(password) == 32
-    import yaml
 
     web = yaml.safe_load((lab.dir / "prometheus" / "web.yml").read_text())
     assert list(web["basic_auth_users"]) == [access.METRICS_USER]
@@ -390,7 +391,6 @@ def test_no_other_local_user_can_stop_or_start_the_labs_programs(lab, user):
 
 
 def rpc_processes(lab) -> list[dict]:
-    import xmlrpc.client
 
     from supervisor.xmlrpc import SupervisorTransport
 

@@ -6,6 +6,7 @@ the lab's Keycloak, is tests/test_portal_sign_in.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -15,7 +16,7 @@ import pytest
 from dagger_runtime.errors import DaggerError
 from dagger_runtime.lifecycle.registry import Registry
 from portal import access
-from portal.app import create_app, safe_next
+from portal.app import SESSION_HOURS, create_app, safe_next
 from portal.config import PortalConfig
 
 OPS = "dagger-platform-operators@daggers.dev"
@@ -301,8 +302,6 @@ def test_a_dagger_without_a_driver_says_so_on_its_log_page(app):
 
 
 def test_a_session_ends_its_hours_after_the_sign_in_however_busy(app):
-    from portal.app import SESSION_HOURS
-
     fresh = _signed_in(app, teams=["allocations"], at=time.time() - SESSION_HOURS * 3600 + 60)
     assert fresh.get("/api/me").status_code == 200
     stale = _signed_in(app, teams=["allocations"], at=time.time() - SESSION_HOURS * 3600 - 1)
@@ -349,8 +348,6 @@ def test_another_teams_dagger_cannot_be_edited_by_page_or_request(app):
 
 
 def test_only_a_platform_operator_may_fail_a_dagger_over_and_only_to_a_cluster_offered(tmp_path, registry):
-    import json
-
     clusters = tmp_path / "clusters"
     (clusters / "kafka").mkdir(parents=True)
     for name, port in (("blue", 1), ("green", 2)):

@@ -6,15 +6,24 @@ at its line and column."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import shutil
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
+from dagger_runtime import launches
 from dagger_runtime.lifecycle.registry import Registry
 from lab import access
+from tests.labrun import team_influx
 
 pytestmark = [pytest.mark.e2e]
 
@@ -23,10 +32,6 @@ SCRIPT = "<script>window.__pwned = 1</script>"
 
 @pytest.fixture(scope="module")
 def chromium():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
     options = Options()
     options.binary_location = shutil.which("chromium")
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900"):
@@ -110,7 +115,6 @@ def _landed(driver, portal: str) -> str:
 def test_an_analyst_signs_in_in_chromium_and_sees_scripts_as_text_and_nothing_of_another_team(
     lab_env, chromium, probes
 ):
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
 
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
@@ -151,7 +155,6 @@ def test_an_analyst_signs_in_in_chromium_and_sees_scripts_as_text_and_nothing_of
 
 
 def _sign_in(driver, lab_env, team: str) -> str:
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
 
     base = int(lab_env["DAGGER_LAB_PORT_BASE"])
@@ -169,9 +172,6 @@ def _sign_in(driver, lab_env, team: str) -> str:
 
 
 def test_a_new_daggers_query_is_checked_as_the_analyst_types(lab_env, chromium):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
     portal = _sign_in(chromium, lab_env, "allocations")
     chromium.get(portal + "/daggers/new")
     # step 1: the team's granted topics with their message and event-time field
@@ -228,9 +228,6 @@ GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id, S2Id(lat, long, 13)"""
 
 
 def _type_query(driver, element_id: str, text: str) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
     box = driver.find_element(By.ID, element_id)
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys(Keys.DELETE)
@@ -250,9 +247,6 @@ def _surge_windows(events) -> dict:
 
 
 def _influx_surge(lab_env, measurement: str) -> dict:
-    import datetime as dt
-
-    from tests.labrun import team_influx
 
     series = team_influx(
         Path(lab_env["DAGGER_LAB_DIR"]),
@@ -271,8 +265,6 @@ def _influx_surge(lab_env, measurement: str) -> dict:
 def _shot(driver, name: str, at: str | None = None) -> None:
     """With DAGGER_SCREENSHOTS=<dir>, the page as the analyst sees it (scrolled to the element `at`),
     for the README (docs/images/portal)."""
-    import os
-
     folder = os.environ.get("DAGGER_SCREENSHOTS")
     if folder:
         if at:
@@ -286,15 +278,12 @@ def test_an_analyst_makes_the_surge_dagger_in_three_steps_sees_its_first_window_
 ):
     """The seeds' surge query (completed bookings per S2 cell, level 13, per minute), all by clicks
     and keys in chromium; its windows compared with s2sphere's cells of the bookings sent."""
-    import datetime as dt
 
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select
 
-    from dagger_runtime import launches
     from loadtest import traffic
     from protos import registry as protos
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import requests
 
 from dagger_runtime.errors import DaggerError
 from dagger_runtime.udfs import geo_kernels
+from lab import access
 from portal import cells
 
 SURGE = """SELECT city_id AS tag_city_id, S2Id(lat,long,13) AS tag_s2id, count(1) AS num_of_bookings,
@@ -131,8 +133,6 @@ def test_a_measurement_the_map_cannot_quote_safely_is_refused_before_a_query(mea
 
 
 def test_the_latest_window_is_read_from_a_real_influxdb(influxdb):
-    import time
-
     db = "cells_latest"
     influxdb.create_database(db)
     day_ago = (int(time.time()) // 60 - 24 * 60) * 60_000  # windows of yesterday, a minute apart
@@ -160,7 +160,6 @@ def test_the_latest_window_is_read_from_a_real_influxdb(influxdb):
 
 def test_the_map_is_offered_only_for_a_cell_keyed_dagger_writing_to_the_portals_influxdb(tmp_path, monkeypatch):
     from dagger_runtime.lifecycle.registry import Registry
-    from lab import access
     from tests.test_portal import _signed_in, portal_app
 
     influx = "http://127.0.0.1:18086"

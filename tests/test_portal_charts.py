@@ -3,6 +3,9 @@ computation here), and the label selector that reaches PromQL refusing anything 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from dagger_runtime.errors import DaggerError
@@ -48,8 +51,6 @@ def test_the_selector_names_the_daggers_team_and_name():
 def test_each_chart_selects_by_labels_its_series_keeps():
     """A recorded series keeps only its rule's `by` labels (a selector naming job would match
     nothing); a raw metric keeps its target's and its own labels."""
-    import re
-    from pathlib import Path
 
     import yaml
 

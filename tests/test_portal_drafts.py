@@ -5,13 +5,19 @@ or a command are refused, field by field."""
 
 from __future__ import annotations
 
-import pytest
+import os
 
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from dagger_runtime.errors import DaggerError
 from infra import spec
 from infra.topics import CatalogueError, message_problems, parse_catalogue
-from portal import drafts
+from portal import drafts, team_secrets
 from portal.platform_rules import RULES
 from protos import registry as protos
+from tests.filter_plugins import plugin as filter_plugin
 
 SERVERS = drafts.Servers("127.0.0.1:19192", "http://127.0.0.1:23086", ("127.0.0.1", 23432))
 QUERY = "SELECT COUNT(1) AS n FROM `data_stream` GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)"
@@ -194,10 +200,6 @@ def test_the_catalogue_says_what_a_topic_holds_and_is_checked_against_the_schema
 
 
 def test_the_portal_takes_the_teams_secrets_from_a_private_folder_only(tmp_path, monkeypatch):
-    import os
-
-    from dagger_runtime.errors import DaggerError
-    from portal import team_secrets
 
     folder = tmp_path / "team-secrets"
     folder.mkdir(mode=0o700)
@@ -229,8 +231,6 @@ def test_the_portal_takes_the_teams_secrets_from_a_private_folder_only(tmp_path,
 
 
 def test_a_preview_needs_the_teams_own_kafka_password(monkeypatch):
-    from dagger_runtime.errors import DaggerError
-
     monkeypatch.setenv("DAGGER_SECRET_ALLOCATIONS__KAFKA_PASSWORD", "pw")
     monkeypatch.delenv("DAGGER_SECRET_API_HEALTH__KAFKA_PASSWORD", raising=False)
     login = RULES.kafka_login("allocations")
@@ -240,8 +240,6 @@ def test_a_preview_needs_the_teams_own_kafka_password(monkeypatch):
 
 
 def test_the_labs_portal_is_given_each_teams_three_passwords(tmp_path):
-    from tests.filter_plugins import plugin as filter_plugin
-
     plugin = filter_plugin("portal_secrets")
     got = plugin.portal_team_secrets(["allocations", "api-health"], str(tmp_path))
     assert {g["name"]: g["file"] for g in got} == {
@@ -252,7 +250,6 @@ def test_the_labs_portal_is_given_each_teams_three_passwords(tmp_path):
         "DAGGER_SECRET_API_HEALTH__PG_PASSWORD": f"{tmp_path}/secrets/postgresql/dagger-api-health.password",
         "DAGGER_SECRET_API_HEALTH__INFLUX_PASSWORD": f"{tmp_path}/secrets/influxdb/dagger-api-health.password",
     }
-    from ansible.errors import AnsibleFilterError
 
     for bad in (["../x"], ["Allocations"], ["a--b"]):
         with pytest.raises(AnsibleFilterError):
@@ -260,8 +257,6 @@ def test_the_labs_portal_is_given_each_teams_three_passwords(tmp_path):
 
 
 def test_an_edit_changes_the_query_and_watermark_delay_and_nothing_else():
-    import yaml
-
     spec = yaml.safe_dump(
         {
             "name": "surge",
@@ -334,8 +329,6 @@ def test_an_edit_changes_the_query_and_watermark_delay_and_nothing_else():
     ],
 )
 def test_the_job_file_holds_the_query_exactly_and_a_multi_line_one_as_a_block(query):
-    import yaml
-
     text = drafts.spec_text({"name": "x", "sql": query})
     assert yaml.safe_load(text) == {"name": "x", "sql": query}
     if query == "SELECT a,\n  b\nFROM `data_stream`":

@@ -12,6 +12,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from dagger_runtime import inputs
+from dagger_runtime.errors import DaggerError
 from loadtest import traffic
 from portal import drafts, latest
 from portal.platform_rules import RULES
@@ -59,8 +60,6 @@ def test_the_bounded_read_takes_each_partitions_last_messages(kafka_broker, sent
 
 
 def test_the_bounded_read_of_a_missing_topic_says_so(kafka_broker):
-    from dagger_runtime.errors import DaggerError
-
     with pytest.raises(DaggerError, match="does not exist, or your team may not read it"):
         latest.latest(kafka_broker.bootstrap_servers, "no-such-topic-here", {}, count=10, timeout_s=5)
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from dagger_runtime.errors import DaggerError
 from portal.app import create_app
 from portal.config import PortalConfig
 from portal.workbench import Workbench
@@ -165,8 +166,6 @@ def test_a_check_without_the_sessions_csrf_token_is_refused(app):
 
 
 def test_a_check_past_its_time_limit_is_cancelled_and_the_spark_serves_on(spark):
-    from dagger_runtime.errors import DaggerError
-
     bench = Workbench(spark, timeout_s=1.0)
     began = time.monotonic()
     with pytest.raises(DaggerError, match="ran longer than 1 s and was stopped"):

@@ -3,6 +3,8 @@ an independent computation (plain Python + s2sphere over the generated events)."
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
 import os
 import subprocess
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from google.protobuf import json_format
 
 from dagger_runtime.config import load_job
 from dagger_runtime.inputs import write_delimited
@@ -168,7 +171,6 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
     assert sum(r["num_of_bookings"] for r in rows) == len(completed)
     assert "message 6 (byte" in proc.stderr and "message 51 (byte" in proc.stderr
     assert "302 messages read, 300 decoded, 2 skipped" in proc.stderr
-    import base64
 
     aside = [json.loads(line) for line in (kept / "data_stream.rejected.jsonl").read_text().splitlines()]
     assert [(a["position"], base64.b64decode(a["value_base64"])) for a in aside] == [
@@ -178,8 +180,6 @@ def test_preview_cli_prints_only_json_rows_and_reports_bad_messages_on_stderr(tm
 
 
 def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_path, dset):
-    import datetime as dt
-
     bookings = traffic.bookings(800, minutes=3, seed=5)
     pings = traffic.driver_pings(3000, minutes=3, seed=6)
     b_path = write_events(tmp_path, "b.bin", traffic.BOOKING, bookings, dset)
@@ -204,8 +204,6 @@ def test_an_interval_join_of_two_streams_matches_an_independent_join(spark, tmp_
 
 
 def test_proto3_json_lines_give_the_same_results_as_binary_and_bad_lines_are_skipped(spark, tmp_path, dset):
-    from google.protobuf import json_format
-
     events = traffic.bookings(400, minutes=2, seed=9)
     cls = dset.message_class(traffic.BOOKING)
     lines = []

@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import json as _json
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from google.protobuf import descriptor_pb2
 
 from protos import registry
 from protos.__main__ import main as cli
@@ -399,7 +401,6 @@ def test_java_class_names_follow_protocs_java_rules():
     """java_multiple_files: top-level classes in java_package; without it, classes nested in the
     outer class (java_outer_classname, else the file name in CamelCase, OuterClass appended when a
     message has that name); nested messages as Outer.Inner and Outer$Inner."""
-    from google.protobuf import descriptor_pb2
 
     from protos.registry import DescriptorSet
 
@@ -454,8 +455,6 @@ def test_show_takes_the_names_loadtest_takes_a_simple_a_java_and_an_ambiguous_on
 
 
 def test_list_show_and_check_answer_json_with_what_the_text_says(capsys):
-    import json as _json
-
     assert cli(["show", "BookingLogMessage", "--json"]) == 0
     shown = _json.loads(capsys.readouterr().out)
     descriptor = registry.load(None, None).message_descriptor("gojek.esb.booking.BookingLogMessage")

@@ -11,12 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
+from py4j.protocol import Py4JError
+from sqlglot import exp
 
-from dagger_runtime.cli import main
+from dagger_runtime import constants
+from dagger_runtime.cli import build_parser, main
 from dagger_runtime.errors import QueryError
-from dagger_runtime.sandbox import allowlist
+from dagger_runtime.sandbox import allowlist, guard
+from dagger_runtime.session import sessions_of
 from dagger_runtime.sql import regexes
-from dagger_runtime.sql.translate import translate
+from dagger_runtime.sql.translate import parse, translate
+from dagger_runtime.warm import server, wire
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
 BASE = (EXAMPLES / "completed_bookings_by_s2.yaml").read_text()
@@ -32,8 +37,6 @@ def job(tmp_path, condition: str) -> Path:
 
 def validate(spark, capsys, path: Path, *extra: str) -> tuple[int, str]:
     """`dagger validate` as the analyst runs it, on the tests' shared Spark."""
-    from dagger_runtime.session import sessions_of
-
     capsys.readouterr()
     with sessions_of(spark):
         code = main(["validate", "--no-warm", *extra, str(path)])
@@ -177,10 +180,6 @@ def test_a_constant_past_the_size_caps_is_refused_with_the_cap(tmp_path, spark, 
 
 
 def test_a_string_literal_over_1_mb_is_refused_before_spark(tmp_path, capsys):
-    from sqlglot import exp
-
-    from dagger_runtime.sandbox import guard
-    from dagger_runtime.sql.translate import parse
 
     big = "x" * (allowlist.MAX_STRING_LITERAL + 1)
     tree = parse("SELECT vehicle_type FROM t WHERE vehicle_type <> 'x'")  # only a built tree holds it now
@@ -498,9 +497,6 @@ def test_a_constant_count_built_past_the_cap_is_refused_before_it_is_evaluated(t
 
 def test_a_failure_of_the_constant_check_itself_is_a_refusal(monkeypatch):
     """Whatever the JVM throws while the constants are checked (an out-of-memory...), a refusal."""
-    from py4j.protocol import Py4JError
-
-    from dagger_runtime import constants
 
     class Guard:
         def check(self, *args):
@@ -540,8 +536,6 @@ class _Spark:
 
 
 def test_a_warm_command_past_its_time_limit_has_its_jobs_cancelled_and_the_process_answers(monkeypatch):
-    from dagger_runtime.warm import server, wire
-
     monkeypatch.setattr(wire, "fingerprint", lambda: "this code")  # others may edit the runtime meanwhile
     spark = _Spark()
     warm = server.Server(Path("/nonexistent/warm.sock"), idle_timeout=60, command_timeout=1.0, commands=None)
@@ -588,8 +582,6 @@ def test_a_warm_command_past_its_time_limit_has_its_jobs_cancelled_and_the_proce
 
 
 def test_warm_start_takes_a_command_timeout():
-    from dagger_runtime.cli import build_parser
-
     args = build_parser().parse_args(["warm", "serve", "--command-timeout", "5"])
     assert args.command_timeout == 5.0
     assert build_parser().parse_args(["warm", "start"]).command_timeout == 60.0

@@ -5,12 +5,14 @@ expectation is computed independently from the produced events (plain Python and
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 
 import pytest
 
 from loadtest import traffic
 from protos import registry
+from protos.versions import read_index
 from tests.kafka_jobs import consume_all, job_file, produce, run_cli
 from tests.reference import group, s2id, window_end
 
@@ -201,12 +203,10 @@ def test_postgres_holds_exactly_the_closed_windows_in_a_table_it_created(kafka_b
 def test_kafka_sink_writes_exactly_the_closed_windows_keyed_by_window_and_tags(
     kafka_broker, surge, tmp_path, data_type, spark
 ):
-    import io
 
     from dagger_runtime.config import load_job
     from dagger_runtime.plan import plan_job
     from dagger_runtime.run import RunOptions, run
-    from protos.versions import read_index
 
     name = f"surge-kafka-{data_type.lower()}"
     out_topic = f"{name}-out"

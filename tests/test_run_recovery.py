@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 import yaml
 
+from lab.process import free_ports
 from loadtest import traffic
 from protos import registry
 from tests.kafka_jobs import job_file, produce, progress_lines, run_cli, start_cli, wait_for
@@ -167,8 +168,6 @@ def test_a_driver_killed_with_sigkill_mid_batch_resumes_from_its_checkpoint_exac
 
 
 def _free_port() -> int:
-    from lab.process import free_ports
-
     return free_ports(1)[0]
 
 

@@ -4,6 +4,7 @@ runs the JIT's first tier only, a dagger's keeps the JVM's default."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,6 @@ spark.stop()
 
 
 def session_script(tmp_path, **args) -> subprocess.CompletedProcess:
-    import json
 
     # no spark-defaults.conf: the tests' own (tests/spark-conf) would add the flag looked for
     (tmp_path / "conf").mkdir()
@@ -41,8 +41,6 @@ def session_script(tmp_path, **args) -> subprocess.CompletedProcess:
 
 
 def test_a_short_lived_commands_jvm_is_quiet_and_runs_the_first_jit_tier_only(tmp_path):
-    import json
-
     proc = session_script(tmp_path, short_lived=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
@@ -53,8 +51,6 @@ def test_a_short_lived_commands_jvm_is_quiet_and_runs_the_first_jit_tier_only(tm
 
 
 def test_a_daggers_jvm_keeps_the_jvms_default_jit(tmp_path):
-    import json
-
     proc = session_script(tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not [f for f in json.loads(proc.stdout)["flags"] if f.startswith("-XX:TieredStopAtLevel")]

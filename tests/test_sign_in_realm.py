@@ -4,6 +4,8 @@ reaches Keycloak or a file refused unless it is of the expected shape."""
 
 from __future__ import annotations
 
+import base64
+import re
 from pathlib import Path
 
 import pytest
@@ -110,9 +112,6 @@ def test_fields_that_reach_keycloak_are_refused_unless_of_their_shape(changes, m
 
 
 def test_the_jdk_is_read_from_its_release_file_and_the_labs_keycloak_is_the_roles():
-    import base64
-    import re
-
     keycloak_jdk = _sign_in.keycloak_jdk
 
     def slurped(text, path="/usr/lib/jvm/temurin-25-jdk-amd64/release"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import importlib.util
 import json
 import stat
 import time
@@ -26,6 +27,9 @@ import psycopg
 import pytest
 import yaml
 
+from dagger_runtime.errors import DaggerError
+from dagger_runtime.sinks.influx import InfluxSink, points
+from dagger_runtime.sinks.postgres import PostgresSink, upsert_statement
 from lab import access
 
 pytestmark = [pytest.mark.e2e]
@@ -220,7 +224,6 @@ def test_inside_its_own_database_a_teams_role_cannot_reach_out(lab, statement, r
 
 
 def test_the_registry_refuses_a_teams_credential_with_a_clear_error(lab):
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.registry import Registry
 
     password = access.postgres_password(access.sink_user(TEAM), lab.dir)
@@ -249,8 +252,6 @@ def rows(n: int = 3) -> list[tuple]:
 
 
 def postgres_sink(lab, team: str, database: str):
-    from dagger_runtime.sinks.postgres import PostgresSink
-
     sink = access.team_postgres_sink(team, "127.0.0.1", lab.pg_port, f"api_health_{uuid.uuid4().hex[:6]}")
     sink["url"] = f"postgresql://127.0.0.1:{lab.pg_port}/{database}"
     job = job_with_sink({"type": "postgres", "postgres": sink}, access.team_sink_env(team, lab.dir))
@@ -276,8 +277,6 @@ def test_the_postgres_sink_logs_in_as_the_team_and_upserts_into_its_own_database
 
 @pytest.mark.parametrize("database", ["daggers", "allocations", "Allocations", "postgres"])
 def test_the_postgres_sink_pointed_elsewhere_is_refused_at_once_naming_the_sink(lab, database):
-    from dagger_runtime.sinks.postgres import upsert_statement
-
     sink = postgres_sink(lab, TEAM, database)
     password = sink.spec.password.get_secret_value()
     started = time.monotonic()
@@ -460,8 +459,6 @@ def test_a_teams_user_cannot_query_or_administer_another_database(lab, q, refusa
 
 
 def influx_sink(lab, team: str, database: str, user_of: str | None = None):
-    from dagger_runtime.sinks.influx import InfluxSink
-
     sink = access.team_influx_sink(team, lab.influx, f"api_health_{uuid.uuid4().hex[:6]}")
     sink["db_name"] = database
     # the team's variable, holding its own password (or, user_of, another team's)
@@ -492,8 +489,6 @@ def test_the_influx_sink_writes_its_teams_database_with_the_credential_from_the_
     ],
 )
 def test_the_influx_sink_refused_says_which_sink_user_and_database_at_once(lab, database, user_of, status, says):
-    from dagger_runtime.sinks.influx import points
-
     sink = influx_sink(lab, TEAM, database, user_of)
     password = sink.spec.password.get_secret_value()
     started = time.monotonic()
@@ -549,8 +544,6 @@ def test_the_demos_specs_name_their_teams_sink_identity_and_secret_only(lab, lab
 
 
 def _influxdb_access():
-    import importlib.util
-
     path = (
         Path(__file__).resolve().parent.parent / "playbooks" / "roles" / "influxdb" / "library" / "influxdb_access.py"
     )

@@ -8,12 +8,16 @@ the translation and both sandbox checks, on Spark.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from decimal import Decimal
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
+from dagger_runtime import sandbox
 from dagger_runtime.errors import QueryError
-from dagger_runtime.sql import translate
+from dagger_runtime.sql import functions, translate
 from tests.sqlrun import run
 
 pytestmark = pytest.mark.spark
@@ -570,8 +574,6 @@ def test_integer_division_of_a_count_is_flinks(spark):
 
 
 def test_nested_macros_that_would_explode_are_refused_quickly():
-    import time
-
     q = "s"
     for _ in range(14):
         q = f"INITCAP(SPLIT_INDEX({q}, ',', 1))"
@@ -604,10 +606,6 @@ def test_three_nested_month_differences_pass_the_budget_and_give_flinks_months(s
 
 def test_a_template_lambda_never_captures_the_analysts_column():
     """Every template's lambda variables carry the reserved prefix (functions.template)."""
-    import sqlglot
-    from sqlglot import exp
-
-    from dagger_runtime.sql import functions
 
     checked = 0
     for fn in functions.all_functions():
@@ -625,7 +623,6 @@ def test_a_template_lambda_never_captures_the_analysts_column():
 
 def test_the_plan_check_still_sees_a_refused_call_inside_having(spark):
     """HAVING passes the plan check now; what it holds is still checked."""
-    from dagger_runtime import sandbox
 
     class Raw:
         spark_sql = source = (

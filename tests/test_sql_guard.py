@@ -1,6 +1,8 @@
 """Only read-only queries over the job's own streams are accepted; refusals say what and where."""
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from dagger_runtime.errors import QueryError
 from dagger_runtime.sandbox import guard
@@ -102,9 +104,6 @@ def _balanced_or(lo: int, hi: int) -> str:
 def test_checking_a_large_query_copies_each_node_a_bounded_number_of_times(monkeypatch):
     """Naming a call once wrote (and so copied) its whole subtree, so a 190 KB tree of ORs took
     40 s to check: the work per node must not grow with the size of what is under it."""
-    import sqlglot
-    from sqlglot import exp
-
     sql = "SELECT a FROM s WHERE " + _balanced_or(0, 1024)
     tree = sqlglot.parse_one(sql, dialect="spark")
     nodes = sum(1 for _ in tree.walk())
@@ -123,9 +122,6 @@ def test_checking_a_large_query_copies_each_node_a_bounded_number_of_times(monke
 
 
 def test_an_and_or_or_is_named_as_itself_not_as_its_first_operand():
-    import sqlglot
-    from sqlglot import exp
-
     tree = sqlglot.parse_one("SELECT a FROM s WHERE regexp_extract(b, 'x', 0) = 'y' OR a = 1", dialect="spark")
     assert guard.function_name(tree.find(exp.Or)) == "or"
     assert guard.function_name(tree.find(exp.RegexpExtract)) == "regexp_extract"

@@ -10,13 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from dagger_runtime import sandbox
 from dagger_runtime.cli import main
 from dagger_runtime.errors import QueryError
 from dagger_runtime.inputs import write_delimited
+from dagger_runtime.plan import plan_job
 from dagger_runtime.sandbox import allowlist
 from dagger_runtime.sql import translate
+from dagger_runtime.streams import decode
 from loadtest import traffic
 from protos import registry
 from tests.hostile_queries import ANALYSIS_ONLY, HOSTILE, PLAN_CHECK_ONLY
@@ -57,8 +61,6 @@ def bookings(tmp_path_factory):
 def stream(spark):
     """`data_stream` registered as the job's stream table, as validate registers it."""
     from dagger_runtime.config import loads_job
-    from dagger_runtime.plan import plan_job
-    from dagger_runtime.streams import decode
 
     plan = plan_job(loads_job(JOB + "  SELECT city_id FROM data_stream\n", fmt="yaml", source="hostile.yaml"))
     table, _, _ = decode(spark, spark.createDataFrame([], "value binary"), plan.streams[0], plan.descriptor_set)
@@ -215,9 +217,6 @@ def _examples(spark, name: str) -> list[str]:
 def _over_a_view(spark, example: str, n: int) -> tuple[str, str] | None:
     """Spark's own example of a function as a query over a stream-like view: no FROM reads a
     one-row view, FROM VALUES ... AS tab(col) becomes a view of those rows."""
-    import sqlglot
-    from sqlglot import exp
-
     try:
         tree = sqlglot.parse_one(example, read="spark")
     except Exception:  # noqa: BLE001 - an example sqlglot cannot read is not the sandbox's business

@@ -9,9 +9,14 @@ failed task for a bad row or a missing DartGet key) the test says so.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
+from pyspark.sql import SparkSession
 
+from dagger_runtime.jvm import REPO_ROOT
+from dagger_runtime.session import build_session
 from dagger_runtime.udfs.java_udfs import (
     DART_BASE_CONF,
     JAVA_UDFS,
@@ -35,9 +40,6 @@ def dart_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark(dart_dir):
-    from pyspark.sql import SparkSession
-
-    from dagger_runtime.session import build_session
 
     existing = SparkSession.getActiveSession()
     session = build_session("test-udfs-json-dart", parallelism=2)
@@ -434,10 +436,6 @@ finally:
 @pytest.mark.e2e
 def test_the_udfs_and_a_run_time_dart_base_work_in_a_separate_executor_jvm(tmp_path):
     """local-cluster mode: the executor is another JVM, as in a real cluster."""
-    import subprocess
-    import sys
-
-    from dagger_runtime.jvm import REPO_ROOT
 
     (tmp_path / "dart-get").mkdir()
     (tmp_path / "dart-contains").mkdir()

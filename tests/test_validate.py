@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dagger_runtime.cli import main
 from dagger_runtime.config import load_job
 from dagger_runtime.errors import DaggerError, QueryError
 from dagger_runtime.plan import plan_job
+from dagger_runtime.validate import analyze
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "daggers"
 BASE = (EXAMPLES / "completed_bookings_by_s2.yaml").read_text()
@@ -83,8 +86,6 @@ def test_the_cli_reports_every_config_problem_at_once(tmp_path, capsys):
 
 @pytest.mark.spark
 def test_an_unknown_column_is_pointed_at_in_the_analysts_sql_with_a_suggestion(tmp_path, spark):
-    from dagger_runtime.validate import analyze
-
     path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "vehicle AS tag_vehicle_type"))
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
@@ -94,8 +95,6 @@ def test_an_unknown_column_is_pointed_at_in_the_analysts_sql_with_a_suggestion(t
 
 @pytest.mark.spark
 def test_a_misspelled_nested_field_names_its_message_and_the_fields_it_has(tmp_path, spark):
-    from dagger_runtime.validate import analyze
-
     text = (EXAMPLES / "api_health.yaml").read_text()
     path = job_file(tmp_path, text.replace("request.path AS label_path", "request.pth AS label_path"))
     with pytest.raises(QueryError) as info:
@@ -109,8 +108,6 @@ def test_a_misspelled_nested_field_names_its_message_and_the_fields_it_has(tmp_p
 
 @pytest.mark.spark
 def test_an_unknown_function_is_named_and_pointed_at(tmp_path, spark):
-    from dagger_runtime.validate import analyze
-
     path = job_file(tmp_path, BASE.replace("count(1) AS num_of_bookings", "NoSuchFn(1) AS num_of_bookings"))
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
@@ -119,8 +116,6 @@ def test_an_unknown_function_is_named_and_pointed_at(tmp_path, spark):
 
 @pytest.mark.spark
 def test_a_column_outside_group_by_and_aggregates_is_explained(tmp_path, spark):
-    from dagger_runtime.validate import analyze
-
     path = job_file(tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "order_number AS tag_vehicle_type"))
     with pytest.raises(QueryError) as info:
         analyze(plan_job(load_job(path)), spark=spark)
@@ -130,8 +125,6 @@ def test_a_column_outside_group_by_and_aggregates_is_explained(tmp_path, spark):
 
 @pytest.mark.spark
 def test_spark_analysis_returns_the_output_columns_and_types(spark):
-    from dagger_runtime.validate import analyze
-
     columns = analyze(plan_job(load_job(EXAMPLES / "completed_bookings_by_s2.yaml")), spark=spark)
     assert [(c["name"], c["type"]) for c in columns] == [
         ("tag_city_id", "int"),
@@ -144,8 +137,6 @@ def test_spark_analysis_returns_the_output_columns_and_types(spark):
 
 @pytest.mark.spark
 def test_a_malformed_literal_json_path_is_refused_before_the_job_runs(tmp_path, spark):
-    from dagger_runtime.validate import analyze
-
     path = job_file(
         tmp_path, BASE.replace("vehicle_type AS tag_vehicle_type", "JsonQuery(order_url, '$ .k1') AS tag_vehicle_type")
     )
@@ -251,8 +242,6 @@ def test_preview_says_the_warnings_too_and_refuses_them_under_strict(tmp_path, c
 
 
 def test_validate_json_lists_the_warnings(tmp_path, capsys):
-    import json
-
     path = job_file(tmp_path, PROPERTIES_WITH_TYPO, "typo.properties")
     assert main(["validate", "--no-spark", "--json", str(path)]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -268,8 +257,6 @@ def test_an_unknown_native_yaml_key_is_an_error_naming_the_closest_key(tmp_path,
 
 @pytest.mark.spark
 def test_every_example_dagger_passes_both_sandbox_checks_and_spark_analysis(spark):
-    from dagger_runtime.validate import analyze
-
     for path in sorted(EXAMPLES.iterdir()):
         plan = plan_job(load_job(path))
         columns = analyze(plan, spark)
@@ -278,8 +265,6 @@ def test_every_example_dagger_passes_both_sandbox_checks_and_spark_analysis(spar
 
 
 def test_validate_json_prints_a_json_result_for_an_invalid_job_too(tmp_path, capsys):
-    import json
-
     path = job_file(tmp_path, "name: x\nstreams: []\nsql: ''\nsink: {type: influx}\n")
     assert main(["validate", "--no-spark", "--json", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -296,9 +281,6 @@ def test_validate_json_prints_a_json_result_for_an_invalid_job_too(tmp_path, cap
 
 
 def test_validate_says_how_a_job_was_read_its_source_sink_and_parallelism(tmp_path, capsys):
-    import json
-
-    import yaml
 
     spec = yaml.safe_load(BASE)
     path = job_file(tmp_path, BASE)
@@ -333,8 +315,6 @@ def test_a_raystack_java_class_name_is_read_as_its_proto_message_and_said(tmp_pa
 
 
 def test_a_kafka_sink_message_that_does_not_exist_is_refused_before_spark(tmp_path, capsys):
-    import yaml
-
     spec = yaml.safe_load(BASE)
     spec["sink"] = {
         "type": "kafka",

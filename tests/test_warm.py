@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.commands import inputs_for
 from dagger_runtime.warm import client, wire
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,8 +107,6 @@ def test_secrets_resolve_from_the_callers_environment_not_the_warm_processs(warm
 
 
 def test_preview_rows_through_the_warm_process_are_the_rows_it_gives_alone(warm, tmp_path):
-    from bench.commands import inputs_for
-
     job = EXAMPLES / "driver_supply_by_s2.yaml"
     inputs = [a for i in inputs_for(job, tmp_path, 600) for a in ("--input", i)]
     hot = dagger("preview", str(job), *inputs, env=warm["env"], cwd=tmp_path)
@@ -250,8 +249,6 @@ def test_a_client_of_another_checkout_is_refused_and_the_process_goes_on(warm, m
 
 
 def test_preview_into_a_closed_pipe_ends_quietly_as_it_does_alone(warm, tmp_path):
-    from bench.commands import inputs_for
-
     job = EXAMPLES / "driver_supply_by_s2.yaml"
     inputs = [a for i in inputs_for(job, tmp_path, 600) for a in ("--input", i)]
     proc = subprocess.Popen(
@@ -268,8 +265,6 @@ def test_preview_into_a_closed_pipe_ends_quietly_as_it_does_alone(warm, tmp_path
 
 
 def test_a_client_that_hangs_up_has_its_spark_jobs_cancelled(warm, tmp_path):
-    from bench.commands import inputs_for
-
     job = EXAMPLES / "driver_supply_by_s2.yaml"
     inputs = [a for i in inputs_for(job, tmp_path, 40000) for a in ("--input", i)]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

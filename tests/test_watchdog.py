@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from dagger_runtime import launches
 from dagger_runtime.lifecycle.failover import KafkaCluster
-from dagger_runtime.lifecycle.watchdog import Loss, kafka_target, spark_target
+from dagger_runtime.lifecycle.watchdog import Loss, Watchdog, kafka_target, spark_target
 
 
 def test_a_loss_is_confirmed_by_consecutive_failed_checks_only():
@@ -40,9 +41,7 @@ def test_where_a_dagger_goes():
 def test_a_crash_loop_is_a_failure_the_watchdog_reports_and_does_not_move(tmp_path, fake_master):
     """Moving a driver that fails at every start to the other cluster would not help; the watchdog
     says so once, records CRASH_LOOP, and keeps watching the dagger's clusters."""
-    from dagger_runtime import launches
     from dagger_runtime.lifecycle.registry import Registry
-    from dagger_runtime.lifecycle.watchdog import Watchdog
 
     state, url = fake_master
     clusters = tmp_path / "clusters"

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from dagger_runtime.lifecycle.failover import kafka_clusters
+from lab import access
+
 from ..playbook import REPO
 
 # how long the verdict waits for the sink to hold every window the fed messages close
@@ -57,13 +60,9 @@ class LabAccess:
         return Lab(self.dir, self.port_base)
 
     def kafka(self) -> dict:
-        from dagger_runtime.lifecycle.failover import kafka_clusters
-
         return kafka_clusters(self.clusters_dir)
 
     def login(self, principal: str = "admin", cluster: str = "primary") -> dict:
-        from lab import access
-
         return access.kafka_python(principal, cluster, lab=self.dir)
 
     def sink_address(self, kind: str) -> str:
@@ -81,8 +80,6 @@ def lab_spec(deployment, *, name: str, lab: LabAccess, kafka_cluster: str) -> di
     """The deployment's spec (a YAML dagger spec), renamed and pointed at the lab: its streams read
     `kafka_cluster` as the spec's team, its sink writes to the lab's servers under the run's name.
     Built as data and written with a YAML writer."""
-    from lab import access
-
     job = yaml.safe_load(Path(deployment.spec).read_text())
     if not isinstance(job, dict):
         raise Abort(f"{deployment.spec}: the runner deploys YAML dagger specs only")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 import time
 
+from dagger_runtime import launches
+from dagger_runtime.lifecycle.watchdog import Watchdog
+
 from .common import (
     FIRST_BATCH_WAIT_S,
     RECOVERY_GRACE_S,
@@ -198,8 +201,6 @@ class Failover:
         A commit before `not_before` (the fault in effect) does not count either: a standby may
         take the lease while the fault is still being injected, and a recovery timed from the
         fault is never negative."""
-        from dagger_runtime import launches
-
         found = registry.version(name, version) if version is not None else None
         root = launches.local_root(found.checkpoint) if found is not None else None
         if root is None:
@@ -229,8 +230,6 @@ class Failover:
         return self.launch_and_commit(registry, name, version, since, not_before)[1]
 
     def start_watchdog(self) -> None:
-        from dagger_runtime.lifecycle.watchdog import Watchdog
-
         fo = self.book.failover
         by_name = {d.name: d for d in self.affected()}
 

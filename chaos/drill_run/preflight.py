@@ -3,11 +3,16 @@ clusters have room for the drill's daggers (and where a failover moves them)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from pathlib import Path
 
 import yaml
+
+from dagger_runtime.errors import DaggerError
+from dagger_runtime.lifecycle import spark as spark_api
+from dagger_runtime.lifecycle.clusters import get_cluster
 
 from .common import (
     Abort,
@@ -49,8 +54,6 @@ class Preflight:
         """One drill at a time on a lab: two would take each other's cores, feed each other's topics
         and stop each other's daggers. The lock goes with the process (flock), a crashed run leaves
         none behind."""
-        import fcntl
-
         path = self.lab.dir / ".drill.lock"
         try:
             lock = open(path, "a+")  # noqa: SIM115 - held until cleanup()
@@ -73,10 +76,7 @@ class Preflight:
         """Each Spark cluster the drill uses (where its daggers start, and where a Spark failover
         moves them) has the cores and memory for all of them now, or the drill refuses at once,
         naming the daggers that hold it (--stop-others stops them first)."""
-        from dagger_runtime.errors import DaggerError
         from dagger_runtime.lifecycle import operations
-        from dagger_runtime.lifecycle import spark as spark_api
-        from dagger_runtime.lifecycle.clusters import get_cluster
 
         needs: dict[tuple[str, str | None], tuple[object, list[tuple[str, int]]]] = {}
         for d in self.book.deployments:

@@ -7,6 +7,8 @@ import socket
 import time
 from pathlib import Path
 
+from ..probes import evaluate
+from ..report_model import dump_report, parse_report
 from .common import (
     _git_commit,
     _utc,
@@ -19,9 +21,7 @@ class Report:
 
     def write_report(self, cases: list[dict] | None = None) -> Path:
         from .. import history
-        from ..probes import evaluate
         from ..report_html import write_html
-        from ..report_model import dump_report, parse_report
 
         cases = cases or []
         ended = time.time()

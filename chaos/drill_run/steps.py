@@ -9,7 +9,14 @@ import time
 
 import yaml
 
+from dagger_runtime.lease import ready_standby
+from dagger_runtime.lifecycle.clusters import cluster_names, get_cluster
+from dagger_runtime.lifecycle.state import Start
+from lab import access
+
 from ..plan import Step
+from ..probes import behind, end_offsets, mirror_lag_seconds
+from ..verify import ledger_fields
 from .common import (
     FIRST_BATCH_WAIT_S,
     STANDBY_WARM_WAIT_S,
@@ -76,8 +83,6 @@ class Steps:
         """The drill's standbys, once their rehearsal has warmed their JVMs (a standby still
         rehearsing when the fault comes recovers like a cold driver): the wait is said, and one
         that does not get warm is noted, not waited for."""
-        from dagger_runtime.lease import ready_standby
-
         for d in self.deployed.values():
             standby, current = registry.standby(d.name), registry.get(d.name)
             if standby is None or current is None:
@@ -107,7 +112,6 @@ class Steps:
 
     def current_metrics(self, registry, name: str, version: int | None = None) -> dict | None:
         """The dagger's current version's /metrics (of `version` only, when given)."""
-        from dagger_runtime.lifecycle.clusters import get_cluster
         from dagger_runtime.lifecycle.operations import scrape
 
         current = registry.get(name)
@@ -119,8 +123,6 @@ class Steps:
     # -- steps --------------------------------------------------------------------------------------
     def do_deploy(self, step: Step) -> None:
         from dagger_runtime.lifecycle import operations
-        from dagger_runtime.lifecycle.state import Start
-        from lab import access
 
         d = next(d for d in self.book.deployments if step.what.startswith(d.name + " "))
         name = f"{d.name[:23]}-{self.run_id}"
@@ -137,8 +139,6 @@ class Steps:
             if fo.kind == "spark" and d.cluster == trigger.cluster:
                 standby = self.target()
             elif fo.kind == "kafka":  # the lab's other Spark cluster: the handoff's
-                from dagger_runtime.lifecycle.clusters import cluster_names
-
                 standby = next((n for n in cluster_names(self.lab.clusters_dir) if n != d.cluster), None)
         registry = self.registry()
         try:
@@ -170,7 +170,6 @@ class Steps:
         from protos import registry as protos
 
         from ..feeders import FeederThread
-        from ..verify import ledger_fields
 
         if self.ledger is None:
             keys = [f.key for f in self.book.feeders if f.key]
@@ -293,7 +292,6 @@ class Steps:
         if fo.kind == "kafka":
             kafka = self.lab.kafka()
             return next(n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == self.book.cluster)
-        from dagger_runtime.lifecycle.clusters import cluster_names
 
         trigger = self.book.failover_fault
         return next(n for n in cluster_names(self.lab.clusters_dir) if n != trigger.cluster)
@@ -311,7 +309,6 @@ class Steps:
         at risk, each recovered or lost as the data verdict then shows."""
         if fault.system != "kafka":
             return
-        from ..probes import behind, end_offsets, mirror_lag_seconds
 
         kafka = self.lab.kafka()
         mirror = next((n for n, c in kafka.items() if c.mirror_of and c.mirror_of.cluster == fault.cluster), None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from ..probes import late_letters
+from ..verify import compare, expected, read_influx
 from .common import (
     FIRST_BATCH_WAIT_S,
     VERIFY_WAIT_S,
@@ -19,8 +21,6 @@ class Verdict:
     def verify(self) -> list[dict]:
         """Every verify entry's windows: the sink against the ledger, once the fed messages' last
         windows had time to close."""
-        from ..verify import compare, expected, read_influx
-
         for t in self._threads:
             t.join(timeout=FIRST_BATCH_WAIT_S)
         cases = []
@@ -70,7 +70,6 @@ class Verdict:
     def explain_late(self, d: Deployed, v, fed, closed_by: int, result) -> None:
         """Which of the missing or wrong windows late messages fell in: the dagger set them aside
         on its dead-letter topic (on each Kafka cluster it read), matched to the ledger by key."""
-        from ..probes import late_letters
         from ..verify import expected
 
         keys: set[bytes] = set()

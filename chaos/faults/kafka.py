@@ -6,6 +6,8 @@ target broker is registered and unfenced, and no partition is under-replicated.
 
 from __future__ import annotations
 
+from lab.access import kafka_python
+
 from .base import Fault, kill_programs, pause_programs, resume_frozen, start_programs, stop_programs
 from .errors import FaultError
 from .targets import Component, Lab, bootstrap, brokers, choose
@@ -16,8 +18,6 @@ DEFAULT_CLUSTER = "primary"
 def cluster_health(lab: Lab, cluster: str, node_ids: list[int]) -> list[str]:
     """What keeps `node_ids` from being back in `cluster` (empty: they are)."""
     from kafka.admin import KafkaAdminClient
-
-    from lab.access import kafka_python
 
     members = brokers(lab, cluster)
     problems = [f"broker {i} ({members[i].address}) refuses connections" for i in node_ids if not members[i].answers()]

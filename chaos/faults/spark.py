@@ -10,6 +10,8 @@ from __future__ import annotations
 import signal
 import time
 
+from dagger_runtime.errors import DaggerError
+
 from . import procs
 from .base import Fault, kill_programs, start_programs, stop_programs
 from .errors import FaultError
@@ -21,7 +23,6 @@ DRIVER_MAIN = "org.apache.spark.deploy.worker.DriverWrapper"
 def master_status(part: SparkPart, timeout_s: float = 5.0) -> dict | None:
     """The master's /json/, or None when it does not answer (or answers without JSON: a UI still
     starting). The UI takes the platform's token (the cluster's UI key), as `dagger status` sends."""
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.spark import master_json
 
     try:
@@ -302,7 +303,6 @@ def _driver_id(lab: Lab, cluster: str, name: str) -> str:
     url_file = lab.dir / "secrets" / "registry.url"
     if not url_file.is_file():
         raise FaultError(f"{name!r} is no driver id, and the lab has no registry ({url_file}) to look a dagger up in")
-    from dagger_runtime.errors import DaggerError
 
     try:
         registry = Registry(url_file.read_text().strip())

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import javaproperties
+
+from dagger_runtime.errors import DaggerError
+
 from .errors import FaultError
 from .supervisor import Supervisor
 
@@ -132,8 +136,6 @@ def brokers(lab: Lab, cluster: str, supervisor: Supervisor | None = None) -> dic
 
 def broker_properties(supervisor: Supervisor, program: str) -> dict[str, str]:
     """A broker program's server.properties, read with a Java properties reader."""
-    import javaproperties
-
     # kafka.Kafka's one argument, the last of the command, is the broker's config file
     config = Path(shlex.split(supervisor.config(program)["command"])[-1])
     try:
@@ -180,7 +182,6 @@ class SparkPart:
 
 def spark_parts(lab: Lab, cluster: str) -> list[SparkPart]:
     """The Spark clusters a name stands for, each with its master, workers and definition."""
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.lifecycle.clusters import members
 
     nodes = [c for c in lab.components() if c.kind == "spark" and c.cluster == cluster]

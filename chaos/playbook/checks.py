@@ -6,7 +6,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from dagger_runtime.errors import DaggerError
 from dagger_runtime.yaml_lines import Problems
+from protos.errors import SchemaError
 
 from ..catalog import BY_NAME, FAULT_KINDS
 from ..verify import parse_key, parse_measure
@@ -68,8 +70,6 @@ class _Checker:
 
     def message(self, where: str, name: str) -> str | None:
         """The proto name of a message type (a proto name, or LOKI's Java class name), else a problem."""
-        from protos.errors import SchemaError
-
         try:
             return self.descriptors.message_descriptor(name).full_name
         except SchemaError as e:
@@ -108,7 +108,6 @@ class _Checker:
     # -- daggers
     def daggers(self) -> list[Deployment]:
         from dagger_runtime.config import load_job
-        from dagger_runtime.errors import DaggerError
         from dagger_runtime.sql.translate import translate
 
         out: list[Deployment] = []

@@ -11,6 +11,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from dagger_runtime import durations, suggest
 from dagger_runtime.names import check_team
@@ -371,7 +372,6 @@ def postgres_url(value: str) -> str:
         )
     if ":" in match.group(2).rpartition("@")[0] or re.search(r"[?&]password=", match.group(4) or ""):
         raise ValueError("the URL must not contain a password; give it in the password field")
-    from urllib.parse import parse_qsl
 
     from psycopg.conninfo import conninfo_to_dict
 

@@ -15,6 +15,8 @@ from dagger_runtime.config.errors import ConfigError
 from dagger_runtime.config.model import JobSpec, rules_checked_context
 from dagger_runtime.config.properties import looks_like_properties
 
+from ..errors import QueryError
+
 Format = Literal["yaml", "properties"]
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
 _PROPERTIES_SUFFIXES = (".properties",)
@@ -226,7 +228,6 @@ def _sql_problems(data: Mapping[str, Any]) -> list[str]:
     tables = [s["table"] for s in streams if isinstance(s, Mapping) and isinstance(s.get("table"), str)]
     if not tables:
         return []
-    from ..errors import QueryError
     from ..sql import translate
 
     rowtime = data.get("rowtime_attribute")

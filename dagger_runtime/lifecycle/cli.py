@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import DaggerError
+from .state import parse_start
+from .watchdog import Watchdog
 
 # wide enough for the status table when the output is a pipe or a file (rich assumes 80 columns)
 _console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -24,8 +26,6 @@ def _registry(args):
 
 
 def _start(args):
-    from .state import parse_start
-
     return parse_start(args.start) if getattr(args, "start", None) else None
 
 
@@ -114,7 +114,6 @@ def cmd_failover(args) -> int:
 
 def cmd_watchdog(args) -> int:
     from .registry import resolve_url
-    from .watchdog import Watchdog
 
     def say(kind: str, name: str, text: str, at: float) -> None:
         stamp = time.strftime("%H:%M:%S", time.gmtime(at))

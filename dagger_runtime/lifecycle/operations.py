@@ -7,10 +7,12 @@ through Spark's interfaces (spark.py) and records what happened.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Collection
@@ -20,10 +22,14 @@ from pathlib import Path
 
 from .. import http_client
 from ..errors import DaggerError
+from ..launches import local_root
+from ..lease import fence, held, holder, ready_standby
+from ..sinks import check_sink
 from . import spark as spark_api
 from .clusters import Cluster, get_cluster, load_all, pick
+from .failover import kafka_clusters, moved_spec, replay_from_ms
 from .registry import Dagger, Registry
-from .state import Start, committed_offsets, crash_loop, starting_options, state_key
+from .state import Start, committed_offsets, committed_watermark, crash_loop, first_start, starting_options, state_key
 
 # driver states in which the driver (or its relaunch) still holds the checkpoint
 LIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
@@ -49,7 +55,6 @@ def load_spec(path: str):
     """The job file, fully validated (config, schema, SQL, sink), and its text."""
     from ..config import load_job
     from ..plan import plan_job
-    from ..sinks import check_sink
     from ..validate import analyze
 
     job = load_job(path)
@@ -203,8 +208,6 @@ def _standby_cluster(
     """The cluster a standby driver may wait on, checked before anything is submitted: another
     cluster of the team's, alive with room, whose drivers write where this checkpoint is, and a
     checkpoint on a shared folder (the lease is a file lock; see dagger_runtime/lease.py)."""
-    from ..launches import local_root
-
     if name is None:
         return None
     standby = get_cluster(name, clusters_dir, team=plan.job.team)
@@ -666,8 +669,6 @@ def _add_timings(out: Outcome, **before: float) -> None:
 # --- failover -------------------------------------------------------------------------------------
 def _running_plan(registry: Registry, name: str, text: str | None = None):
     """The plan of the dagger's current spec (or of `text`, a changed one), validated again."""
-    import tempfile
-
     version = registry.version(name)
     suffix = version.spec_format if version.spec_format.startswith(".") else f".{version.spec_format}"
     with tempfile.TemporaryDirectory(prefix="dagger-failover-") as folder:
@@ -742,8 +743,6 @@ def _take_over(
     once the old driver's process is gone (killed here when its cluster still answers: a planned
     move), so this only records the move. None when the standby is not running (the caller then
     submits a new driver, as without a standby)."""
-    from ..lease import held, holder
-
     name = current.name
     try:
         state = spark_api.master_state(new, timeout=3.0).drivers.get(standby.submission_id, {}).get("state")
@@ -825,9 +824,6 @@ def failover_kafka(registry: Registry, name: str, to: str, *, actor: str, cluste
     """Move the dagger's streams to the Kafka cluster `to` (a copy of the cluster they read, or
     back to the original), on a new checkpoint that rebuilds the windows the old version had not
     written (failover.py says how)."""
-    from .failover import kafka_clusters, moved_spec, replay_from_ms
-    from .state import committed_watermark, first_start
-
     current = registry.get(name)
     if current is None:
         raise DaggerError(f"no dagger named {name} in the registry ({registry.where})")
@@ -914,8 +910,6 @@ def _handoff_target(registry: Registry, current: Dagger, plan, text: str, cluste
     """(standby, its cluster) when the dagger's standby can run the moved version: it waits for
     this version, says it is ready, runs per its master, and the moved spec needs no environment
     variable it was not given. None otherwise (a new driver is submitted, as without a standby)."""
-    from ..lease import ready_standby
-
     standby = registry.standby(current.name)
     if standby is None or standby.version != current.version:
         return None
@@ -1086,16 +1080,12 @@ def _hand_off(
 
 
 def _iso(ms: int) -> str:
-    import datetime as dt
-
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _fence(checkpoint: str, version: int, cluster: Cluster) -> None:
     """Only drivers of `version` or later may run on the checkpoint from now (lease.py). A
     checkpoint outside the cluster's root (a lab from before teams had their own) is not fenced."""
-    from ..lease import fence
-
     if not _under_root(checkpoint, cluster):
         return
     try:
@@ -1364,8 +1354,6 @@ def _follow_lease(registry: Registry, dagger: Dagger, every: list[Cluster], mast
     """When the dagger's standby holds the checkpoint's lease (its driver was killed and the
     standby took over by itself), the registry follows: the standby becomes the dagger's driver,
     and the old one, if its master runs it again (--supervise), becomes the standby."""
-    from ..lease import held, holder
-
     standby = registry.standby(dagger.name)
     if standby is None or not dagger.running or standby.version != dagger.version:
         return dagger
@@ -1414,8 +1402,6 @@ def _standby_row(standby, cluster: Cluster | None, masters: dict, checkpoint: st
     """A standby's part of `status`: READY when its driver runs and has said its session and
     query are ready and its rehearsal has warmed its JVMs (a takeover then costs only the query's
     start), WARMING while it rehearses, STARTING before, else its master's state."""
-    from ..lease import ready_standby
-
     master = _master(cluster, masters)
     state = (master.drivers.get(standby.submission_id, {}).get("state") or "UNKNOWN") if master else "UNREACHABLE"
     if state == "RUNNING":

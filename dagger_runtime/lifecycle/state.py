@@ -19,7 +19,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import launches
 from ..errors import DaggerError
+from ..launches import local_root, read_regular
 
 
 def state_key(plan) -> str:
@@ -113,8 +115,6 @@ def _unfollowed(path: Path) -> Path:
 
 def _read_unfollowed(path: Path) -> str:
     """A checkpoint file's text, read as root: no link followed, no FIFO or device, at most 16 MB."""
-    from ..launches import read_regular
-
     text = read_regular(_unfollowed(path), 16 << 20)
     if text is None:
         raise DaggerError(f"{path} is not a regular file of at most 16 MB; it is not read")
@@ -163,7 +163,6 @@ def first_start(checkpoint: str, streams, deployed_at_ms: int) -> Start:
     mirror (MirrorMaker keeps record timestamps): its starting time, or earliest; a start by
     offsets or at `latest` becomes the time its version was deployed. What `run` kept in the
     checkpoint (dagger-starting.json) says; without it, the streams' auto_offset_reset."""
-    from ..launches import local_root
     from ..run import STARTING_FILE, read_start
 
     if local_root(checkpoint) is not None:
@@ -255,8 +254,6 @@ def crash_loop(checkpoint: str) -> str | None:
     """What says a checkpoint's driver is in a crash loop (launches.py: launches in a row without a
     committed batch), read as root without following the team's links; None when it is not, or its
     ledger cannot be read here (a remote checkpoint, or anything but a regular file)."""
-    from .. import launches
-
     root = launches.local_root(checkpoint)
     if root is None:
         return None

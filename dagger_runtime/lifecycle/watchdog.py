@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import yaml
+
 from ..errors import DaggerError
 
 INTERVAL_S = 1.0
@@ -137,7 +139,6 @@ class Watchdog(threading.Thread):
             registry.close()
 
     def check(self, registry, w: Watched) -> None:
-        import yaml
 
         from . import spark as spark_api
         from .clusters import load_clusters

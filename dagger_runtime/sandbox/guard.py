@@ -18,7 +18,7 @@ from sqlglot.tokens import TokenType
 
 from dagger_runtime.suggest import closest
 
-from ..sql import functions, windows
+from ..sql import functions, regexes, windows
 from ..sql.dialect import FlinkSQL
 from ..sql.positions import locate, offset_to_line_col
 from . import allowlist
@@ -407,8 +407,6 @@ _REGEX_LABELS = {"RegexpLike": "RLIKE", "RegexpILike": "ILIKE", "SimilarTo": "SI
 def _costs(node: exp.Expression) -> list[str]:
     """What a node's literals would cost: an over-long string, a regex that backtracks for hours,
     a DART refresh rate that is not an integer."""
-    from ..sql import regexes
-
     problems = []
     if isinstance(node, exp.Literal) and node.is_string and len(node.this) > allowlist.MAX_STRING_LITERAL:
         problems.append(

@@ -4,6 +4,10 @@ window and tags, so a batch Spark replays after a failure overwrites what it wro
 from __future__ import annotations
 
 from .base import Sink, SinkError, retrying
+from .influx import InfluxSink
+from .kafka import KafkaSink
+from .log import LogSink
+from .postgres import PostgresSink
 
 
 def check_sink(plan, columns: list[dict]) -> None:
@@ -12,11 +16,6 @@ def check_sink(plan, columns: list[dict]) -> None:
 
 
 def sink_class(kind: str):
-    from .influx import InfluxSink
-    from .kafka import KafkaSink
-    from .log import LogSink
-    from .postgres import PostgresSink
-
     return {"influx": InfluxSink, "kafka": KafkaSink, "log": LogSink, "postgres": PostgresSink}[kind]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
 import time
@@ -120,7 +121,6 @@ class ResultRows:
 def collect(dataframe) -> ResultRows:
     """The rows of a (small) batch of results. Timestamps travel as epoch microseconds and become
     aware UTC datetimes here, so the Python process's time zone never shifts them."""
-    import datetime as dt
 
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType

@@ -13,9 +13,11 @@ VictoriaMetrics' -httpAuth), with a password alone that is a 2.x token.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import math
+from urllib.parse import urlencode
 
 from ..errors import DaggerError
 from .base import WINDOW_COLUMN, Sink, collect
@@ -47,8 +49,6 @@ def _field_value(value):
     if isinstance(value, dt.datetime):
         return int((value - _EPOCH) / dt.timedelta(milliseconds=1))
     if isinstance(value, (bytes, bytearray)):
-        import base64
-
         return base64.b64encode(bytes(value)).decode("ascii")
     return str(value)
 
@@ -148,7 +148,6 @@ class InfluxSink(Sink):
         if self.spec.username:
             password = self.spec.password.get_secret_value() if self.spec.password else ""
             headers.update(urllib3.make_headers(basic_auth=f"{self.spec.username}:{password}"))
-        from urllib.parse import urlencode
 
         url = self.spec.url.rstrip("/") + "/write?" + urlencode(fields)
         response = self._http.request("POST", url, body=body, headers=headers)

@@ -4,6 +4,7 @@ query's output columns when it does not exist."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -250,8 +251,6 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, (bytes, bytearray)):
-        import base64
-
         return base64.b64encode(bytes(value)).decode("ascii")
     if hasattr(value, "isoformat"):
         return value.isoformat()

@@ -21,6 +21,7 @@ Every translation is checked once more in the JVM on Spark's plan (dagger_runtim
 from __future__ import annotations
 
 import re
+import zoneinfo
 
 from sqlglot import exp
 
@@ -378,7 +379,6 @@ def _zone_ok(zone: str) -> bool:
         return minutes < 60 and hours * 60 + minutes <= 18 * 60
     if "/" not in zone or zone.startswith(("posix/", "right/", "SystemV/")):
         return False
-    import zoneinfo
 
     return zone in zoneinfo.available_timezones()
 

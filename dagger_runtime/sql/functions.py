@@ -8,6 +8,7 @@ raystack/dagger's Java implementations (docs/reference/udf-contracts.md).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -43,8 +44,6 @@ class DaggerFunction:
 
 def template(text: str) -> Builder:
     """A macro from Spark SQL text with {0}, {1}... standing for the arguments."""
-    import re
-
     spark_text = re.sub(r"\{(\d+)\}", r"__arg\1__", text)
     tree = _reserve_lambda_variables(sqlglot.parse_one(spark_text, read="spark"))
 

@@ -10,6 +10,7 @@ import sys
 import time
 
 from . import wire
+from .client import ask
 
 START_TIMEOUT_S = 240.0
 DEFAULT_COMMAND_TIMEOUT_S = 60.0  # as server.DEFAULT_COMMAND_TIMEOUT_S (not imported: the server loads Spark)
@@ -68,8 +69,6 @@ def add_command(sub, commands) -> None:
 
 
 def _run(args) -> int:
-    from .client import ask
-
     path = wire.socket_path()
     if args.warm_command == "serve":
         from .server import Server
@@ -130,7 +129,6 @@ def _start(path, idle_timeout: float, command_timeout: float = DEFAULT_COMMAND_T
             start_new_session=True,
             cwd="/",
         )
-    from .client import ask
 
     began = time.monotonic()
     with Console(stderr=True).status("starting Spark for the warm process (15-30 s)..."):

@@ -21,6 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ..session import build_session, sessions_of
 from . import wire
 
 log = logging.getLogger("dagger.warm")
@@ -80,7 +81,6 @@ class Server:
             raise wire.WarmError(f"a warm process already answers on {self.path} (`warm stop` ends it)")
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # left by a process that died
-        from ..session import build_session
 
         self.spark = build_session("dagger-warm", parallelism=2)
         self._warm_up()
@@ -118,8 +118,6 @@ class Server:
     def _warm_up(self) -> None:
         """Validate one example job, unseen: the JVM loads and compiles the classes every
         command needs (analyser, decoder, UDFs) before the first analyst waits for them."""
-        from ..session import sessions_of
-
         examples = sorted((wire.REPO / "examples" / "daggers").glob("*.yaml"))[:1]
         for job in examples:
             sink = io.StringIO()
@@ -253,8 +251,6 @@ class Server:
         }
 
     def _run(self, conn: socket.socket, request: dict) -> int:
-        from ..session import sessions_of
-
         argv, cwd, env, umask = (request.get(k) for k in ("argv", "cwd", "env", "umask"))
         if not (
             isinstance(argv, list)

@@ -8,6 +8,7 @@ ends check that the other is the same user before a byte of it moves.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ..errors import DaggerError
+from ..jvm import spark_jars
 
 RUNTIME = Path(__file__).resolve().parent.parent
 REPO = RUNTIME.parent
@@ -81,14 +83,11 @@ def fingerprint() -> str:
     """The code a warm process runs: the runtime's and the schemas' Python, the JVM jars, the
     interpreter and its installed packages (the folder's entries change with any pip install). A
     process started before any of them changed must not answer for the new code."""
-    import importlib.util
-
     digest = hashlib.sha256(sys.executable.encode())
     spec = importlib.util.find_spec("pyspark")
     if spec is not None and spec.origin:
         packages = Path(spec.origin).parent.parent
         digest.update(f"{packages}\0{os.stat(packages).st_mtime_ns}\n".encode())
-    from ..jvm import spark_jars
 
     try:
         jars = spark_jars()

@@ -19,6 +19,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from dagger_runtime.errors import DaggerError
+from dagger_runtime.inputs import write_delimited
+from loadtest import traffic
+
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_DIR = ROOT / ".jvm" / "flink"
 REL_TOL = 1e-9  # floats: relative tolerance (and ABS_TOL around zero)
@@ -37,8 +41,6 @@ EVENT_TIME = "event_timestamp"
 
 def write_inputs(directory: Path) -> dict[str, Path]:
     """One file of length-delimited messages per stream (loadtest's generators, fixed seeds)."""
-    from dagger_runtime.inputs import write_delimited
-    from loadtest import traffic
     from protos import registry
 
     dset = registry.load(None, SCHEMA_VERSION)
@@ -137,7 +139,6 @@ def job_yaml(case) -> str:
 def run_ours(case, inputs: dict[str, Path], spark, dset) -> Ours:
     """The case through `dagger preview`'s own path: config, plan, validate's checks, the query."""
     from dagger_runtime.config import loads_job
-    from dagger_runtime.errors import DaggerError
     from dagger_runtime.plan import plan_job
     from dagger_runtime.preview import run_preview
 

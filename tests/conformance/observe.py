@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from dagger_runtime.session import build_session
+from dagger_runtime.udfs import register_all
 from tests.conformance import harness
 from tests.conformance.corpus import CASES
 
@@ -31,8 +33,6 @@ def load_expected() -> dict[str, dict]:
 
 
 def observe_all(cases, log=sys.stderr) -> dict[str, tuple[str, str]]:
-    from dagger_runtime.session import build_session
-    from dagger_runtime.udfs import register_all
     from protos import registry
 
     with tempfile.TemporaryDirectory() as tmp:
