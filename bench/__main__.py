@@ -36,7 +36,8 @@ def timed(label: str, fn, count: int, repeat: int) -> dict:
     return {"path": label, "items": count, "best_seconds": round(best, 4), "per_second": round(count / best)}
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
+def build_parser(prog: str = "python -m bench") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("-n", "--messages", type=int, default=200_000, help="messages per measurement (default 200000)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept (default 3)")
@@ -52,7 +53,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
         metavar="PATH",
         help="where the JSON line of results goes (default: bench/results/latest.json)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
+    args = build_parser(prog).parse_args(argv)
 
     import numpy as np
     import pandas as pd

@@ -286,14 +286,19 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str] | None):
     return args
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
-    """`daggers-drill list|validate|run`."""
+def build_parser(prog: str = "daggers-drill") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_drill_commands(parser)
-    args = _parse(parser, argv)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "daggers-drill") -> int:
+    """`daggers-drill list|validate|run`."""
+    args = _parse(build_parser(prog), argv)
     return args.func(args)
 
 

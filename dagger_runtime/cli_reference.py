@@ -29,27 +29,9 @@ WIDTH = "100"
 DELEGATED = {("drill", "history")}
 
 
-class _Parsed(Exception):
-    def __init__(self, parser: argparse.ArgumentParser):
-        super().__init__(parser.prog)
-        self.parser = parser
-
-
-def _raise_parser(self, *_args, **_kwargs):
-    raise _Parsed(self)
-
-
 def _module_parser(module: str, prog: str) -> argparse.ArgumentParser:
-    """The parser a group's module builds, caught as its main is about to parse."""
-    with (
-        mock.patch.object(argparse.ArgumentParser, "parse_args", _raise_parser),
-        mock.patch.object(argparse.ArgumentParser, "parse_known_args", _raise_parser),
-    ):
-        try:
-            importlib.import_module(module).main([], prog=prog)
-        except _Parsed as caught:
-            return caught.parser
-    raise RuntimeError(f"{module}.main returned without parsing its arguments")
+    """The parser a group's module builds (each has a build_parser(prog) its main parses with)."""
+    return importlib.import_module(module).build_parser(prog)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -93,12 +93,17 @@ def render(specs: list[spec.TeamSpec], platform: spec.Platform | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "python -m infra.codeowners") -> int:
+def build_parser(prog: str = "python -m infra.codeowners") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is stale; write nothing")
     parser.add_argument("--output", type=Path, default=CODEOWNERS_PATH, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m infra.codeowners") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         text = render(spec.load_all())
     except (spec.SpecError, topics.CatalogueError) as e:

@@ -35,11 +35,16 @@ def stack_outputs(team: str) -> dict | None:
     return json.loads(stdout.getvalue())["outputs"]
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.inventory_export") -> int:
+def build_parser(prog: str = "python -m infra.inventory_export") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="directory to write <stack>.json into (created)")
     parser.add_argument("teams", nargs="*", metavar="TEAM", help="team stacks to export (default: every team)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.inventory_export") -> int:
+    args = build_parser(prog).parse_args(argv)
 
     known = sorted(p.stem for p in TEAMS_DIR.glob("*.yaml"))
     unknown = [t for t in args.teams if t not in known]

@@ -354,12 +354,17 @@ def as_table(spec: TeamSpec, project: str, declared: Sequence, outputs: dict) ->
     return "\n".join(lines)
 
 
-@survives_closed_pipe
-def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") -> int:
+def build_parser(prog: str = "python -m infra.plan") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", type=Path, help="a team spec, infra/teams/<team>.yaml")
     parser.add_argument("--json", action="store_true", help="print JSON (every input, secrets redacted)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: Sequence[str] | None = None, prog: str = "python -m infra.plan") -> int:
+    args = build_parser(prog).parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):  # the table's own '·' and '×' on an ASCII stdout
         sys.stdout.reconfigure(errors="backslashreplace")
 

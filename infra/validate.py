@@ -132,8 +132,8 @@ def as_json(s: spec.TeamSpec) -> dict:
     }
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") -> int:
+def build_parser(prog: str = "python -m infra.validate") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument(
         "files", nargs="*", type=Path, help="team specs to validate (default: every infra/teams/*.yaml)"
@@ -143,7 +143,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") 
         action="store_true",
         help="print {valid, problems, teams} as JSON (ASCII: no spec text can print a line of its own)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m infra.validate") -> int:
+    args = build_parser(prog).parse_args(argv)
     # What is printed goes to CI's log and the pull request's comment: each problem quotes the spec's
     # text itself (yaml_lines.shown), and every line goes out through printable() as well, so no
     # spec, file name or message can print a line of its own (a forged "OK ..."), a terminal

@@ -199,8 +199,8 @@ def show_status(found: list[Component], out=sys.stdout) -> None:
     Console(file=out).print(table)
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
+def build_parser(prog: str = "python -m lab") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=__doc__.split("\n\n")[0],
@@ -212,7 +212,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
     status = commands.add_parser("status", help="every component: up or down, address, pid, version")
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
     commands.add_parser("down", help="stop every lab service; the data stays")
-    args = parser.parse_args(argv)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m lab") -> int:
+    args = build_parser(prog).parse_args(argv)
 
     if args.command == "status":
         found = components()

@@ -12,8 +12,9 @@ from .settings import SettingsError
 from .shapes import ShapeError
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int:
+def build_parser(prog: str = "python -m loadtest") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md);
+    each command's function is its `run` default."""
     from . import producer, recording, shapes, traffic
 
     parser = argparse.ArgumentParser(
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
             "write sample messages to a file, for preview (no Kafka)",
         ),
     }
-    for name, (add, _, summary) in commands.items():
+    for name, (add, run, summary) in commands.items():
         p = sub.add_parser(
             name,
             help=summary,
@@ -50,13 +51,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add(p)
-    args = parser.parse_args(argv)
+        p.set_defaults(run=run)
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m loadtest") -> int:
+    args = build_parser(prog).parse_args(argv)
 
     from .generator import HintError
     from .recording import RecordingError
 
     try:
-        return commands[args.command][1](args)
+        return args.run(args)
     except (SettingsError, SchemaError, HintError, RecordingError, ShapeError) as e:
         # what the user gave is wrong: say what and where, without a traceback
         print(f"{prog} {args.command}: {e}", file=sys.stderr)

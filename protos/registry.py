@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 
 from dagger_runtime import http_client
 from dagger_runtime.suggest import closest
+from dagger_runtime.urls import carries_login
 from protos.errors import SchemaError
 from protos.versions import (
     DESCRIPTORS_DIR,
@@ -207,7 +208,7 @@ def fetch(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> DescriptorSet:
     """One descriptor set from an http(s):// or file:// URL (or a plain path)."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else "file"
     parts = urllib.parse.urlsplit(url) if "://" in url else None
-    if parts is not None and (parts.username is not None or parts.password is not None):
+    if carries_login(url):
         # refused before any request, and the URL never repeated: it holds a login
         raise SchemaError(
             f"a descriptor-set URL may not carry a login ({scheme}://user:password@...): give the server's address only"

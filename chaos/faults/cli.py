@@ -205,8 +205,8 @@ def cmd_show(args) -> int:
     return 1 if journal.active() else 0
 
 
-@survives_closed_pipe
-def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") -> int:
+def build_parser(prog: str = "python -m chaos.faults") -> argparse.ArgumentParser:
+    """The command line's parser (`dagger` builds it under its own name; docs/reference/commands.md)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=__doc__.split("\n\n")[0],
@@ -265,6 +265,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") ->
             help="the lab (default $DAGGER_LAB_DIR, else <repo>/.lab)",
         )
         sub.add_argument("--port-base", type=int, help="its port base (default $DAGGER_LAB_PORT_BASE, else 19000)")
+    return parser
+
+
+@survives_closed_pipe
+def main(argv: list[str] | None = None, prog: str = "python -m chaos.faults") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     # kafka-python logs every refused connection while brokers are down: the health lines say it
     logging.getLogger("kafka").setLevel(logging.CRITICAL)

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from dagger_runtime import durations, suggest
 from dagger_runtime.names import check_team
+from dagger_runtime.urls import carries_login
 
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Kafka's own rule (kafka.common.internals.Topic): legal characters and 249 at most.
@@ -396,8 +397,7 @@ def stencil_url(value: str) -> str:
     value = value.strip()
     if not re.fullmatch(r"(https?|file|gs|s3)://\S+", value) and not value.startswith("/"):
         raise ValueError(f"expected an http(s)://, file://, gs:// or s3:// URL or an absolute path, got {show(value)}")
-    authority = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", value)
-    if authority and "@" in authority.group(1):
+    if carries_login(value):
         # said without the value: it holds a login
         raise ValueError("a schema URL may not carry a login (user:password@...): give the server's address only")
     return value
