@@ -26,7 +26,6 @@ from . import launches
 from . import lease as leases
 from .callbacks import authenticate_callbacks
 from .errors import DaggerError
-from .launches import local_root, read_regular
 from .plan import JobPlan, plan_job
 from .query import BatchWriter, build_query
 from .rehearsal import rehearse
@@ -88,7 +87,7 @@ def remembered_start(
 
 
 def _start_file(checkpoint: str):
-    root = local_root(checkpoint)
+    root = launches.local_root(checkpoint)
     return None if root is None else root / STARTING_FILE
 
 
@@ -96,7 +95,7 @@ def read_start(checkpoint: str) -> tuple[dict | None, int | None]:
     """What a checkpoint was begun with (remembered_start): its starting options and replay filter."""
     path = _start_file(checkpoint)
     # also read as root by the deploy tooling (a Kafka failover): no link, FIFO or huge file
-    text = read_regular(path, 1 << 20) if path is not None else None
+    text = launches.read_regular(path, 1 << 20) if path is not None else None
     try:
         kept = json.loads(text) if text else {}
         return kept.get("starting"), kept.get("emit_windows_after_ms")
@@ -157,7 +156,7 @@ def start(
 
     def warm_and_rehearse() -> None:  # a standby's: it may wait long enough to warm its JVMs too
         warm()
-        root = local_root(checkpoint)
+        root = launches.local_root(checkpoint)
         if root is not None and not options.available_now:
             ready[0].rehearsal = rehearse(plan, ready[0].spark, root, out=out)
         rehearsal = ready[0].rehearsal
