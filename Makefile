@@ -12,6 +12,9 @@ PYSPARK_JARS = $(shell $(PY) -c 'import pyspark,os;print(os.path.join(os.path.di
 # Flink's typed semantics)
 RUNTIME_JVM_SRC := $(shell find jvm/protobuf/src jvm/plan-guard/src jvm/sql-functions/src -name '*.java' 2>/dev/null)
 FLINK_SRC   := $(shell find jvm/flink/src -name '*.java' 2>/dev/null)
+PROTO_SRC   := $(shell find protos/src -name '*.proto' 2>/dev/null)
+# google/protobuf/*.proto, as grpc_tools carries them (protos/compile.py uses the same)
+WKT_PROTOS   = $(shell $(PY) -c 'from protos.compile import well_known_include; print(well_known_include())')
 
 PORTAL_MAP := portal/static/build/.built
 
@@ -89,13 +92,18 @@ flink: $(JVM_DIR)/flink/conformance-runner.jar
 $(JVM_DIR)/flink/.fetched: jvm/flink/pom.xml
 	@echo ">> fetching Apache Flink 1.20 for the conformance suite (Maven)"
 	@rm -rf $(JVM_DIR)/flink && mkdir -p $(JVM_DIR)/flink/deps
-	@cd jvm/flink && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/flink/deps
+	@cd jvm/flink && $(MVN) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JVM_DIR)/flink/deps \
+	  -Dprotoc.classifier=linux-$(shell uname -m | sed 's/^aarch64$$/aarch_64/')
+	@chmod +x $(JVM_DIR)/flink/deps/protoc-*.exe
 	@touch $@
 
-$(JVM_DIR)/flink/conformance-runner.jar: $(JVM_DIR)/flink/.fetched $(FLINK_SRC) jvm/flink/log4j2.properties
-	@echo ">> compiling the Flink conformance runner"
-	@rm -rf $(JVM_DIR)/flink/build && mkdir -p $(JVM_DIR)/flink/build
-	@javac -nowarn --release 17 -encoding UTF-8 -d $(JVM_DIR)/flink/build -cp "$(JVM_DIR)/flink/deps/*" $(FLINK_SRC)
+$(JVM_DIR)/flink/conformance-runner.jar: $(VENV)/.installed $(JVM_DIR)/flink/.fetched $(FLINK_SRC) $(PROTO_SRC) jvm/flink/log4j2.properties
+	@echo ">> compiling the Flink conformance runner and the bench's Flink job"
+	@rm -rf $(JVM_DIR)/flink/build $(JVM_DIR)/flink/gen && mkdir -p $(JVM_DIR)/flink/build $(JVM_DIR)/flink/gen
+	@# protoc's Java classes of our messages, which flink-protobuf reads through (the bench)
+	@$(JVM_DIR)/flink/deps/protoc-*.exe -Iprotos/src -I$(WKT_PROTOS) --java_out=$(JVM_DIR)/flink/gen $(PROTO_SRC)
+	@javac -nowarn --release 17 -encoding UTF-8 -d $(JVM_DIR)/flink/build -cp "$(JVM_DIR)/flink/deps/*" \
+	  $(FLINK_SRC) $$(find $(JVM_DIR)/flink/gen -name '*.java')
 	@# in the jar, so however the runner is started its stdout carries JSON only
 	@cp jvm/flink/log4j2.properties $(JVM_DIR)/flink/build/
 	@jar cf $@ -C $(JVM_DIR)/flink/build .

@@ -4,13 +4,16 @@ Each line pairs a runtime path with a baseline that bounds it: Spark scanning th
 without decoding (the engine's own limit on this machine), and the numpy S2 kernel alone (the
 limit of the vectorised UDF). Then the same on a real Kafka topic pre-loaded with a few million
 bookings: Spark's raw read of the topic (the ceiling), read and decode, and the seeds' surge query
-end to end with `run --available-now` into a no-op sink and into InfluxDB. The last line of stdout
-is one JSON object (also kept in bench/results/).
+end to end with `run --available-now` into a no-op sink and into InfluxDB, and the same query on
+Flink SQL 1.20 over the same topic (bench/flink.py), its rows compared with ours. The last line of
+stdout is one JSON object, kept in bench/results/latest.json and appended with the commit to
+bench/results/history.jsonl.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import platform
@@ -19,6 +22,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+from bench.commands import commit
 from dagger_runtime.jvm import jvm_dir
 from dagger_runtime.session import build_session
 from loadtest import traffic
@@ -52,6 +56,12 @@ def build_parser(prog: str = "python -m bench") -> argparse.ArgumentParser:
         default=str(REPO / "bench" / "results" / "latest.json"),
         metavar="PATH",
         help="where the JSON line of results goes (default: bench/results/latest.json)",
+    )
+    p.add_argument(
+        "--history",
+        default=str(REPO / "bench" / "results" / "history.jsonl"),
+        metavar="PATH",
+        help="the JSON line, with the commit and time, is appended here (default: bench/results/history.jsonl; '' for none)",
     )
     return p
 
@@ -144,6 +154,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine, "results": results, "summary": summary}, indent=2) + "\n")
+    if args.history:
+        at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with Path(args.history).open("a") as history:
+            history.write(json.dumps({"commit": commit(), "at": at, **summary}) + "\n")
     print(f"(on {machine['cpus']} cores; results in {out})")
     print(json.dumps(summary))
     return 0

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.flink import compare, run_flink
 from dagger_runtime.sinks.base import Sink
 from dagger_runtime.source import read_kafka
 from dagger_runtime.streams import decode
@@ -34,7 +35,9 @@ def _stream_time(spark, dataframe, checkpoint: Path) -> float:
     return time.perf_counter() - started
 
 
-def _best(label: str, messages: int, repeat: int, fn) -> dict:
+def _best(label: str, messages: int, repeat: int, fn, warm_up: bool = False) -> dict:
+    if warm_up:
+        print(f"[bench] {label}: warm-up {fn():.1f}s", file=sys.stderr, flush=True)
     best = float("inf")
     for i in range(repeat):
         seconds = fn()
@@ -48,14 +51,17 @@ def _best(label: str, messages: int, repeat: int, fn) -> dict:
 
 
 class NoopSink(Sink):
-    """Counts the result rows and stores nothing: the dagger's own speed."""
+    """Stores nothing: the dagger's own speed. Keeps the result rows (a few thousand, collected to
+    the driver as a count would be) in `kept`, for the comparison with Flink's."""
 
     kind = "noop"
+    kept: list[dict] = []
 
     def write(self, dataframe, batch_id):
-        n = dataframe.count()
-        self.stats.rows += n
-        return n
+        rows = [row.asDict() for row in dataframe.collect()]
+        NoopSink.kept.extend(rows)
+        self.stats.rows += len(rows)
+        return len(rows)
 
 
 def on_topic(plan, bootstrap: str, topic: str):
@@ -75,6 +81,7 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
     from dagger_runtime.run import RunOptions, run
 
     shutil.rmtree(checkpoint, ignore_errors=True)
+    NoopSink.kept = []
     started = time.perf_counter()
     run(
         plan,
@@ -134,8 +141,21 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
                 messages,
                 repeat,
                 lambda: dagger_once(spark, kplan, work / "ck-dagger", NoopSink),
+                warm_up=True,  # as Flink's (bench/flink.py)
             )
         )
+        ours = list(NoopSink.kept)
+        flink_seconds = run_flink(kplan, kafka.bootstrap_servers, TOPIC, repeat, work / "flink-rows.jsonl")
+        results.append(
+            {
+                "path": "Kafka: surge dagger on Flink SQL 1.20 (flink-protobuf), no-op sink",
+                "items": messages,
+                "best_seconds": round(min(flink_seconds), 3),
+                "per_second": round(messages / min(flink_seconds)),
+            }
+        )
+        rows_vs_flink = compare(ours, work / "flink-rows.jsonl", "window_timestamp")
+        print(f"[bench] our rows against Flink's: {rows_vs_flink}", file=sys.stderr)
         influx.create_database("bench")
         influx_job = job.model_copy(
             update={
@@ -152,7 +172,7 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
             _best(
                 "Kafka: surge dagger end to end, InfluxDB sink",
                 messages,
-                1,
+                repeat,
                 lambda: dagger_once(spark, iplan, work / "ck-influx"),
             )
         )
@@ -160,11 +180,16 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]
     dagger_rate = by["Kafka: surge dagger end to end, no-op sink"]
+    flink_rate = by["Kafka: surge dagger on Flink SQL 1.20 (flink-protobuf), no-op sink"]
     summary = {
+        "flink_msgs_per_s": flink_rate,
+        "dagger_vs_flink": round(dagger_rate / flink_rate, 3),
+        "rows_vs_flink": rows_vs_flink,
         "raw_msgs_per_s": raw_rate,
         "decode_msgs_per_s": by["Kafka: read + JVM decode"],
         "dagger_msgs_per_s": dagger_rate,
         "dagger_influx_msgs_per_s": by["Kafka: surge dagger end to end, InfluxDB sink"],
+        "influx_vs_noop": round(by["Kafka: surge dagger end to end, InfluxDB sink"] / dagger_rate, 3),
         "dagger_vs_raw": round(dagger_rate / raw_rate, 3),
         "feeder_msgs_per_s": round(fed.per_second),
         "messages": messages,

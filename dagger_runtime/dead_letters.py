@@ -17,13 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import DaggerError
-from .source import kafka_source_options
+from .source import CONSUMER_DEFAULTS, kafka_source_options
 
 
 def producer_options(stream) -> dict[str, str]:
-    """Kafka client settings for the stream's own cluster: its servers and client settings."""
+    """Kafka client settings for the stream's own cluster: its servers and client settings (the
+    reader's consumer defaults left out)."""
     source = kafka_source_options(stream)
-    return {k[len("kafka.") :]: v for k, v in source.items() if k.startswith("kafka.")}
+    return {
+        k[len("kafka.") :]: v
+        for k, v in source.items()
+        if k.startswith("kafka.")
+        and (k[len("kafka.") :] not in CONSUMER_DEFAULTS or k[len("kafka.") :] in stream.kafka.client)
+    }
 
 
 @dataclass(frozen=True)

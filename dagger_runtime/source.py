@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from .errors import DaggerError
 
+# Consumer settings under a job's own (`kafka.client` wins). The client's default of 500 records a
+# poll leaves Spark's reader waiting on the consumer: on the bench's topic, 20,000 records a poll
+# with 8 MB a partition and a 1 MB socket buffer read 2.3x faster (440k -> 1.04M msg/s on 2 cores,
+# bench/results/). A poll holds at most 20,000 records, a few MB, per task.
+CONSUMER_DEFAULTS = {
+    "max.poll.records": "20000",
+    "max.partition.fetch.bytes": str(8 << 20),
+    "receive.buffer.bytes": str(1 << 20),
+}
+
 
 def kafka_source_options(stream) -> dict[str, str]:
     """Spark Kafka source options for a StreamSpec (pure; secrets revealed, never log the result).
@@ -22,7 +32,7 @@ def kafka_source_options(stream) -> dict[str, str]:
         options["groupIdPrefix"] = kafka.group_id
     if kafka.max_messages_per_batch:
         options["maxOffsetsPerTrigger"] = str(kafka.max_messages_per_batch)
-    client = dict(kafka.client)
+    client = {**CONSUMER_DEFAULTS, **kafka.client}
     client.update({k: v.get_secret_value() for k, v in kafka.client_secrets.items()})
     for key, value in client.items():
         options[f"kafka.{key}"] = value

@@ -72,8 +72,12 @@ def feed(
     span_s = minutes_per_pool * 60
     event_time = dset.message_descriptor(traffic.BOOKING).fields_by_name["event_timestamp"].number
     spark._jvm.dev.daggers.runtime.Functions.registerTimeShift(spark._jsparkSession, "__feeder_shift", event_time)
-    copies_df = spark.range(copies).withColumnRenamed("id", "copy")
-    moved = pool_df.crossJoin(F.broadcast(copies_df)).where(F.col("copy") * pool_size + F.col("i") < messages)
+    # One task walks the copies in order and, for each, the pool in order, so every partition of
+    # the topic is in event-time order (the pool's own jitter aside), as a live topic is; a stream
+    # engine's watermark then drops nothing as late (copies written side by side would interleave
+    # minutes apart). The pool (a few MB) goes to it as a broadcast.
+    copies_df = spark.range(0, copies, 1, numPartitions=1).withColumnRenamed("id", "copy")
+    moved = copies_df.crossJoin(F.broadcast(pool_df)).where(F.col("copy") * pool_size + F.col("i") < messages)
     records = moved.select(
         F.concat_ws("/", F.col("i").cast("string"), F.col("copy").cast("string")).cast("binary").alias("key"),
         F.call_udf("__feeder_shift", F.col("value"), F.col("copy") * span_s).alias("value"),

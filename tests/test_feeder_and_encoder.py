@@ -27,7 +27,7 @@ def test_the_feeder_writes_each_copy_of_the_pool_moved_in_event_time(kafka_broke
         .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
         .option("subscribe", "feeder-test")
         .load()
-        .select("key", "value")
+        .select("key", "value", "partition", "offset")
         .collect()
     )
     assert len(rows) == 25_000
@@ -46,6 +46,17 @@ def test_the_feeder_writes_each_copy_of_the_pool_moved_in_event_time(kafka_broke
         assert got == want
         copies[copy] += 1
     assert all(copies.values())
+    # each partition in event-time order, but for the pool's own jitter of up to 2 s: a stream
+    # engine's watermark (Flink's, in the bench) must find nothing late
+    for partition in (0, 1):
+        times = [
+            message.FromString(bytes(r["value"])).event_timestamp.ToDatetime()
+            for r in sorted((r for r in rows if r["partition"] == partition), key=lambda r: r["offset"])
+        ]
+        latest = times[0]
+        for t in times:
+            assert t >= latest - dt.timedelta(seconds=4), f"partition {partition}: {t} after {latest}"
+            latest = max(latest, t)
 
 
 def test_the_jvm_encoder_writes_the_bytes_protobufs_serializer_writes(spark):

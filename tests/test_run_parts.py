@@ -53,12 +53,36 @@ def test_kafka_source_options_carry_every_setting_under_sparks_names(tmp_path, m
         "subscribe": "a,b",
         "groupIdPrefix": "g1",
         "maxOffsetsPerTrigger": "5000",
+        # the reader's defaults (bench/results/ has what they are worth)
+        "kafka.max.poll.records": "20000",
+        "kafka.max.partition.fetch.bytes": "8388608",
+        "kafka.receive.buffer.bytes": "1048576",
         "kafka.security.protocol": "SASL_SSL",
         "kafka.sasl.mechanism": "SCRAM-SHA-512",
         "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     }
     pattern = kafka_source_options(job(tmp_path, topics="topic_pattern: 'GO_.*-booking'").streams[0])
     assert pattern["subscribePattern"] == "GO_.*-booking" and "subscribe" not in pattern
+
+
+def test_a_jobs_own_consumer_setting_wins_and_the_producer_gets_no_reader_default(tmp_path, monkeypatch):
+    from dagger_runtime.dead_letters import producer_options
+
+    monkeypatch.setenv("JAAS", SCRAM_JAAS)
+    stream = job(tmp_path).streams[0]
+    own = stream.model_copy(
+        update={"kafka": stream.kafka.model_copy(update={"client": {**stream.kafka.client, "max.poll.records": "300"}})}
+    )
+    assert kafka_source_options(own)["kafka.max.poll.records"] == "300"
+    assert kafka_source_options(own)["kafka.receive.buffer.bytes"] == "1048576"
+    # the dead-letter producer on the same cluster: the job's settings, not the reader's defaults
+    assert producer_options(stream) == {
+        "bootstrap.servers": "10.0.0.1:9092,10.0.0.2:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": SCRAM_JAAS,
+    }
+    assert producer_options(own)["max.poll.records"] == "300"
 
 
 def test_the_influx_mapping_is_raystack_daggers(tmp_path):

@@ -20,6 +20,7 @@ import math
 from urllib.parse import urlencode
 
 from ..errors import DaggerError
+from . import line_protocol
 from .base import WINDOW_COLUMN, Sink, collect
 
 TAG_PREFIX = "tag_"
@@ -122,8 +123,11 @@ class InfluxSink(Sink):
         return f"influx {self.spec.url} db {self.spec.db_name} measurement {self.spec.measurement_name}"
 
     def write(self, dataframe, batch_id: int) -> int:
-        result = collect(dataframe)
-        batch = points(self.spec.measurement_name, result.names, result.rows)
+        if line_protocol.applies(dataframe.schema, tag_name):  # built in the JVM
+            batch = line_protocol.lines(dataframe, self.spec.measurement_name, tag_name)
+        else:
+            result = collect(dataframe)
+            batch = [p.to_line_protocol() for p in points(self.spec.measurement_name, result.names, result.rows)]
         size = self.spec.batch_size or len(batch) or 1
         for start in range(0, len(batch), size):
             chunk = batch[start : start + size]
@@ -133,14 +137,15 @@ class InfluxSink(Sink):
         return len(batch)
 
     # -- InfluxDB 1.x: line protocol on /write --------------------------------------------
-    def _post(self, chunk) -> None:
+    def _post(self, chunk: list[str]) -> None:
+        """One request of points in line protocol."""
         if self.spec.api == "v2":
             return self._post_v2(chunk)
         import urllib3
 
         if self._http is None:
             self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=5, read=30))
-        body = "\n".join(p.to_line_protocol() for p in chunk).encode("utf-8")
+        body = "\n".join(chunk).encode("utf-8")
         fields = {"db": self.spec.db_name, "precision": "ms"}
         if self.spec.retention_policy:
             fields["rp"] = self.spec.retention_policy
