@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     if args.kafka_messages:
         from bench.kafka import kafka_rows
 
-        kafka_results, summary = kafka_rows(spark, plan, args.kafka_messages, repeat=min(args.repeat, 2))
+        kafka_results, summary = kafka_rows(spark, plan, args.kafka_messages, repeat=args.repeat)
         results += kafka_results
     java = spark._jvm.java.lang.System.getProperty("java.version")
     spark.stop()

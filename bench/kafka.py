@@ -1,9 +1,12 @@
 """The streaming rows of `make bench`: a real Kafka topic pre-loaded with bookings before any
-timing starts, then Spark reading it three ways, each with Trigger.AvailableNow (all of it, then
-stop), wall time from start to stop."""
+timing starts, then Spark reading it (raw, decoded, the surge dagger into a no-op sink), the same
+dagger on Flink (bench/flink.py), and the dagger into each real sink (InfluxDB, Kafka,
+PostgreSQL, started here on loopback). Each with Trigger.AvailableNow (all of it, then stop), wall
+time from start to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import sys
@@ -13,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.flink import compare, run_flink
+from dagger_runtime.config.model import SinkSpec
 from dagger_runtime.sinks.base import Sink
 from dagger_runtime.source import read_kafka
 from dagger_runtime.streams import decode
@@ -83,24 +87,31 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
     shutil.rmtree(checkpoint, ignore_errors=True)
     NoopSink.kept = []
     started = time.perf_counter()
-    run(
+    log = io.StringIO()
+    code = run(
         plan,
         RunOptions(checkpoint=str(checkpoint), available_now=True),
         spark=spark,
-        out=io.StringIO(),
+        out=log,
         sink_factory=sink_factory,
     )
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise RuntimeError(f"the bench's dagger exited {code}:\n{log.getvalue()[-3000:]}")
+    return seconds
 
 
 def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict], dict]:
 
     from lab.influxdb import InfluxDB
     from lab.kafka import KafkaBroker
+    from lab.postgres import Postgres
 
     work = Path(tempfile.mkdtemp(prefix="dagger-bench-"))
     results = []
-    with KafkaBroker(work / "kafka") as kafka, InfluxDB(work / "influxdb") as influx:
+    postgres = Postgres()
+    postgres.start()
+    with KafkaBroker(work / "kafka") as kafka, InfluxDB(work / "influxdb") as influx, contextlib.closing(postgres):
         kafka.create_topic(TOPIC, partitions=2)
         kafka.create_topic(f"{plan.job.name}-dlq", partitions=1)
         fed = feed(spark, kafka.bootstrap_servers, TOPIC, messages)
@@ -156,26 +167,43 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         )
         rows_vs_flink = compare(ours, work / "flink-rows.jsonl", "window_timestamp")
         print(f"[bench] our rows against Flink's: {rows_vs_flink}", file=sys.stderr)
+        # the same dagger into each real sink, each checked to hold every result row
         influx.create_database("bench")
-        influx_job = job.model_copy(
-            update={
-                "sink": job.sink.model_copy(
-                    update={
-                        "type": "influx",
-                        "influx": job.sink.influx.model_copy(update={"url": influx.url, "db_name": "bench"}),
-                    }
+        postgres.create_database("bench")
+        measurement = job.sink.influx.measurement_name
+        sinks = {
+            "InfluxDB": {"influx": {"url": influx.url, "db_name": "bench", "measurement_name": measurement}},
+            "Kafka": {"kafka": {"brokers": kafka.bootstrap_servers, "topic": "bench-results", "data_type": "JSON"}},
+            "PostgreSQL": {
+                "postgres": {
+                    "url": f"postgresql://127.0.0.1:{postgres.port}/bench",
+                    "table": "public.completed_bookings",
+                    "user": "dagger_admin",
+                    "password": postgres.password,
+                }
+            },
+        }
+        for label, section in sinks.items():
+            (kind,) = section
+            sink = SinkSpec.model_validate({"type": kind, **section})
+            splan = replace(kplan, job=job.model_copy(update={"sink": sink}))
+            results.append(
+                _best(
+                    f"Kafka: surge dagger end to end, {label} sink",
+                    messages,
+                    repeat,
+                    lambda splan=splan, kind=kind: dagger_once(spark, splan, work / f"ck-{kind}"),
                 )
-            }
-        )
-        iplan = replace(kplan, job=influx_job)
-        results.append(
-            _best(
-                "Kafka: surge dagger end to end, InfluxDB sink",
-                messages,
-                repeat,
-                lambda: dagger_once(spark, iplan, work / "ck-influx"),
             )
-        )
+        # a sink that took the rows and kept them: every window ours has (an upsert per run)
+        (series,) = influx.query(f'SELECT count("num_of_bookings") FROM "{measurement}"', db="bench")
+        with postgres.connect("bench") as connection:
+            stored = {
+                "InfluxDB": series["values"][0][1],
+                "PostgreSQL": connection.execute("SELECT count(*) FROM completed_bookings").fetchone()[0],
+            }
+        if any(n != len(ours) for n in stored.values()):
+            raise RuntimeError(f"the sinks hold {stored} rows, the dagger wrote {len(ours)}")
     shutil.rmtree(work, ignore_errors=True)
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]
@@ -189,7 +217,12 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         "decode_msgs_per_s": by["Kafka: read + JVM decode"],
         "dagger_msgs_per_s": dagger_rate,
         "dagger_influx_msgs_per_s": by["Kafka: surge dagger end to end, InfluxDB sink"],
-        "influx_vs_noop": round(by["Kafka: surge dagger end to end, InfluxDB sink"] / dagger_rate, 3),
+        "dagger_kafka_msgs_per_s": by["Kafka: surge dagger end to end, Kafka sink"],
+        "dagger_postgres_msgs_per_s": by["Kafka: surge dagger end to end, PostgreSQL sink"],
+        "sinks_vs_noop": {
+            kind: round(by[f"Kafka: surge dagger end to end, {label} sink"] / dagger_rate, 3)
+            for label, kind in (("InfluxDB", "influx"), ("Kafka", "kafka"), ("PostgreSQL", "postgres"))
+        },
         "dagger_vs_raw": round(dagger_rate / raw_rate, 3),
         "feeder_msgs_per_s": round(fed.per_second),
         "messages": messages,
