@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.flink import compare, run_flink
+from bench.state import state_rows
 from dagger_runtime.config.model import SinkSpec
 from dagger_runtime.sinks.base import Sink
 from dagger_runtime.source import read_kafka
@@ -204,6 +205,9 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
             }
         if any(n != len(ours) for n in stored.values()):
             raise RuntimeError(f"the sinks hold {stored} rows, the dagger wrote {len(ours)}")
+        kafka.create_topic("bench-state-dlq", partitions=1)
+        state_results, state = state_rows(spark, kplan, messages, work, dagger_once)
+        results += state_results
     shutil.rmtree(work, ignore_errors=True)
     by = {r["path"]: r["per_second"] for r in results}
     raw_rate = by["Kafka: Spark's raw read (ceiling)"]
@@ -224,6 +228,7 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
             for label, kind in (("InfluxDB", "influx"), ("Kafka", "kafka"), ("PostgreSQL", "postgres"))
         },
         "dagger_vs_raw": round(dagger_rate / raw_rate, 3),
+        "state": state,
         "feeder_msgs_per_s": round(fed.per_second),
         "messages": messages,
     }
