@@ -28,6 +28,7 @@ from dagger_runtime.session import build_session
 from loadtest import traffic
 
 REPO = Path(__file__).resolve().parent.parent
+BENCH_HEAP = "4g"
 
 
 def timed(label: str, fn, count: int, repeat: int) -> dict:
@@ -83,7 +84,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     print(f"[bench] generating {n} booking messages", file=sys.stderr)
     events = traffic.bookings(n, minutes=10)
     values = traffic.encode(events, dset.message_class(traffic.BOOKING))
-    spark = build_session("dagger-bench", parallelism=os.cpu_count() or 2)
+    # a 4 GB heap: the state bench's million keys a window take ~1 KB each in Spark's default
+    # state store, more than the 1 GB a session gets by default (bench/state.py)
+    spark = build_session(
+        "dagger-bench", parallelism=os.cpu_count() or 2, extra_conf={"spark.driver.memory": BENCH_HEAP}
+    )
     register_all(spark)
     raw = spark.createDataFrame(pd.DataFrame({"value": values}), "value binary").cache()
     raw.count()
@@ -123,6 +128,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     sample = min(n, 20_000)
     results.append(timed("s2sphere per row (reference)", lambda: _s2sphere(lat[:sample], lng[:sample]), sample, 1))
     summary = {}
+    raw.unpersist()
+    points.unpersist()
     if args.kafka_messages:
         from bench.kafka import kafka_rows
 
