@@ -53,19 +53,20 @@ class CountSink(Sink):
         return n
 
 
-class LastState(StreamingQueryListener):
-    """The state operators of the last batch that had any."""
+class PeakState(StreamingQueryListener):
+    """The most rows, and memory, the state held at the end of any batch of the run."""
 
     def __init__(self):
-        self.operators = []
+        self.rows = 0
+        self.memory = 0
 
     def onQueryStarted(self, event):
         pass
 
     def onQueryProgress(self, event):
         operators = json.loads(event.progress.json).get("stateOperators") or []
-        if operators:
-            self.operators = operators
+        self.rows = max(self.rows, sum(op.get("numRowsTotal", 0) for op in operators))
+        self.memory = max(self.memory, sum(op.get("memoryUsedBytes", 0) for op in operators))
 
     def onQueryIdle(self, event):
         pass
@@ -96,7 +97,7 @@ def _disk_bytes(folder: Path) -> int:
 def state_rows(spark, kplan, messages: int, work: Path, dagger_once) -> tuple[list[dict], dict]:
     """The state bench's result rows and its summary figures, by state store."""
     plan = plan_job(kplan.job.model_copy(update={"sql": STATE_SQL, "name": "bench-state"}), kplan.descriptor_set)
-    listener = LastState()
+    listener = PeakState()
     spark.streams.addListener(listener)
     results, summary = [], {}
     try:
@@ -105,14 +106,14 @@ def state_rows(spark, kplan, messages: int, work: Path, dagger_once) -> tuple[li
             checkpoint = work / f"ck-state-{name}"
             _reset_peak(spark)
             CountSink.windows = {}
+            listener.rows = listener.memory = 0
             seconds = dagger_once(spark, plan, checkpoint, CountSink)
             time.sleep(1)  # the last progress event reaches Python's listener after the query ends
-            state = listener.operators
             summary[name] = {
                 "msgs_per_s": round(messages / seconds),
                 "keys_in_largest_window": max(CountSink.windows.values(), default=0),
-                "state_rows_at_end": sum(op.get("numRowsTotal", 0) for op in state),
-                "state_memory_mb": round(sum(op.get("memoryUsedBytes", 0) for op in state) / 2**20, 1),
+                "state_rows_peak": listener.rows,
+                "state_memory_peak_mb": round(listener.memory / 2**20, 1),
                 "state_on_disk_mb": round(_disk_bytes(checkpoint / "state") / 2**20, 1),
                 "jvm_peak_rss_mb": round(_peak_rss(spark) / 2**20),
             }
