@@ -4,9 +4,9 @@ on Spark's default state store and on RocksDB, over the bench's Kafka topic.
 Its query counts messages per (order, second) in 100-minute windows: the bench topic's 2,000,000
 bookings are 20 copies of a 100,000-booking pool ten minutes apart, so a window holds a million
 distinct keys, all in state until the window closes. Each run is `run --available-now` from a new
-checkpoint, its result rows counted and dropped. Measured: messages a second, the state's rows and
-the memory Spark reports for it (the last batch's stateOperators), the checkpoint's state files on
-disk, the keys of the largest window written, and the peak resident memory of the JVM (Spark's
+checkpoint, its result rows counted and dropped. Measured: messages a second, the most rows the
+state held after a batch and the memory Spark reported for it (stateOperators), the checkpoint's
+state files on disk, the keys of the largest window written, and the peak resident memory of the JVM (Spark's
 driver and executor in one process, local[2]; RocksDB's memory is native, outside the heap).
 """
 
