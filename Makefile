@@ -176,7 +176,7 @@ lab-status: venv
 lab-down: venv
 	$(PY) -m lab down
 
-bench: venv jars servers portal-map
+bench: venv jars flink servers portal-map
 	$(PY) -m bench
 	$(PY) -m bench.commands
 	$(PY) -m lab up
