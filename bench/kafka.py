@@ -168,7 +168,8 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
         )
         rows_vs_flink = compare(ours, work / "flink-rows.jsonl", "window_timestamp")
         print(f"[bench] our rows against Flink's: {rows_vs_flink}", file=sys.stderr)
-        # the same dagger into each real sink, each checked to hold every result row
+        # the same dagger into each real sink; InfluxDB and PostgreSQL (which upsert) are checked
+        # below to hold every result row
         influx.create_database("bench")
         postgres.create_database("bench")
         measurement = job.sink.influx.measurement_name
