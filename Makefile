@@ -176,10 +176,13 @@ lab-status: venv
 lab-down: venv
 	$(PY) -m lab down
 
+# the hot paths first, on an idle machine; then the lab, for the scaling figures (which complete the
+# results' JSON line and append it to the history) and the portal under load
 bench: venv jars flink servers portal-map
-	$(PY) -m bench
+	$(PY) -m bench --history ''
 	$(PY) -m bench.commands
 	$(PY) -m lab up
+	$(PY) -m bench.scaling
 	$(PY) -m bench.portal
 
 clean:

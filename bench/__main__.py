@@ -13,7 +13,6 @@ bench/results/history.jsonl.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import platform
@@ -22,7 +21,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from bench.commands import commit
+from bench import history
 from dagger_runtime.jvm import jvm_dir
 from dagger_runtime.session import build_session
 from loadtest import traffic
@@ -54,16 +53,11 @@ def build_parser(prog: str = "python -m bench") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out",
-        default=str(REPO / "bench" / "results" / "latest.json"),
+        default=str(history.LATEST),
         metavar="PATH",
         help="where the JSON line of results goes (default: bench/results/latest.json)",
     )
-    p.add_argument(
-        "--history",
-        default=str(REPO / "bench" / "results" / "history.jsonl"),
-        metavar="PATH",
-        help="the JSON line, with the commit and time, is appended here (default: bench/results/history.jsonl; '' for none)",
-    )
+    history.add_history_argument(p)
     return p
 
 
@@ -162,9 +156,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine, "results": results, "summary": summary}, indent=2) + "\n")
     if args.history:
-        at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with Path(args.history).open("a") as history:
-            history.write(json.dumps({"commit": commit(), "at": at, **summary}) + "\n")
+        history.append(args.history, summary)
     print(f"(on {machine['cpus']} cores; results in {out})")
     print(json.dumps(summary))
     return 0

@@ -81,8 +81,9 @@ def on_topic(plan, bootstrap: str, topic: str):
     return replace(plan, job=plan.job.model_copy(update={"streams": (spec,)}))
 
 
-def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
-    """Seconds for `run --available-now` of the plan, from a fresh checkpoint."""
+def dagger_once(spark, plan, checkpoint: Path, sink_factory=None, log_path: str | None = None) -> float:
+    """Seconds for `run --available-now` of the plan, from a fresh checkpoint (its batches' records
+    appended to `log_path`, if given)."""
     from dagger_runtime.run import RunOptions, run
 
     shutil.rmtree(checkpoint, ignore_errors=True)
@@ -91,7 +92,7 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None) -> float:
     log = io.StringIO()
     code = run(
         plan,
-        RunOptions(checkpoint=str(checkpoint), available_now=True),
+        RunOptions(checkpoint=str(checkpoint), available_now=True, log_path=log_path),
         spark=spark,
         out=log,
         sink_factory=sink_factory,

@@ -63,14 +63,17 @@ def _activate(spark) -> None:
 _JVM_NOTICES = (b"WARNING: Using incubator modules:",)
 
 
-def _launch_quiet_jvm(options: dict[str, str]) -> None:
+def _launch_quiet_jvm(options: dict[str, str], always: bool = False) -> None:
     """Start Spark's JVM as getOrCreate would (the same spark-submit with the same settings), its
     stderr passed on without _JVM_NOTICES; getOrCreate then finds it and starts none. Skipped when a
-    JVM is up already, when spark-submit gave one (PYSPARK_GATEWAY_PORT) and under -v."""
+    JVM is up already, when spark-submit gave one (PYSPARK_GATEWAY_PORT) and under -v (unless
+    `always`)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if "PYSPARK_GATEWAY_PORT" in os.environ or logging.getLogger().isEnabledFor(logging.DEBUG):
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    if logging.getLogger().isEnabledFor(logging.DEBUG) and not always:
         return
     conf = SparkConf()
     for key, value in options.items():
@@ -124,11 +127,14 @@ def build_session(
     parallelism: int = 2,
     extra_conf: dict[str, str] | None = None,
     short_lived: bool = False,
+    secret_conf: dict[str, str] | None = None,
 ):
     """A Spark session with the runtime's jars, UTC time, and quiet logs.
 
     Everything time-related runs in UTC so window boundaries and the ISO timestamps printed by
-    `preview` do not depend on the machine's zone.
+    `preview` do not depend on the machine's zone. `secret_conf` (spark.authenticate.secret of a
+    client-mode driver) reaches the JVM over its gateway once it runs, never on the command line
+    that starts it, where `ps` would show it to every user.
     """
     from pyspark.sql import SparkSession
 
@@ -165,7 +171,9 @@ def build_session(
     )
     for key, value in {**SANDBOX_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    _launch_quiet_jvm(builder._options)
+    _launch_quiet_jvm(builder._options, always=bool(secret_conf))
+    for key, value in (secret_conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("DAGGER_SPARK_LOG_LEVEL", "ERROR"))
     return spark

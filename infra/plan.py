@@ -322,7 +322,8 @@ def as_table(spec: TeamSpec, project: str, declared: Sequence, outputs: dict) ->
     s = spec.spark
     lines = [
         f"plan: team {spec.name} · tier {spec.tier} · spark {s.flavour} ({s.workers} workers × "
-        f"{s.machine_type}) · region {spec.region} · range {spec.cidr}",
+        f"{s.machine_type}{f', for {s.peak_msgs_per_s:,} msg/s' if s.peak_msgs_per_s else ''}) · "
+        f"region {spec.region} · range {spec.cidr}",
         f"spec {spec.source} · stack {spec.name} · project {project} · owners {', '.join(spec.owners)}",
     ]
     rows_by_group = []

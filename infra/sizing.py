@@ -4,12 +4,19 @@ Each check returns (field, message) pairs; infra/spec.py adds the file and line.
 says what would fit. The worker pod's shape comes from infra/components/spark.py's own functions
 (worker_pod_resources, gke_allocatable), so the check and the Deployment cannot disagree.
 
-Also here: the GCP regions and machine types a spec may name (allow-lists, with "did you mean").
+Also here: the GCP regions and machine types a spec may name (allow-lists, with "did you mean"),
+and the executor cores a team's peak rate needs, from the rate `make bench` measured on the lab's
+Spark cluster (infra/throughput.json).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from dagger_runtime.suggest import closest
 
@@ -296,3 +303,64 @@ def vm_worker_room_gb(machine_gb: float) -> int:
 def _vm_fits(cores: int, memory_gb: int) -> list[str]:
     fits = [n for n, (v, g) in MACHINE_TYPES.items() if v >= cores and vm_worker_room_gb(g) >= memory_gb]
     return sorted(fits, key=lambda n: (MACHINE_TYPES[n], n))[:3] or ["(none fits)"]
+
+
+# -- cores for a rate: the measured throughput ----------------------------------------------------
+
+THROUGHPUT_PATH = Path(__file__).with_name("throughput.json")
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """What one executor core carries, measured: the seeds' surge dagger on the lab's standalone
+    cluster (bench/scaling.py), how well a second executor adds to the first (`efficiency`, at most
+    1), and the share of its cores a cluster is planned to use at the team's peak (`utilisation`:
+    the rest catches up a backlog after a failover or a sink outage)."""
+
+    per_core_msgs_per_s: float
+    efficiency: float
+    utilisation: float
+
+    def usable_per_core(self) -> float:
+        return self.per_core_msgs_per_s * self.efficiency * self.utilisation
+
+    def executor_cores(self, peak_msgs_per_s: int) -> int:
+        """Executor cores for a peak rate (pure)."""
+        return max(1, math.ceil(peak_msgs_per_s / self.usable_per_core()))
+
+    def capacity(self, cores: int) -> int:
+        """The peak rate `cores` executor cores are planned for (pure)."""
+        return math.floor(cores * self.usable_per_core())
+
+
+@functools.cache
+def throughput(path: Path = THROUGHPUT_PATH) -> Throughput:
+    doc = json.loads(path.read_text())
+    return Throughput(
+        per_core_msgs_per_s=float(doc["per_core_msgs_per_s"]),
+        efficiency=float(doc["efficiency"]),
+        utilisation=float(doc["utilisation"]),
+    )
+
+
+def workers_for(peak_msgs_per_s: int, worker_cores: int, measured: Throughput | None = None) -> int:
+    """Spark workers of `worker_cores` cores each for a peak rate (their cores all executors')."""
+    cores = (measured or throughput()).executor_cores(peak_msgs_per_s)
+    return max(1, math.ceil(cores / worker_cores))
+
+
+def peak_problem(
+    peak_msgs_per_s: int, workers: int, worker_cores: int, measured: Throughput | None = None
+) -> str | None:
+    """Why `workers` workers are too few for the team's stated peak, or None."""
+    measured = measured or throughput()
+    needed = workers_for(peak_msgs_per_s, worker_cores, measured)
+    if workers >= needed:
+        return None
+    return (
+        f"{workers} workers x {worker_cores} cores are planned for {measured.capacity(workers * worker_cores):,} msg/s "
+        f"(infra/throughput.json: {measured.per_core_msgs_per_s:,.0f} msg/s a core, measured, at "
+        f"{measured.utilisation:.0%} of the cores); spark.peak_msgs_per_s {peak_msgs_per_s:,} needs "
+        f"{measured.executor_cores(peak_msgs_per_s)} cores: use workers >= {needed}, or leave workers out "
+        "and the platform sizes them"
+    )

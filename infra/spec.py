@@ -29,6 +29,7 @@ from dagger_runtime.yaml_lines import read_yaml as _read_yaml
 from . import sizing, spec_file, topic_quota, topics
 from .policy.rules import gcp_name_limits, reserved_name_problem
 from .tiers import (
+    CEILINGS,
     MIRROR_BROKER_CPU,
     MIRROR_BROKER_MEMORY_GB,
     MIRROR_BROKERS,
@@ -84,6 +85,7 @@ class SparkSpec:
     worker_cores: int
     worker_memory_gb: int
     machine_type: str
+    peak_msgs_per_s: int | None = None  # the team's stated peak: workers sized for it (infra/sizing.py)
 
 
 @dataclass(frozen=True)
@@ -327,13 +329,28 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         problems.add("team", reserved)
     spark_raw = {**tier["spark"], **raw.get("spark", {})}
     size = SIZES[spark_raw.get("size", tier["spark"]["size"])]
+    worker_cores = spark_raw.get("worker_cores", size["worker_cores"])
+    peak = spark_raw.get("peak_msgs_per_s")
+    workers = spark_raw.get("workers")
+    if peak is not None and workers is None:  # sized for the stated peak, from the measured rate
+        workers = sizing.workers_for(peak, worker_cores)
+        if workers > (ceiling := CEILINGS[raw["tier"]]["workers"]):
+            problems.add(
+                "spark.peak_msgs_per_s",
+                f"{peak:,} msg/s needs {workers} workers of {worker_cores} cores at the measured rate "
+                f"(infra/throughput.json), more than the {raw['tier']} tier's {ceiling}: ask for larger "
+                "workers (spark.worker_cores), or for a higher tier",
+            )
+    elif peak is not None and (too_few := sizing.peak_problem(peak, workers, worker_cores)):
+        problems.add("spark.workers", too_few)
     spark = SparkSpec(
         flavour=spark_raw["flavour"],
         size=spark_raw["size"],
-        workers=spark_raw.get("workers", size["workers"]),
-        worker_cores=spark_raw.get("worker_cores", size["worker_cores"]),
+        workers=workers if workers is not None else size["workers"],
+        worker_cores=worker_cores,
         worker_memory_gb=spark_raw.get("worker_memory_gb", _default_worker_memory(spark_raw, size)),
         machine_type=spark_raw.get("machine_type", size["machine_type"]),
+        peak_msgs_per_s=peak,
     )
     kafka_raw = raw.get("kafka", copy.deepcopy(tier["kafka"]))
     seen: dict[str, int] = {}

@@ -47,10 +47,12 @@ def feed(
     seed: int = 7,
     pool: int = POOL,
     descriptor_set=None,
+    client: dict[str, str] | None = None,
     log=sys.stderr,
 ) -> Fed:
     """Write `messages` booking messages to `topic` (which must exist); returns what was fed and
-    how fast (the Spark write alone, not the pool's generation)."""
+    how fast (the Spark write alone, not the pool's generation). `client`: Kafka producer settings
+    (Java client names: security.protocol, sasl.jaas.config ...), e.g. a login."""
     import pandas as pd
     from pyspark.sql import functions as F
 
@@ -84,13 +86,12 @@ def feed(
     )
     print(f"[feeder] writing {messages:,} messages to {topic} ({copies} copies of the pool)", file=log, flush=True)
     started = time.perf_counter()
+    settings = {"linger.ms": "20", "batch.size": str(512 * 1024), "compression.type": "lz4", **(client or {})}
     (
         records.write.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("topic", topic)
-        .option("kafka.linger.ms", "20")
-        .option("kafka.batch.size", str(512 * 1024))
-        .option("kafka.compression.type", "lz4")
+        .options(**{f"kafka.{k}": v for k, v in settings.items()})
         .save()
     )
     seconds = time.perf_counter() - started
@@ -101,16 +102,40 @@ def feed(
     return Fed(messages, seconds, first, last + dt.timedelta(seconds=span_s * (copies - 1)))
 
 
+def lab_client(properties) -> dict[str, str]:
+    """A Kafka client settings file (the lab's, as Kafka's tools take it) as settings."""
+    import javaproperties
+
+    with open(properties) as f:
+        return dict(javaproperties.load(f))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m loadtest.feeder", description=__doc__.split("\n\n")[0])
     add_bootstrap_argument(p)
     p.add_argument("topic", help="an existing topic")
     p.add_argument("-n", "--messages", type=int, default=1_000_000, help="how many (default 1000000)")
     p.add_argument("--minutes-per-pool", type=int, default=10, help="event-time span of each copy of the pool")
+    p.add_argument(
+        "--lab-user",
+        metavar="PRINCIPAL",
+        help="log in to the lab's Kafka as PRINCIPAL (its client settings file from the lab's secrets)",
+    )
+    p.add_argument("--lab-cluster", default="primary", help="the lab cluster of --lab-user (default primary)")
     args = p.parse_args(argv)
 
+    client = None
+    if args.lab_user:
+        from lab import access
+
+        try:
+            client = lab_client(access.client_properties(args.lab_user, args.lab_cluster))
+        except access.NoCredential as e:
+            p.error(str(e))
     spark = build_session("dagger-feeder", parallelism=2)
-    fed = feed(spark, args.bootstrap_servers, args.topic, args.messages, minutes_per_pool=args.minutes_per_pool)
+    fed = feed(
+        spark, args.bootstrap_servers, args.topic, args.messages, minutes_per_pool=args.minutes_per_pool, client=client
+    )
     print(
         f"fed {fed.messages:,} messages in {fed.seconds:.1f}s ({fed.per_second:,.0f}/s), event time "
         f"{fed.first_event:%Y-%m-%dT%H:%M:%SZ} to {fed.last_event:%Y-%m-%dT%H:%M:%SZ}",

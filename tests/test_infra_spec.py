@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -367,6 +369,78 @@ def test_every_tiers_defaults_make_a_valid_spec(platform):
     for tier in TIERS:
         s = spec.parse(MINIMAL.replace("tier: standard", f"tier: {tier}"), source=SOURCE, platform=platform)
         assert s.spark.size == TIERS[tier]["spark"]["size"]
+
+
+# -- sized for the team's peak rate (infra/throughput.json, measured by make bench) -----------------
+
+
+def _measured() -> dict:
+    return json.loads((spec.INFRA / "throughput.json").read_text())
+
+
+def test_the_measured_table_gives_each_peak_enough_cores_and_not_one_more():
+    doc = _measured()
+    usable = doc["per_core_msgs_per_s"] * doc["efficiency"] * doc["utilisation"]
+    assert doc["per_core_msgs_per_s"] > 0 and 0 < doc["efficiency"] <= 1 and 0 < doc["utilisation"] <= 1
+    assert doc["measured"]["commit"] and doc["measured"]["by"].startswith("make bench")
+    for row in doc["table"]:
+        cores = row["executor_cores"]
+        assert cores * usable >= row["peak_msgs_per_s"] > (cores - 1) * usable, row
+        assert row["planned_for_msgs_per_s"] == math.floor(cores * usable)
+    assert [r["executor_cores"] for r in doc["table"]] == sorted(r["executor_cores"] for r in doc["table"])
+
+
+def test_the_sizing_page_shows_the_measured_table():
+    from infra import sizing_reference
+
+    assert sizing_reference.main(["--check"]) == 0, "run `python -m infra.sizing_reference` and commit the page"
+
+
+@pytest.mark.parametrize("peak, worker_cores", [(1, 4), (120_000, 4), (900_000, 8), (3_000_000, 16)])
+def test_a_stated_peak_sizes_the_workers_from_the_measured_rate(platform, peak, worker_cores):
+    doc = _measured()
+    cores = math.ceil(peak / (doc["per_core_msgs_per_s"] * doc["efficiency"] * doc["utilisation"]))
+    text = MINIMAL.replace("tier: standard", "tier: critical") + (
+        f"spark: {{peak_msgs_per_s: {peak}, worker_cores: {worker_cores}, worker_memory_gb: 32, "
+        "machine_type: n2-standard-16}\n"
+    )
+    s = spec.parse(text, source=SOURCE, platform=platform)
+    assert s.spark.workers == max(1, math.ceil(cores / worker_cores))
+    assert s.spark.peak_msgs_per_s == peak
+
+
+def test_workers_too_few_for_the_stated_peak_are_refused_with_how_many_would_do(platform):
+    doc = _measured()
+    usable = doc["per_core_msgs_per_s"] * doc["efficiency"] * doc["utilisation"]
+    peak = math.ceil(usable * 4 * 3) + 1  # just over what 3 workers of 4 cores carry
+    problem = one(refused(MINIMAL + f"spark: {{peak_msgs_per_s: {peak}, workers: 3, worker_cores: 4}}\n", platform))
+    assert problem.startswith(f"{SOURCE}:5: spark.workers: 3 workers x 4 cores are planned for ")
+    assert f"spark.peak_msgs_per_s {peak:,} needs {math.ceil(peak / usable)} cores: use workers >= 4" in problem
+    enough = spec.parse(MINIMAL + f"spark: {{peak_msgs_per_s: {peak}, workers: 4, worker_cores: 4}}\n", source=SOURCE)
+    assert enough.spark.workers == 4
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "fast", "1.5", "true", "1e5", "200000000"])
+def test_a_peak_that_is_no_rate_is_refused_by_the_schema(value):
+    problem = one(refused(MINIMAL + f"spark: {{peak_msgs_per_s: {value}}}\n"))
+    assert "spark.peak_msgs_per_s" in problem
+
+
+def test_a_peak_past_the_tiers_workers_is_refused_by_the_ceiling(platform):
+    doc = _measured()
+    usable = doc["per_core_msgs_per_s"] * doc["efficiency"] * doc["utilisation"]
+    peak = math.ceil(usable * 4 * 5)  # 5 workers of 4 cores; experimental teams get 4 at most
+    text = MINIMAL.replace("tier: standard", "tier: experimental").replace(
+        "network:", "kafka: [{cluster: playground}]\nnetwork:"
+    )
+    problems = refused(text + f"spark: {{peak_msgs_per_s: {peak}, worker_cores: 4}}\n", platform)
+    workers = math.ceil(math.ceil(peak / usable) / 4)
+    assert workers > 4
+    assert (
+        f"{SOURCE}:6: spark.peak_msgs_per_s: {peak:,} msg/s needs {workers} workers of 4 cores at the measured "
+        "rate (infra/throughput.json), more than the experimental tier's 4: ask for larger workers "
+        "(spark.worker_cores), or for a higher tier"
+    ) in problems, problems
 
 
 # -- the committed specs ------------------------------------------------------------------------------

@@ -25,7 +25,10 @@ err = jvm.java.lang.System.err
 err.println("a line the JVM writes to stderr")
 err.flush()
 flags = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-print(json.dumps({"n": spark.sql("SELECT 6 * 7 AS n").collect()[0].n, "flags": flags}))
+with open(f"/proc/{jvm.java.lang.ProcessHandle.current().pid()}/cmdline") as f:
+    cmdline = f.read().replace("\0", " ")
+secret = spark.sparkContext.getConf().get("spark.authenticate.secret", None)
+print(json.dumps({"n": spark.sql("SELECT 6 * 7 AS n").collect()[0].n, "flags": flags, "cmdline": cmdline, "secret": secret}))
 spark.stop()
 """
 
@@ -60,3 +63,15 @@ def test_a_jvm_that_cannot_start_says_why_on_stderr(tmp_path):
     proc = session_script(tmp_path, extra_conf={"spark.driver.memory": "12zz"})  # -Xmx12zz: refused
     assert proc.returncode != 0
     assert "Invalid maximum heap size: -Xmx12zz" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_secret_setting_reaches_the_session_but_not_the_command_line_of_its_jvm(tmp_path):
+    """A client-mode driver's spark.authenticate.secret: every user's `ps` shows a command line."""
+    canary = "canary-" + os.urandom(8).hex()
+    proc = session_script(tmp_path, secret_conf={"spark.authenticate.secret": canary})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["secret"] == canary
+    assert "spark.sql.session.timeZone=UTC" in out["cmdline"]  # the other settings are on it, as before
+    assert canary not in out["cmdline"]
+    assert canary not in proc.stderr
