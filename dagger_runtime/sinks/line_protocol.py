@@ -40,8 +40,12 @@ def applies(schema: T.StructType, tag_name) -> bool:
     return True
 
 
-def escape(text: str, table: dict[str, str] = _ESCAPE_KEY) -> str:
-    return text.translate(str.maketrans(table))
+_TRANSLATE_KEY, _TRANSLATE_MEASUREMENT = str.maketrans(_ESCAPE_KEY), str.maketrans(_ESCAPE_MEASUREMENT)
+
+
+def escape(text: str, measurement: bool = False) -> str:
+    """A key (or, with `measurement`, a measurement's name) as influxdb-client escapes it."""
+    return text.translate(_TRANSLATE_MEASUREMENT if measurement else _TRANSLATE_KEY)
 
 
 def _replace_all(column: Column, table: dict[str, str]) -> Column:
@@ -51,12 +55,11 @@ def _replace_all(column: Column, table: dict[str, str]) -> Column:
 
 
 def _tag(key: str, column: Column) -> Column:
-    text = _replace_all(column.cast("string"), _ESCAPE_KEY)
+    raw = column.cast("string")
+    text = _replace_all(raw, _ESCAPE_KEY)
     # a value ending in a backslash gets a blank, or the backslash would escape the separator
     text = F.when(text.endswith("\\"), F.concat(text, F.lit(" "))).otherwise(text)
-    return F.when(column.isNull() | (column.cast("string") == ""), F.lit(None)).otherwise(
-        F.concat(F.lit("," + escape(key) + "="), text)
-    )
+    return F.when(raw.isNull() | (raw == ""), F.lit(None)).otherwise(F.concat(F.lit("," + escape(key) + "="), text))
 
 
 def _field(key: str, column: Column, kind: T.DataType) -> Column:
@@ -92,7 +95,7 @@ def line_column(measurement: str, schema: T.StructType, tag_name) -> Column:
     field_text = F.concat_ws(",", *[c for _, c in sorted(fields, key=lambda t: t[0])])
     window = F.col(f"`{WINDOW_COLUMN}`")
     line = F.concat(
-        F.lit(escape(measurement, _ESCAPE_MEASUREMENT)),
+        F.lit(escape(measurement, measurement=True)),
         tag_text,
         F.lit(" "),
         field_text,
