@@ -16,7 +16,9 @@ root stack, monitor and mocks, so any number of specs can be declared in one pro
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import gc
 import hashlib
 import ipaddress
 import random
@@ -324,9 +326,21 @@ def run(program: Callable[[], Any], *, stack: str, mocks: PlatformMocks) -> list
         settings.SETTINGS.outputs.clear()
         try:
             _sync_await(run_pulumi_func(program))
+        except BaseException:
+            _retrieve_failed_futures()
+            raise
         finally:
             settings.ROOT.set(None)
     return monitor.declared()
+
+
+def _retrieve_failed_futures() -> None:
+    """A program that fails leaves futures holding the error it raised, which nothing awaits. The
+    error reaches the caller; marked as retrieved here, these would otherwise have asyncio log
+    "Future exception was never retrieved" whenever a later run lets them go, into whatever runs then."""
+    for thing in gc.get_objects():
+        if isinstance(thing, asyncio.Future) and thing.done() and not thing.cancelled():
+            thing.exception()
 
 
 _platform_cache: dict[str, dict[str, Any]] = {}

@@ -98,8 +98,9 @@ def test_a_cluster_without_room_is_refused_at_once_naming_what_holds_it(lab, tmp
         run_on(lab_dir, tmp_path).check_room()
     assert str(e.value) == (
         "Spark cluster blue of team allocations has no room for the drill's bookings (parallelism 2) now (each "
-        "needs a core and 768 MB for its driver, its parallelism in cores and 1024 MB for its executor; the "
-        "workers have 2 cores and 6.0 GB free); held by surge-demand: `dagger stop surge-demand`, or run the drill "
+        "needs a core and 768 MB for its driver, its parallelism in cores and 1024 MB for its executor, more with "
+        "state_rows; the workers have 2 cores and 6.0 GB free); held by surge-demand: `dagger stop surge-demand`, "
+        "or run the drill "
         "with --stop-others"
     )
     # --stop-others stops it (the master then has the room) and goes on

@@ -411,6 +411,28 @@ def test_a_dagger_fits_a_cluster_when_its_driver_and_executor_can_both_be_placed
     assert not fits([], 1) and not fits([(0, 0)], 1)
 
 
+def test_a_job_that_holds_many_rows_in_state_gets_an_executor_with_the_memory_for_them(tmp_path):
+    """The state bench's figures (bench/state.py): about 237 bytes a row as Spark reports it, two
+    versions kept, on the 40% of the heap past Spark's 300 MB reserve that Spark does not manage."""
+    from dagger_runtime.lifecycle.spark import executor_memory_mb
+
+    assert executor_memory_mb(None) == executor_memory_mb(1) == 1024
+    # 500,000 rows: 300 MB + 565 MB: within the 1 GB every dagger gets
+    assert executor_memory_mb(500_000) == 1024
+    # 2,000,000 rows (the state bench's): 300 + 2,260 MB = 2,560.3 MB, up to the next 256 MB
+    assert executor_memory_mb(2_000_000) == 2816
+    write_cluster(tmp_path)
+    cluster = load_clusters(str(tmp_path))["blue"]
+    argv = submit_argv(
+        cluster, name="keys", spec_path="/s.yaml", checkpoint="/ck", metrics_port=9500, parallelism=2, executor_mb=2816
+    )
+    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+    assert confs["spark.executor.memory"] == "2816m" and confs["spark.driver.memory"] == "768m"
+    # placed with that memory: a worker of 3 cores needs 768 + 2816 MB free
+    assert fits([(3, 3584)], 2, 2816) and not fits([(3, 3583)], 2, 2816)
+    assert unplaced([(8, 8192)], [1, 1, 1], [1024, 2816, 2816]) == [2]
+
+
 def unvalidated(monkeypatch):
     """deploy without its Spark validation (tested on its own): these tests are about placement, and
     a Spark session built here would change the shared test session's settings."""

@@ -91,11 +91,11 @@ class Preflight:
                     raise Abort(str(e)) from None
                 # a cluster every team shares holds the daggers of all of them
                 needs.setdefault((cluster.name, cluster.team), (cluster, []))[1].append(
-                    (d.name, int(job.get("parallelism") or 1))
+                    (d.name, int(job.get("parallelism") or 1), spark_api.executor_memory_mb(job.get("state_rows")))
                 )
         for (name, team), (cluster, daggers) in sorted(needs.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
             state = spark_api.master_state(cluster)
-            left = spark_api.unplaced(list(state.workers_free), [p for _, p in daggers])
+            left = spark_api.unplaced(list(state.workers_free), [p for _, p, _ in daggers], [m for _, _, m in daggers])
             if not left:
                 continue
             registry = self.registry()
@@ -112,13 +112,19 @@ class Preflight:
                     while left and time.monotonic() < deadline:
                         time.sleep(1)
                         state = spark_api.master_state(cluster)
-                        left = spark_api.unplaced(list(state.workers_free), [p for _, p in daggers])
+                        left = spark_api.unplaced(
+                            list(state.workers_free), [p for _, p, _ in daggers], [m for _, _, m in daggers]
+                        )
                     if not left:
                         continue
             finally:
                 registry.close()
             free = spark_api.describe_free(state.workers_free)
-            short = ", ".join(f"{daggers[i][0]} (parallelism {daggers[i][1]})" for i in left)
+            short = ", ".join(
+                f"{daggers[i][0]} (parallelism {daggers[i][1]}"
+                + (f", an executor of {daggers[i][2]} MB)" if daggers[i][2] != spark_api.EXECUTOR_MEMORY_MB else ")")
+                for i in left
+            )
             whose = f" of team {team}" if team else ""
             held = (
                 ""
@@ -131,6 +137,6 @@ class Preflight:
             raise Abort(
                 f"Spark cluster {name}{whose} has no room for the drill's {short} now (each needs a core "
                 f"and {spark_api.DRIVER_MEMORY_MB} MB for its driver, its parallelism in cores and "
-                f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free)"
-                + (held or "; nothing of the registry runs there")
+                f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor, more with state_rows; the workers have "
+                f"{free} free)" + (held or "; nothing of the registry runs there")
             )

@@ -311,6 +311,9 @@ with warnings.catch_warnings():
         # nothing for this long stops holding the job's watermark back (0: never)
         idle_timeout_ms: NonNegativeInt = 0
         parallelism: PositiveInt = DEFAULT_PARALLELISM
+        # the most rows the job holds in state at once (keys x open windows): a deploy gives its
+        # executor the memory for them (dagger_runtime/lifecycle/spark.executor_memory_mb)
+        state_rows: PositiveInt | None = None
         schema: SchemaSpec = SchemaSpec()
         sink: SinkSpec
         # where `run` keeps its progress (Kafka offsets, open windows): a local path or gs://...;

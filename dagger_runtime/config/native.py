@@ -139,6 +139,12 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
             "back (Flink's table.exec.source.idle-timeout; 0: never).",
         ),
         "parallelism": _Key("parallelism", doc="Spark's shuffle partitions and the executors' cores the job asks for."),
+        "state_rows": _Key(
+            "state_rows",
+            doc="The most rows the job's windows hold in state at once (distinct keys times open windows), "
+            "when that is over a few hundred thousand: `dagger deploy` gives its executor the memory for them "
+            "(300 MB and about 1.2 KB a row, from the state bench; 1 GB when unset).",
+        ),
         "checkpoint_location": _Key(
             "checkpoint_location",
             doc="Where `run` keeps its progress (Kafka offsets, open windows): a local "

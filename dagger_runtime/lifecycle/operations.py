@@ -194,6 +194,7 @@ def _submit(
         checkpoint=checkpoint,
         metrics_port=port,
         parallelism=plan.job.parallelism,
+        executor_mb=spark_api.executor_memory_mb(plan.job.state_rows),
         starting=starting,
         emit_after_ms=emit_after_ms,
         version=number,
@@ -414,13 +415,14 @@ def _check_alive(cluster: Cluster, plan=None) -> None:
         raise DaggerError(
             f"cluster {cluster.name} cannot take a dagger: master {state.status}, {state.workers_alive} workers alive"
         )
-    if plan is not None and not spark_api.fits(list(state.workers_free), plan.job.parallelism):
+    executor_mb = spark_api.executor_memory_mb(plan.job.state_rows) if plan is not None else 0
+    if plan is not None and not spark_api.fits(list(state.workers_free), plan.job.parallelism, executor_mb):
         p = plan.job.parallelism
         free = spark_api.describe_free(state.workers_free)
         raise DaggerError(
             f"cluster {cluster.name} has no room for {plan.job.name} now: it needs a core and "
             f"{spark_api.DRIVER_MEMORY_MB} MB for its driver and {p} cores (its parallelism) and "
-            f"{spark_api.EXECUTOR_MEMORY_MB} MB for its executor; the workers have {free} free. Stop a "
+            f"{executor_mb} MB for its executor; the workers have {free} free. Stop a "
             f"dagger there, use another cluster, or lower parallelism (Spark would leave it waiting for "
             f"cores without a word)"
         )

@@ -19,6 +19,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import subprocess
@@ -50,16 +51,36 @@ def _on_cluster(cluster: Cluster, local: Path) -> str:
 
 
 # What a dagger asks of a standalone cluster (cluster deploy mode): its driver takes a core and
-# DRIVER_MEMORY_MB on a worker, its one executor `parallelism` cores and EXECUTOR_MEMORY_MB on a worker.
+# DRIVER_MEMORY_MB on a worker, its one executor `parallelism` cores and executor_memory_mb() on a
+# worker: EXECUTOR_MEMORY_MB, or more for a job that says it holds many rows in state.
 DRIVER_MEMORY_MB = 768
 EXECUTOR_MEMORY_MB = 1024
 
+# A job's state on Spark's default state store, from the state bench (bench/state.py, a million
+# keys a window): Spark reported about STATE_BYTES_PER_ROW for each row it held. The store keeps the
+# last two versions of each partition's state in memory (spark.sql.streaming.maxBatchesToRetainInMemory)
+# on the heap's share Spark does not manage: 1 - spark.memory.fraction (0.6) of what its 300 MB
+# reserve leaves. In a 1 GB heap the bench's two million rows ran out of memory; in 4 GB they did not.
+STATE_BYTES_PER_ROW = 237
+STATE_VERSIONS = 2
+SPARK_RESERVED_MB = 300
+USER_SHARE = 0.4
 
-def fits(workers_free: list[tuple[int, int]], parallelism: int) -> bool:
+
+def executor_memory_mb(state_rows: int | None) -> int:
+    """The executor's memory for a job whose state holds at most `state_rows` rows (its
+    `state_rows` key; None: EXECUTOR_MEMORY_MB), in steps of 256 MB (pure)."""
+    if not state_rows:
+        return EXECUTOR_MEMORY_MB
+    state_mb = state_rows * STATE_BYTES_PER_ROW * STATE_VERSIONS / USER_SHARE / 2**20
+    return max(EXECUTOR_MEMORY_MB, 256 * math.ceil((SPARK_RESERVED_MB + state_mb) / 256))
+
+
+def fits(workers_free: list[tuple[int, int]], parallelism: int, executor_mb: int = EXECUTOR_MEMORY_MB) -> bool:
     """Whether a dagger's driver and executor can both be placed now, given each alive worker's free
     (cores, memory MB) (pure). A standalone master that cannot place the executor leaves the
     application WAITING with no error: a deploy asks first."""
-    driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, EXECUTOR_MEMORY_MB)
+    driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, executor_mb)
     for i, (cores_a, memory_a) in enumerate(workers_free):
         for j, (cores_b, memory_b) in enumerate(workers_free):
             if i == j:
@@ -75,14 +96,18 @@ def describe_free(workers_free) -> str:
     return ", ".join(f"{c} core{'' if c == 1 else 's'} and {m / 1024:.1f} GB" for c, m in workers_free) or "nothing"
 
 
-def unplaced(workers_free: list[tuple[int, int]], parallelisms: list[int]) -> list[int]:
-    """The daggers (by index into `parallelisms`) whose driver and executor cannot be placed when all
-    of them are deployed one after the other onto workers with these free (cores, memory MB), each
-    taking the first placement that fits, as `fits` finds it (pure)."""
+def unplaced(
+    workers_free: list[tuple[int, int]], parallelisms: list[int], executor_mbs: list[int] | None = None
+) -> list[int]:
+    """The daggers (by index into `parallelisms`, with their executors' memory in `executor_mbs`)
+    whose driver and executor cannot be placed when all of them are deployed one after the other onto
+    workers with these free (cores, memory MB), each taking the first placement that fits, as `fits`
+    finds it (pure)."""
     free = [list(w) for w in workers_free]
     left = []
-    for k, parallelism in enumerate(parallelisms):
-        driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, EXECUTOR_MEMORY_MB)
+    memories = executor_mbs or [EXECUTOR_MEMORY_MB] * len(parallelisms)
+    for k, (parallelism, executor_mb) in enumerate(zip(parallelisms, memories, strict=True)):
+        driver, executor = (1, DRIVER_MEMORY_MB), (parallelism, executor_mb)
 
         def holds(i: int, *needs: tuple[int, int]) -> bool:
             return free[i][0] >= sum(n[0] for n in needs) and free[i][1] >= sum(n[1] for n in needs)
@@ -113,6 +138,7 @@ def submit_argv(
     checkpoint: str,
     metrics_port: int,
     parallelism: int,
+    executor_mb: int = EXECUTOR_MEMORY_MB,
     starting: dict[str, dict[str, str]] | None = None,
     emit_after_ms: int | None = None,
     version: int | None = None,
@@ -127,7 +153,7 @@ def submit_argv(
         "spark.pyspark.python": cluster.python,
         "spark.pyspark.driver.python": cluster.python,
         "spark.driver.memory": f"{DRIVER_MEMORY_MB}m",
-        "spark.executor.memory": f"{EXECUTOR_MEMORY_MB}m",
+        "spark.executor.memory": f"{executor_mb}m",
         "spark.cores.max": str(parallelism),
         "spark.executor.cores": str(parallelism),
         "spark.driver.extraJavaOptions": log_conf,
