@@ -103,6 +103,18 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None, log_path: str 
     return seconds
 
 
+def _messages_in(bootstrap: str, topic: str) -> int:
+    """How many messages the topic holds (its partitions' end offsets: nothing is deleted here)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
+    finally:
+        consumer.close()
+
+
 def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict], dict]:
 
     from lab.influxdb import InfluxDB
@@ -198,15 +210,17 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
                     lambda splan=splan, kind=kind: dagger_once(spark, splan, work / f"ck-{kind}"),
                 )
             )
-        # a sink that took the rows and kept them: every window ours has (an upsert per run)
+        # a sink that took the rows and kept them: every window ours has (an upsert per run), and
+        # on Kafka each run's rows once (the topic is appended to: `repeat` runs)
         (series,) = influx.query(f'SELECT count("num_of_bookings") FROM "{measurement}"', db="bench")
         with postgres.connect("bench") as connection:
             stored = {
                 "InfluxDB": series["values"][0][1],
                 "PostgreSQL": connection.execute("SELECT count(*) FROM completed_bookings").fetchone()[0],
+                "Kafka": _messages_in(kafka.bootstrap_servers, "bench-results") / repeat,
             }
         if any(n != len(ours) for n in stored.values()):
-            raise RuntimeError(f"the sinks hold {stored} rows, the dagger wrote {len(ours)}")
+            raise RuntimeError(f"the sinks hold {stored} rows a run, the dagger wrote {len(ours)}")
         kafka.create_topic("bench-state-dlq", partitions=1)
         state_results, state = state_rows(spark, kplan, messages, work, dagger_once)
         results += state_results

@@ -149,6 +149,8 @@ def drive(executors: int, servers: str, messages: int, repeat: int) -> dict:
         raise RuntimeError(f"{executors} executor(s): the runs wrote different rows")
     used = sc._jsc.sc().getExecutorMemoryStatus().size() - 1
     spark.stop()
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
     best = min(runs)
     return {
         "executors": used,
@@ -219,7 +221,6 @@ def _owner(path: str) -> str:
 
 
 def _driver_env(cluster, secret_env: dict[str, str]) -> dict[str, str]:
-
     keep = (
         "PYTHONPATH",
         "PATH",
@@ -237,15 +238,18 @@ def _driver_env(cluster, secret_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _reset_topic(servers: str) -> None:
+def _delete_topic(admin) -> None:
+    try:
+        admin.delete_topics([TOPIC])
+        time.sleep(3)  # deletion is asynchronous on the brokers
+    except UnknownTopicOrPartitionError:
+        pass
 
+
+def _reset_topic(servers: str) -> None:
     admin = KafkaAdminClient(bootstrap_servers=servers, client_id="bench-scaling", **access.kafka_python())
     try:
-        try:
-            admin.delete_topics([TOPIC])
-            time.sleep(3)  # deletion is asynchronous on the brokers
-        except UnknownTopicOrPartitionError:
-            pass
+        _delete_topic(admin)
         for _ in range(20):
             try:
                 admin.create_topics([NewTopic(TOPIC, num_partitions=max(EXECUTORS), replication_factor=3)])
@@ -263,15 +267,30 @@ def _reset_topic(servers: str) -> None:
 
 
 def _feed(servers: str, messages: int) -> float:
-
     spark = build_session("dagger-bench-scaling-feeder", parallelism=2)
     fed = feed(spark, servers, TOPIC, messages, client=lab_client(access.client_properties(access.ADMIN)))
     spark.stop()
     return fed.per_second
 
 
-def measure(messages: int, repeat: int) -> dict:
+def _drive_as(user: str, cluster, env: dict, executors: int, servers: str, messages: int, repeat: int) -> dict:
+    """One driver (`drive`), as `user`, in a folder of its own (Spark keeps its session artifacts there)."""
+    argv = ["runuser", "-u", user, "--", cluster.python, "-m", "bench.scaling", "--drive", str(executors)]
+    argv += ["--messages", str(messages), "--repeat", str(repeat), "--bootstrap-servers", servers]
+    log(f"{executors} executor(s) of one core on {cluster.name} ({cluster.master}), the driver as {user}")
+    folder = tempfile.mkdtemp(prefix="dagger-scaling-driver-")
+    shutil.chown(folder, user)
+    done = subprocess.run(argv, cwd=folder, env=env, stdout=subprocess.PIPE, text=True, check=False)
+    shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the driver with {executors} executor(s) exited {done.returncode}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    if figures["executors"] != executors:
+        raise RuntimeError(f"asked {executors} executor(s), the cluster gave {figures['executors']}")
+    return figures
 
+
+def measure(messages: int, repeat: int) -> dict:
     cluster = get_cluster(CLUSTER, team=TEAM)
     servers = bootstrap()
     user = _owner(cluster.checkpoint_root)
@@ -280,20 +299,13 @@ def measure(messages: int, repeat: int) -> dict:
     fed = _feed(servers, messages)
     env = _driver_env(cluster, access.team_env(TEAM))
     by = {}
-    for executors in EXECUTORS:
-        argv = ["runuser", "-u", user, "--", cluster.python, "-m", "bench.scaling", "--drive", str(executors)]
-        argv += ["--messages", str(messages), "--repeat", str(repeat), "--bootstrap-servers", servers]
-        log(f"{executors} executor(s) of one core on {cluster.name} ({cluster.master}), the driver as {user}")
-        # the driver's working folder (Spark keeps its session artifacts there): the user's own
-        folder = tempfile.mkdtemp(prefix="dagger-scaling-driver-")
-        shutil.chown(folder, user)
-        done = subprocess.run(argv, cwd=folder, env=env, stdout=subprocess.PIPE, text=True, check=False)
-        shutil.rmtree(folder, ignore_errors=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"the driver with {executors} executor(s) exited {done.returncode}")
-        by[executors] = json.loads(done.stdout.strip().splitlines()[-1])
-        if by[executors]["executors"] != executors:
-            raise RuntimeError(f"asked {executors} executor(s), the cluster gave {by[executors]['executors']}")
+    try:
+        for executors in EXECUTORS:
+            by[executors] = _drive_as(user, cluster, env, executors, servers, messages, repeat)
+    finally:  # the lab's disks (and its mirror's) keep what the drills write, not the bench's million
+        admin = KafkaAdminClient(bootstrap_servers=servers, client_id="bench-scaling", **access.kafka_python())
+        _delete_topic(admin)
+        admin.close()
     one, two = by[1], by[2]
     if one["rows_sha256"] != two["rows_sha256"]:
         raise RuntimeError("one executor and two wrote different rows")

@@ -138,7 +138,7 @@ def build_session(
     """
     from pyspark.sql import SparkSession
 
-    if _base is not None and master is None and not extra_conf:
+    if _base is not None and master is None and not extra_conf and not secret_conf:
         spark = _base.newSession()
         spark.conf.set("spark.sql.shuffle.partitions", str(max(parallelism, 1)))
         _activate(spark)
@@ -172,6 +172,10 @@ def build_session(
     for key, value in {**SANDBOX_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     _launch_quiet_jvm(builder._options, always=bool(secret_conf))
+    if secret_conf:
+        # py4j logs every command it sends at DEBUG (-v): the secret's would be one of them
+        py4j = logging.getLogger("py4j")
+        py4j.setLevel(max(py4j.getEffectiveLevel(), logging.INFO))
     for key, value in (secret_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -32,7 +32,7 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from . import platform_stack
 from .spec import Platform, TeamSpec, load_platform
@@ -327,19 +327,20 @@ def run(program: Callable[[], Any], *, stack: str, mocks: PlatformMocks) -> list
         try:
             _sync_await(run_pulumi_func(program))
         except BaseException:
-            _retrieve_failed_futures()
+            _retrieve_failed_futures(_ensure_event_loop())
             raise
         finally:
             settings.ROOT.set(None)
     return monitor.declared()
 
 
-def _retrieve_failed_futures() -> None:
-    """A program that fails leaves futures holding the error it raised, which nothing awaits. The
-    error reaches the caller; marked as retrieved here, these would otherwise have asyncio log
-    "Future exception was never retrieved" whenever a later run lets them go, into whatever runs then."""
+def _retrieve_failed_futures(loop: asyncio.AbstractEventLoop) -> None:
+    """A program that fails leaves futures of its loop holding the error it raised, which nothing
+    awaits. The error reaches the caller; marked as retrieved here, these would otherwise have
+    asyncio log "Future exception was never retrieved" whenever a later run lets them go, into
+    whatever runs then. Only this run's loop's futures: another loop's are not ours to silence."""
     for thing in gc.get_objects():
-        if isinstance(thing, asyncio.Future) and thing.done() and not thing.cancelled():
+        if isinstance(thing, asyncio.Future) and thing.get_loop() is loop and thing.done() and not thing.cancelled():
             thing.exception()
 
 

@@ -332,21 +332,38 @@ class Throughput:
         """The peak rate `cores` executor cores are planned for (pure)."""
         return math.floor(cores * self.usable_per_core())
 
+    def __post_init__(self):
+        # a figure that would size every cluster at one worker, or divide by zero
+        if not (math.isfinite(self.per_core_msgs_per_s) and self.per_core_msgs_per_s > 0):
+            raise ValueError(f"per_core_msgs_per_s must be a positive number, not {self.per_core_msgs_per_s!r}")
+        for name in ("efficiency", "utilisation"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{name} must be above 0 and at most 1, not {value!r}")
+
 
 @functools.cache
 def throughput(path: Path = THROUGHPUT_PATH) -> Throughput:
     doc = json.loads(path.read_text())
-    return Throughput(
-        per_core_msgs_per_s=float(doc["per_core_msgs_per_s"]),
-        efficiency=float(doc["efficiency"]),
-        utilisation=float(doc["utilisation"]),
-    )
+    try:
+        return Throughput(
+            per_core_msgs_per_s=float(doc["per_core_msgs_per_s"]),
+            efficiency=float(doc["efficiency"]),
+            utilisation=float(doc["utilisation"]),
+        )
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+# Never fewer workers than this for a stated peak: one worker lost would stop every dagger
+MIN_WORKERS = 2
 
 
 def workers_for(peak_msgs_per_s: int, worker_cores: int, measured: Throughput | None = None) -> int:
-    """Spark workers of `worker_cores` cores each for a peak rate (their cores all executors')."""
+    """Spark workers of `worker_cores` cores each for a peak rate: its executors' cores, and never
+    fewer than MIN_WORKERS. Each dagger's driver takes a core on top (the spec adds workers for them)."""
     cores = (measured or throughput()).executor_cores(peak_msgs_per_s)
-    return max(1, math.ceil(cores / worker_cores))
+    return max(MIN_WORKERS, math.ceil(cores / worker_cores))
 
 
 def peak_problem(

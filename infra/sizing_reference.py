@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dagger_runtime import generated_pages
 
-from .sizing import THROUGHPUT_PATH, Throughput, workers_for
+from .sizing import MIN_WORKERS, THROUGHPUT_PATH, Throughput, workers_for
 from .tiers import SIZES
 
 PAGE = generated_pages.ROOT / "docs" / "reference" / "sizing.md"
@@ -61,7 +61,9 @@ the pull request, with how many workers would do.
   backlog (after a failover or a sink outage) at least as fast again as the peak.
 
 Executor cores = ceil(peak / (rate per core x efficiency x utilisation)); workers = ceil(executor
-cores / worker cores). Each dagger's driver takes one more core on a worker.
+cores / worker cores), never fewer than {MIN_WORKERS} (one worker lost would stop every dagger).
+Each dagger's driver takes one more core on a worker, and a dagger's executor sits on one worker
+(its `parallelism` at most the worker's cores): a team of many daggers states `workers` itself.
 
 ## The table
 

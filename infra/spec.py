@@ -331,6 +331,7 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     size = SIZES[spark_raw.get("size", tier["spark"]["size"])]
     worker_cores = spark_raw.get("worker_cores", size["worker_cores"])
     peak = spark_raw.get("peak_msgs_per_s")
+    peak = int(peak) if peak is not None else None  # 1.0e+5 is an integer to the schema
     workers = spark_raw.get("workers")
     if peak is not None and workers is None:  # sized for the stated peak, from the measured rate
         workers = sizing.workers_for(peak, worker_cores)

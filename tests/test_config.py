@@ -477,6 +477,20 @@ BAD_INPUTS = [
         minimal(rowtime_attribute="row time"), ["job.yaml: rowtime_attribute: expected an SQL identifier"], id="rowtime"
     ),
     pytest.param(minimal(parallelism=0), ["job.yaml: parallelism: must be at least 1, got 0"], id="parallelism-zero"),
+    pytest.param(minimal(state_rows=0), ["job.yaml: state_rows: must be at least 1, got 0"], id="state-rows-zero"),
+    pytest.param(
+        minimal(state_rows=10**9 + 1),
+        ["job.yaml: state_rows: must be at most 1,000,000,000, got 1,000,000,001"],
+        id="state-rows-past-any-worker",
+    ),
+    pytest.param(
+        minimal(state_rows=10**400),
+        ["job.yaml: state_rows: must be at most 1,000,000,000, got a number of 401 digits"],
+        id="state-rows-huge",
+    ),
+    pytest.param(
+        minimal(state_rows=False), ["job.yaml: state_rows: expected an integer, got False"], id="state-rows-bool"
+    ),
     pytest.param(
         minimal(parallelism="two"), ["job.yaml: parallelism: expected an integer, got 'two'"], id="parallelism-text"
     ),

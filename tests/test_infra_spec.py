@@ -405,7 +405,7 @@ def test_a_stated_peak_sizes_the_workers_from_the_measured_rate(platform, peak, 
         "machine_type: n2-standard-16}\n"
     )
     s = spec.parse(text, source=SOURCE, platform=platform)
-    assert s.spark.workers == max(1, math.ceil(cores / worker_cores))
+    assert s.spark.workers == max(2, math.ceil(cores / worker_cores))  # never one worker alone
     assert s.spark.peak_msgs_per_s == peak
 
 

@@ -91,7 +91,11 @@ class Preflight:
                     raise Abort(str(e)) from None
                 # a cluster every team shares holds the daggers of all of them
                 needs.setdefault((cluster.name, cluster.team), (cluster, []))[1].append(
-                    (d.name, int(job.get("parallelism") or 1), spark_api.executor_memory_mb(job.get("state_rows")))
+                    (
+                        d.name,
+                        int(job.get("parallelism") or 1),
+                        spark_api.executor_memory_mb(int(job.get("state_rows") or 0)),
+                    )
                 )
         for (name, team), (cluster, daggers) in sorted(needs.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
             state = spark_api.master_state(cluster)

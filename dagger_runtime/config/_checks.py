@@ -196,6 +196,16 @@ def at_least(minimum: int):
     return check
 
 
+def at_most(maximum: int):
+    def check(value: int) -> int:
+        if value > maximum:
+            shown = f"{value:,}" if value < 10**18 else f"a number of {len(str(value))} digits"
+            raise ValueError(f"must be at most {maximum:,}, got {shown}")
+        return value
+
+    return check
+
+
 def non_empty_text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")

@@ -44,6 +44,8 @@ IGNORED_SETTINGS = {
     "watermark closes; nothing else is kept to expire",
 }
 DEFAULT_PARALLELISM = 1  # FLINK_PARALLELISM_DEFAULT
+# a billion rows in state is about 1.2 TB of executor memory: past any worker (executor_memory_mb)
+MAX_STATE_ROWS = 1_000_000_000
 DEFAULT_STENCIL_FETCH_TIMEOUT_MS = 10_000  # SCHEMA_REGISTRY_STENCIL_FETCH_TIMEOUT_MS_DEFAULT (docs say 60000)
 DEFAULT_STENCIL_CACHE_TTL_MS = 900_000  # SCHEMA_REGISTRY_STENCIL_CACHE_TTL_MS_DEFAULT (docs say 7200000)
 DEFAULT_STENCIL_REFRESH_STRATEGY = "LONG_POLLING"
@@ -313,7 +315,7 @@ with warnings.catch_warnings():
         parallelism: PositiveInt = DEFAULT_PARALLELISM
         # the most rows the job holds in state at once (keys x open windows): a deploy gives its
         # executor the memory for them (dagger_runtime/lifecycle/spark.executor_memory_mb)
-        state_rows: PositiveInt | None = None
+        state_rows: Annotated[PositiveInt, AfterValidator(_checks.at_most(MAX_STATE_ROWS))] | None = None
         schema: SchemaSpec = SchemaSpec()
         sink: SinkSpec
         # where `run` keeps its progress (Kafka offsets, open windows): a local path or gs://...;
