@@ -56,17 +56,36 @@ def _best(label: str, messages: int, repeat: int, fn, warm_up: bool = False) -> 
 
 
 class NoopSink(Sink):
-    """Stores nothing: the dagger's own speed. Keeps the result rows (a few thousand, collected to
-    the driver as a count would be) in `kept`, for the comparison with Flink's."""
+    """Stores nothing: the dagger's own speed. Keeps each batch's result rows in the driver's JVM,
+    as Flink's bench keeps its rows in a list of its JVM (jvm/flink/.../FlinkBench.java), and
+    hands them to Python once, after the timing: `NoopSink.kept()`."""
 
     kind = "noop"
-    kept: list[dict] = []
+    _batches: list = []  # (the JVM's list of rows, their schema), one a batch with rows
 
     def write(self, dataframe, batch_id):
-        rows = [row.asDict() for row in dataframe.collect()]
-        NoopSink.kept.extend(rows)
-        self.stats.rows += len(rows)
-        return len(rows)
+        rows = dataframe._jdf.collectAsList()
+        count = rows.size()
+        if count:
+            NoopSink._batches.append((rows, dataframe.schema))
+        self.stats.rows += count
+        return count
+
+    @classmethod
+    def reset(cls) -> None:
+        cls._batches = []
+
+    @classmethod
+    def kept(cls) -> list[dict]:
+        """The rows of the last run, as dicts (one transfer a batch)."""
+        from pyspark.sql import DataFrame, SparkSession
+
+        spark = SparkSession.getActiveSession()
+        kept = []
+        for rows, schema in cls._batches:
+            jdf = spark._jsparkSession.createDataFrame(rows, spark._jsparkSession.parseDataType(schema.json()))
+            kept.extend(row.asDict() for row in DataFrame(jdf, spark).collect())
+        return kept
 
 
 def on_topic(plan, bootstrap: str, topic: str):
@@ -87,7 +106,7 @@ def dagger_once(spark, plan, checkpoint: Path, sink_factory=None, log_path: str 
     from dagger_runtime.run import RunOptions, run
 
     shutil.rmtree(checkpoint, ignore_errors=True)
-    NoopSink.kept = []
+    NoopSink.reset()
     started = time.perf_counter()
     log = io.StringIO()
     code = run(
@@ -169,7 +188,7 @@ def kafka_rows(spark, plan, messages: int, repeat: int = 2) -> tuple[list[dict],
                 warm_up=True,  # as Flink's (bench/flink.py)
             )
         )
-        ours = list(NoopSink.kept)
+        ours = NoopSink.kept()
         flink_seconds = run_flink(kplan, kafka.bootstrap_servers, TOPIC, repeat, work / "flink-rows.jsonl")
         results.append(
             {

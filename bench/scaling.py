@@ -134,7 +134,7 @@ def drive(executors: int, servers: str, messages: int, repeat: int) -> dict:
         seconds = dagger_once(spark, plan, checkpoint, NoopSink, log_path=str(batches))
         cpu = executors_cpu_seconds(sc.applicationId) - cpu_before
         rate = sustained_rate([json.loads(line) for line in batches.read_text().splitlines()])
-        rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in NoopSink.kept)
+        rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in NoopSink.kept())
         digests.add(hashlib.sha256("\n".join(rows).encode()).hexdigest())
         label = f"warm-up {i + 1}/{warm_ups}" if i < warm_ups else f"run {i - warm_ups + 1}/{repeat}"
         log(

@@ -89,6 +89,22 @@ def test_the_lines_without_floating_point_are_byte_for_byte_influxdb_clients(spa
     assert line_protocol.lines(frame, "m,eas ure", tag_name) == [line for line in _python_lines(rows) if line]
 
 
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 7])
+def test_the_request_bodies_hold_each_line_once_and_at_most_size_lines(spark, size):
+    rows = [r[:4] + (None, None) + r[6:8] + (None,) + r[9:] for r in ROWS] * 3
+    frame = spark.createDataFrame(rows, SCHEMA).repartition(2)
+    expected = sorted(line for line in _python_lines(rows) if line)
+    bodies = line_protocol.bodies(frame, "m,eas ure", tag_name, size)
+    assert sorted(line for body, _ in bodies for line in body.split("\n")) == expected
+    assert [body.count("\n") + 1 for body, _ in bodies] == [count for _, count in bodies]
+    assert sum(count for _, count in bodies) == len(expected) == 15
+    if size:
+        assert max(count for _, count in bodies) <= size
+        assert len(bodies) >= -(-len(expected) // size)
+    else:  # a body a partition
+        assert len(bodies) <= 2
+
+
 @pytest.mark.servers
 def test_influxdb_reads_back_the_same_points_from_both_paths(spark, influxdb):
     frame = spark.createDataFrame(ROWS, SCHEMA)

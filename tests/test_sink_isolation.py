@@ -467,16 +467,17 @@ def influx_sink(lab, team: str, database: str, user_of: str | None = None):
     return InfluxSink(SimpleNamespace(job=job), COLUMNS, retry_for_s=60)
 
 
-def influx_lines(sink) -> list[str]:
+def influx_body(sink) -> str:
     """The test rows as the sink posts them: line protocol (influxdb-client's, the Python path)."""
-    return [p.to_line_protocol() for p in points(sink.spec.measurement_name, [c["name"] for c in COLUMNS], rows())]
+    lines = [p.to_line_protocol() for p in points(sink.spec.measurement_name, [c["name"] for c in COLUMNS], rows())]
+    return "\n".join(lines)
 
 
 def test_the_influx_sink_writes_its_teams_database_with_the_credential_from_the_spec(lab):
     sink = influx_sink(lab, TEAM, "api-health")
     try:
         assert sink.spec.username == "dagger-api-health"
-        sink._retry("batch 0", lambda: sink._post(influx_lines(sink)))
+        sink._retry("batch 0", lambda: sink._post(influx_body(sink)))
     finally:
         sink.close()
     assert count(lab, "api-health", sink.spec.measurement_name) == 3
@@ -494,7 +495,7 @@ def test_the_influx_sink_refused_says_which_sink_user_and_database_at_once(lab, 
     password = sink.spec.password.get_secret_value()
     started = time.monotonic()
     with pytest.raises(Exception) as refused:
-        sink._retry("batch 0", lambda: sink._post(influx_lines(sink)))
+        sink._retry("batch 0", lambda: sink._post(influx_body(sink)))
     message = str(refused.value)
     assert time.monotonic() - started < 15 and sink.stats.retries == 0
     assert message.startswith(f"sink influx: InfluxDB at {lab.influx} ") and says in message, message

@@ -123,29 +123,31 @@ class InfluxSink(Sink):
         return f"influx {self.spec.url} db {self.spec.db_name} measurement {self.spec.measurement_name}"
 
     def write(self, dataframe, batch_id: int) -> int:
-        if line_protocol.applies(dataframe.schema, tag_name):  # built in the JVM
-            batch = line_protocol.lines(dataframe, self.spec.measurement_name, tag_name)
+        size = self.spec.batch_size
+        if line_protocol.applies(dataframe.schema, tag_name):  # built and joined in the JVM
+            requests = line_protocol.bodies(dataframe, self.spec.measurement_name, tag_name, size)
         else:
             result = collect(dataframe)
             batch = [p.to_line_protocol() for p in points(self.spec.measurement_name, result.names, result.rows)]
-        size = self.spec.batch_size or len(batch) or 1
-        for start in range(0, len(batch), size):
-            chunk = batch[start : start + size]
-            self._retry(f"batch {batch_id}", lambda: self._post(chunk))  # noqa: B023 - called before the loop moves on
-        self.stats.rows += len(batch)
+            step = size or len(batch) or 1
+            requests = [("\n".join(batch[i : i + step]), len(batch[i : i + step])) for i in range(0, len(batch), step)]
+        written = 0
+        for body, count in requests:
+            self._retry(f"batch {batch_id}", lambda: self._post(body))  # noqa: B023 - called before the loop moves on
+            written += count
+        self.stats.rows += written
         self.stats.batches += 1
-        return len(batch)
+        return written
 
     # -- InfluxDB 1.x: line protocol on /write --------------------------------------------
-    def _post(self, chunk: list[str]) -> None:
-        """One request of points in line protocol."""
+    def _post(self, body: str) -> None:
+        """One request of points in line protocol, a line each."""
         if self.spec.api == "v2":
-            return self._post_v2(chunk)
+            return self._post_v2(body)
         import urllib3
 
         if self._http is None:
             self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=5, read=30))
-        body = "\n".join(chunk).encode("utf-8")
         fields = {"db": self.spec.db_name, "precision": "ms"}
         if self.spec.retention_policy:
             fields["rp"] = self.spec.retention_policy
@@ -155,7 +157,7 @@ class InfluxSink(Sink):
             headers.update(urllib3.make_headers(basic_auth=f"{self.spec.username}:{password}"))
 
         url = self.spec.url.rstrip("/") + "/write?" + urlencode(fields)
-        response = self._http.request("POST", url, body=body, headers=headers)
+        response = self._http.request("POST", url, body=body.encode("utf-8"), headers=headers)
         if response.status >= 300:
             text = response.data.decode("utf-8", "replace")[:300]
             if response.status in (401, 403):
@@ -177,7 +179,7 @@ class InfluxSink(Sink):
         )
 
     # -- the v2 write API (InfluxDB 2.x, 1.8+, VictoriaMetrics) through influxdb-client -------
-    def _post_v2(self, chunk) -> None:
+    def _post_v2(self, body: str) -> None:
         from influxdb_client import InfluxDBClient, WritePrecision
         from influxdb_client.client.write_api import SYNCHRONOUS
         from influxdb_client.rest import ApiException
@@ -202,7 +204,7 @@ class InfluxSink(Sink):
         bucket = self.spec.db_name + (f"/{self.spec.retention_policy}" if self.spec.retention_policy else "")
         try:
             self._client.write_api(write_options=SYNCHRONOUS).write(
-                bucket=bucket, org=self.spec.org or "-", record=chunk, write_precision=WritePrecision.MS
+                bucket=bucket, org=self.spec.org or "-", record=body, write_precision=WritePrecision.MS
             )
         except ApiException as e:
             if e.status in (401, 403):

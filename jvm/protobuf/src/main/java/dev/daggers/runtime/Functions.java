@@ -1,8 +1,17 @@
 package dev.daggers.runtime;
 
+import java.util.List;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.objects.Invoke;
+import org.apache.spark.sql.types.AbstractDataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.ObjectType;
 import org.apache.spark.sql.types.StructType;
+import scala.Function1;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
 
 /** Entry points called from Python (py4j). */
 public final class Functions {
@@ -14,30 +23,41 @@ public final class Functions {
   }
 
   /**
-   * Registers a decoder UDF {@code name(value) -> struct<message, rowtime, error>} for one message
+   * Registers a decoder {@code name(value) -> struct<message, rowtime, error>} for one message
    * type. format is "PROTO" (binary values) or "JSON" (proto3 JSON text); eventTimeField is the
-   * protobuf field number of the event time.
+   * protobuf field number of the event time. Returns the result type (JSON).
    */
   public static String registerDecoder(SparkSession spark, String name, byte[] descriptorSet,
                                        String messageName, String format, int eventTimeField) {
     return registerDecoder(spark, name, descriptorSet, messageName, format, eventTimeField, "wire");
   }
 
-  /** reader: "wire" (WireReader, the fast path) or "reflective" (DynamicMessage, the reference). */
+  /**
+   * reader "wire": a Catalyst expression calling ProtobufDecoder.decode, which writes Spark's
+   * internal rows (the runtime's path: a UDF's Row of Java objects cost more to convert than to
+   * read); "reflective": a UDF over DynamicMessage, the reference the tests compare with.
+   */
   public static String registerDecoder(SparkSession spark, String name, byte[] descriptorSet,
                                        String messageName, String format, int eventTimeField, String reader) {
-    boolean json = "JSON".equalsIgnoreCase(format);
-    ProtobufDecoder decoder = new ProtobufDecoder(descriptorSet, messageName, json, eventTimeField,
-        "reflective".equals(reader));
-    StructType message = RowConverter.schema(decoder.descriptor());
-    StructType result = DataTypes.createStructType(new org.apache.spark.sql.types.StructField[] {
-        DataTypes.createStructField("message", message, true),
-        DataTypes.createStructField("rowtime", DataTypes.TimestampType, true),
-        DataTypes.createStructField("error", DataTypes.StringType, true)});
-    // Nondeterministic on purpose: Spark would otherwise push the filters on the decoded struct
-    // (error IS NULL, the analyst's WHERE) below the projection and call the decoder once per
-    // predicate and once more for the row. As it is, each message is decoded exactly once.
-    spark.udf().register(name, org.apache.spark.sql.functions.udf(decoder, result).asNondeterministic());
+    ProtobufDecoder decoder = new ProtobufDecoder(name, descriptorSet, messageName, "JSON".equalsIgnoreCase(format),
+        eventTimeField);
+    StructType result = decoder.resultType();
+    if ("reflective".equals(reader)) {
+      spark.udf().register(name, org.apache.spark.sql.functions.udf(decoder, result).asNondeterministic());
+      return result.json();
+    }
+    if (!"wire".equals(reader)) throw new IllegalArgumentException("reader is wire or reflective, not " + reader);
+    Expression target = Literal.create(decoder, new ObjectType(ProtobufDecoder.class));
+    Seq<AbstractDataType> binary = CollectionConverters.asScala(List.<AbstractDataType>of(DataTypes.BinaryType)).toList();
+    Function1<Seq<Expression>, Expression> builder = args -> {
+      if (args.size() != 1) throw new IllegalArgumentException(name + " takes one argument, the message's bytes");
+      // Nondeterministic on purpose: Spark would otherwise push the filters on the decoded struct
+      // (error IS NULL, the analyst's WHERE) below the projection and call the decoder once per
+      // predicate and once more for the row. As it is, each message is decoded exactly once.
+      // propagateNull off: a null value (a tombstone) is a row with its reason, not a null.
+      return new Invoke(target, "decode", result, args, binary, false, true, false);
+    };
+    spark.sessionState().functionRegistry().createOrReplaceTempFunction(name, builder, "java_udf");
     return result.json();
   }
 

@@ -9,8 +9,10 @@ import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.WireFormat;
 import com.google.protobuf.util.JsonFormat;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.unsafe.types.UTF8String;
 
 import java.io.IOException;
 import java.time.Instant;
@@ -21,8 +23,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Reads protobuf wire format straight into rows of {@link RowConverter}'s layout, without building
- * a DynamicMessage first (which is where decoding spent its time). Semantics follow protobuf-java's
+ * Reads protobuf wire format straight into Spark's internal rows of {@link RowConverter}'s schema,
+ * without building a DynamicMessage first (which is where decoding spent its time), nor a Row of
+ * Java objects that Spark would convert again (strings are read as UTF-8 bytes, as Spark keeps them). Semantics follow protobuf-java's
  * parser, which the tests hold it to: the last value of a singular field wins, a singular message
  * seen twice is merged, repeated scalars may be packed or not, a field whose wire type does not
  * match its declaration is skipped as unknown, proto3 strings must be valid UTF-8.
@@ -41,6 +44,7 @@ final class WireReader {
     final Layout[] nested;                   // by slot, for message-typed fields
     final Map<Integer, String>[] enumNames;  // by slot, for enum fields
     final String[][] enumByNumber;           // by slot, for enum fields: small non-negative numbers
+    final UTF8String[][] enumUtf8;  // the same names, as Spark's strings
     final boolean[] utf8;                    // by slot: proto3 strings are checked
     // per slot, what the read loop asks of each field: FieldDescriptor's getters recompute these
     // from the descriptor proto on every call (protobuf-java 4), which profiled at ~10% of decoding
@@ -50,8 +54,8 @@ final class WireReader {
     final FieldDescriptor.Type[] type;
     final FieldDescriptor.JavaType[] javaType;
     final int[] slotByNumber;                // field number -> slot + 1 (0: unknown), for small numbers
-    private final Object[] defaultValues;    // by slot, for fields that are neither repeated nor messages
-    Row defaults;
+    private final Object[] defaultValues;    // by slot, for fields that are neither repeated nor messages (Spark's values)
+    InternalRow defaults;
 
     @SuppressWarnings("unchecked")
     private Layout(Descriptor d, Map<String, Layout> cache) {
@@ -62,6 +66,7 @@ final class WireReader {
       nested = new Layout[fields.length];
       enumNames = new Map[fields.length];
       enumByNumber = new String[fields.length][];
+      enumUtf8 = new UTF8String[fields.length][];
       utf8 = new boolean[fields.length];
       repeated = new boolean[fields.length];
       packable = new boolean[fields.length];
@@ -97,8 +102,12 @@ final class WireReader {
           for (Map.Entry<Integer, String> e : names.entrySet()) {
             if (e.getKey() >= 0 && e.getKey() < enumByNumber[i].length) enumByNumber[i][e.getKey()] = e.getValue();
           }
+          enumUtf8[i] = new UTF8String[enumByNumber[i].length];
+          for (int n = 0; n < enumByNumber[i].length; n++) {
+            if (enumByNumber[i][n] != null) enumUtf8[i][n] = UTF8String.fromString(enumByNumber[i][n]);
+          }
         }
-        if (!repeated[i] && nested[i] == null) defaultValues[i] = defaultOf(this, i);
+        if (!repeated[i] && nested[i] == null) defaultValues[i] = sparkValue(defaultOf(this, i));
       }
     }
 
@@ -130,23 +139,6 @@ final class WireReader {
   }
 
   private WireReader() {}
-
-  /** The message as a row, and its event time (null when that field is unset). */
-  static Object[] read(Layout layout, byte[] bytes, int eventTimeField) throws IOException {
-    Object[] slots = new Object[layout.fields.length];
-    CodedInputStream in = CodedInputStream.newInstance(bytes);
-    readInto(layout, slots, in);
-    in.checkLastTagWas(0);
-    Instant rowtime = null;
-    int ts = layout.slot(eventTimeField);
-    if (ts >= 0 && slots[ts] instanceof Object[]) {
-      Object[] t = (Object[]) slots[ts];
-      long seconds = t[0] == null ? 0L : (Long) t[0];
-      int nanos = t[1] == null ? 0 : (Integer) t[1];
-      rowtime = Instant.ofEpochSecond(seconds, nanos);
-    }
-    return new Object[] {finish(layout, slots), rowtime};
-  }
 
   @SuppressWarnings("unchecked")
   private static void readInto(Layout layout, Object[] slots, CodedInputStream in) throws IOException {
@@ -219,42 +211,100 @@ final class WireReader {
       case FLOAT: return in.readFloat();
       case DOUBLE: return in.readDouble();
       case BOOL: return in.readBool();
-      case STRING: return layout.utf8[slot] ? in.readStringRequireUtf8() : in.readString();
+      case STRING:
+        return utf8String(in.readByteArray(), layout.utf8[slot]);
       case BYTES: return in.readByteArray();
       case ENUM: {
         int n = in.readEnum();
         String[] small = layout.enumByNumber[slot];
-        String name = n >= 0 && n < small.length ? small[n] : layout.enumNames[slot].get(n);
-        return name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n;
+        if (n >= 0 && n < small.length && small[n] != null) return layout.enumUtf8[slot][n];
+        String name = layout.enumNames[slot].get(n);
+        return UTF8String.fromString(name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n);
       }
       default:
         throw new InvalidProtocolBufferException("unsupported field type " + f.getType() + " of " + f.getFullName());
     }
   }
 
-  /** Slots to a row: defaults for what was absent, lists for repeated fields, rows for messages. */
-  private static Row finish(Layout layout, Object[] slots) {
+  /**
+   * The message as Spark's internal row of RowConverter's schema, and its event time in
+   * microseconds: {message, rowtime}, or null when the event time field is unset.
+   */
+  static Object[] read(Layout layout, byte[] bytes, int eventTimeField) throws IOException {
+    Object[] slots = new Object[layout.fields.length];
+    CodedInputStream in = CodedInputStream.newInstance(bytes);
+    readInto(layout, slots, in);
+    in.checkLastTagWas(0);
+    int ts = layout.slot(eventTimeField);
+    if (ts < 0 || !(slots[ts] instanceof Object[])) return null;
+    Object[] t = (Object[]) slots[ts];
+    // through Instant, as Spark turns the reference path's Instant into microseconds (negative
+    // nanos included); out of Instant's or a long's range, this throws: a message set aside
+    Instant rowtime = Instant.ofEpochSecond(t[0] == null ? 0L : (Long) t[0], t[1] == null ? 0 : (Integer) t[1]);
+    long micros = Math.addExact(Math.multiplyExact(rowtime.getEpochSecond(), 1_000_000L), rowtime.getNano() / 1000);
+    return new Object[] {finish(layout, slots), micros};
+  }
+
+  /** Slots to a row: defaults for what was absent, arrays for repeated fields, rows for messages. */
+  private static InternalRow finish(Layout layout, Object[] slots) {
     Object[] values = new Object[slots.length];
     for (int i = 0; i < slots.length; i++) {
       Object v = slots[i];
       Layout sub = layout.nested[i];
       if (layout.repeated[i]) {
         List<?> in = v == null ? List.of() : (List<?>) v;
-        List<Object> out = new ArrayList<>(in.size());
-        for (Object e : in) out.add(sub != null ? finish(sub, (Object[]) e) : e);
-        values[i] = out;
+        Object[] out = new Object[in.size()];
+        for (int j = 0; j < out.length; j++) {
+          Object e = in.get(j);
+          out[j] = sub != null ? finish(sub, (Object[]) e) : sparkValue(e);
+        }
+        values[i] = new GenericArrayData(out);
       } else if (sub != null) {
         values[i] = v == null ? defaults(sub) : finish(sub, (Object[]) v);
       } else {
-        values[i] = v != null ? v : layout.defaultValue(i);
+        values[i] = v != null ? sparkValue(v) : layout.defaultValue(i);
       }
     }
-    return RowFactory.create(values);
+    return new GenericInternalRow(values);
   }
 
-  private static Row defaults(Layout layout) {
+  /** An absent message's row of defaults, built once: Spark only reads the rows it is given. */
+  private static InternalRow defaults(Layout layout) {
     if (layout.defaults == null) layout.defaults = finish(layout, new Object[layout.fields.length]);
     return layout.defaults;
+  }
+
+  /**
+   * A string field's bytes as Spark's string, without a Java String between: proto3 strings must be
+   * valid UTF-8 (as readStringRequireUtf8); others get U+FFFD for bad sequences, as readString does.
+   */
+  private static UTF8String utf8String(byte[] bytes, boolean required)
+      throws InvalidProtocolBufferException {
+    for (byte b : bytes) {
+      if (b < 0) return nonAscii(bytes, required);
+    }
+    return UTF8String.fromBytes(bytes);
+  }
+
+  private static UTF8String nonAscii(byte[] bytes, boolean required)
+      throws InvalidProtocolBufferException {
+    if (!required) {
+      return UTF8String.fromString(new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
+    }
+    try {
+      java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(bytes));
+    } catch (java.nio.charset.CharacterCodingException e) {
+      throw new InvalidProtocolBufferException("Protocol message had invalid UTF-8.");
+    }
+    return UTF8String.fromBytes(bytes);
+  }
+
+  /** Spark's value of what the read loop gives: strings of the JSON types become UTF8Strings. */
+  private static Object sparkValue(Object v) {
+    return v instanceof String ? UTF8String.fromString((String) v) : v;
   }
 
   private static Object defaultOf(Layout layout, int slot) {
