@@ -333,9 +333,10 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
     peak = spark_raw.get("peak_msgs_per_s")
     peak = int(peak) if peak is not None else None  # 1.0e+5 is an integer to the schema
     workers = spark_raw.get("workers")
+    peak_past_ceiling = False
     if peak is not None and workers is None:  # sized for the stated peak, from the measured rate
         workers = sizing.workers_for(peak, worker_cores)
-        if workers > (ceiling := CEILINGS[raw["tier"]]["workers"]):
+        if peak_past_ceiling := workers > (ceiling := CEILINGS[raw["tier"]]["workers"]):
             problems.add(
                 "spark.peak_msgs_per_s",
                 f"{peak:,} msg/s needs {workers} workers of {worker_cores} cores at the measured rate "
@@ -486,6 +487,8 @@ def _build(raw: dict, problems: _Problems, platform: Platform) -> TeamSpec:
         mirrors=mirrors,
         brokers=brokers,
     ):
+        if where == "spark.workers" and peak_past_ceiling:
+            continue  # said once, at spark.peak_msgs_per_s: the workers are the peak's, not asked for
         problems.add(where, message)
     region = raw.get("region", platform.region)
     region_problem = sizing.region_problem(region)

@@ -441,6 +441,8 @@ def test_a_peak_past_the_tiers_workers_is_refused_by_the_ceiling(platform):
         "rate (infra/throughput.json), more than the experimental tier's 4: ask for larger workers "
         "(spark.worker_cores), or for a higher tier"
     ) in problems, problems
+    # said once: the workers are the peak's, so no second problem at spark.workers
+    assert not [p for p in problems if "spark.workers:" in p], problems
 
 
 # -- the committed specs ------------------------------------------------------------------------------
