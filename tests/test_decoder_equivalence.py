@@ -171,3 +171,58 @@ def test_unusual_and_broken_encodings_decode_as_protobuf_java_does(spark, dset):
     assert rows[3]["w"]["message"]["city_id"] == 9
     assert rows[6]["w"]["message"]["status"] == "UNKNOWN_ENUM_VALUE_BookingStatus_77"
     assert [r["w"]["error"] is not None for r in rows[7:]] == [True, False, True, True, True, True, True]
+
+
+def _proto2_set() -> bytes:
+    """A proto2 file of its own: a closed enum (singular, repeated, packed), a plain string and a
+    map of strings, whose UTF-8 protobuf-java checks although the file is proto2."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2
+
+    ts = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    f = descriptor_pb2.FileDescriptorProto(
+        name="legacy.proto", package="legacy", syntax="proto2", dependency=["google/protobuf/timestamp.proto"]
+    )
+    enum = f.enum_type.add(name="Color")
+    for name, number in (("RED", 0), ("BLUE", 1)):
+        enum.value.add(name=name, number=number)
+    m = f.message_type.add(name="Paint")
+    entry = m.nested_type.add(name="TagsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, label=1, type=FD.TYPE_STRING)
+    entry.field.add(name="value", number=2, label=1, type=FD.TYPE_STRING)
+    opt, rep = FD.LABEL_OPTIONAL, FD.LABEL_REPEATED
+    m.field.add(name="at", number=1, label=opt, type=FD.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    m.field.add(name="color", number=2, label=opt, type=FD.TYPE_ENUM, type_name=".legacy.Color")
+    m.field.add(name="colors", number=3, label=rep, type=FD.TYPE_ENUM, type_name=".legacy.Color")
+    packed = m.field.add(name="packed", number=4, label=rep, type=FD.TYPE_ENUM, type_name=".legacy.Color")
+    packed.options.packed = True
+    m.field.add(name="name", number=5, label=opt, type=FD.TYPE_STRING)
+    m.field.add(name="tags", number=6, label=rep, type=FD.TYPE_MESSAGE, type_name=".legacy.Paint.TagsEntry")
+    return descriptor_pb2.FileDescriptorSet(file=[ts, f]).SerializeToString()
+
+
+def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(spark):
+    jf = spark._jvm.dev.daggers.runtime.Functions
+    data = _proto2_set()
+    for name, reader in (("__t2_wire", "wire"), ("__t2_reflective", "reflective")):
+        jf.registerDecoder(spark._jsparkSession, name, bytearray(data), "legacy.Paint", "PROTO", 1, reader)
+    at = ld(1, key(1, 0) + _VarintBytes(1_700_000_000))
+    values = [
+        at + key(2, 0) + _VarintBytes(1) + key(2, 0) + _VarintBytes(7),  # unknown number: BLUE stays
+        at + key(3, 0) + _VarintBytes(1) + key(3, 0) + _VarintBytes(9) + key(3, 0) + _VarintBytes(0),
+        at + ld(4, _VarintBytes(1) + _VarintBytes(5) + _VarintBytes(0)),  # packed, one unknown
+        at + ld(5, b"caf\xc3"),  # a proto2 string: bad UTF-8 is replaced, not refused
+        at + ld(6, ld(1, b"k") + ld(2, b"\xff")),  # a map's string: checked, even in proto2
+        at + ld(6, ld(1, "ké".encode()) + ld(2, "漢".encode())),
+    ]
+    df = spark.createDataFrame(list(enumerate(values)), "i long, value binary")
+    rows = df.selectExpr("i", "__t2_wire(value) AS w", "__t2_reflective(value) AS r").orderBy("i").collect()
+    for r in rows:
+        assert r["w"] == r["r"], (r["i"], r["w"], r["r"])
+    assert rows[0]["w"]["message"]["color"] == "BLUE"
+    assert rows[1]["w"]["message"]["colors"] == ["BLUE", "RED"]
+    assert rows[2]["w"]["message"]["packed"] == ["BLUE", "RED"]
+    assert rows[3]["w"]["message"]["name"] == "caf\ufffd"
+    assert rows[4]["w"]["error"] is not None and rows[4]["w"]["message"] is None
+    assert [t.asDict() for t in rows[5]["w"]["message"]["tags"]] == [{"key": "ké", "value": "漢"}]

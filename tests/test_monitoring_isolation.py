@@ -314,10 +314,10 @@ def test_the_v2_sink_logs_in_to_victoria_metrics_and_is_refused_at_once_with_a_w
     wrong = sink("x" * 32)
     started = time.monotonic()
     with pytest.raises(InfluxRefused, match="refused the login of user 'platform'") as refused:
-        wrong._post_v2(points("probe", names, [("/a", 1, at)]))
+        wrong._post_v2("\n".join(p.to_line_protocol() for p in points("probe", names, [("/a", 1, at)])))
     assert time.monotonic() - started < 15 and "x" * 32 not in str(refused.value)
     right = sink(victoria_metrics.password)
-    right._post_v2(points("probe", names, [("/a", 7, at)]))
+    right._post_v2("\n".join(p.to_line_protocol() for p in points("probe", names, [("/a", 7, at)])))
     right._client.close()
     [series] = victoria_metrics.export('{__name__="probe_requests"}')
     assert series["values"] == [7]

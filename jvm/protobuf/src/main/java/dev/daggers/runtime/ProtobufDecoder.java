@@ -40,7 +40,7 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
   private final String messageName;
   private final boolean json;
   private final int eventTimeField;
-  // Descriptors are not serializable: each executor rebuilds them once from the set's bytes.
+  // Descriptors are not serializable: each task's copy of the plan rebuilds them from the set's bytes.
   private transient Descriptor descriptor;
   private transient JsonFormat.Parser jsonParser;
   private transient WireReader.Layout layout;
@@ -100,7 +100,12 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
     }
     // JSON text, or a type with proto2 groups: DynamicMessage's Row, converted
     if (toInternal == null) toInternal = CatalystTypeConverters.createToCatalystConverter(resultType());
-    return (InternalRow) toInternal.apply(call(value));
+    Row row = call(value);
+    try {
+      return (InternalRow) toInternal.apply(row);
+    } catch (ArithmeticException e) {  // an event time past a long of microseconds: set aside, as above
+      return failed(reason(e));
+    }
   }
 
   private static InternalRow failed(String reason) {

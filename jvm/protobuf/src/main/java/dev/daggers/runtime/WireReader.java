@@ -28,7 +28,8 @@ import java.util.Set;
  * Java objects that Spark would convert again (strings are read as UTF-8 bytes, as Spark keeps them). Semantics follow protobuf-java's
  * parser, which the tests hold it to: the last value of a singular field wins, a singular message
  * seen twice is merged, repeated scalars may be packed or not, a field whose wire type does not
- * match its declaration is skipped as unknown, proto3 strings must be valid UTF-8.
+ * match its declaration is skipped as unknown, strings protobuf-java checks (proto3's, map keys and
+ * values) must be valid UTF-8, a closed (proto2) enum's unknown number is an unknown field.
  */
 final class WireReader {
   private static final Set<String> JSON_TYPES = Set.of(
@@ -45,7 +46,8 @@ final class WireReader {
     final Map<Integer, String>[] enumNames;  // by slot, for enum fields
     final String[][] enumByNumber;           // by slot, for enum fields: small non-negative numbers
     final UTF8String[][] enumUtf8;  // the same names, as Spark's strings
-    final boolean[] utf8;                    // by slot: proto3 strings are checked
+    final boolean[] utf8;                    // by slot: strings that must be valid UTF-8
+    final boolean[] closedEnum;              // by slot: an unknown number is an unknown field (proto2)
     // per slot, what the read loop asks of each field: FieldDescriptor's getters recompute these
     // from the descriptor proto on every call (protobuf-java 4), which profiled at ~10% of decoding
     final boolean[] repeated;
@@ -68,6 +70,7 @@ final class WireReader {
       enumByNumber = new String[fields.length][];
       enumUtf8 = new UTF8String[fields.length][];
       utf8 = new boolean[fields.length];
+      closedEnum = new boolean[fields.length];
       repeated = new boolean[fields.length];
       packable = new boolean[fields.length];
       wireType = new int[fields.length];
@@ -77,7 +80,6 @@ final class WireReader {
       int maxNumber = 0;
       for (FieldDescriptor f : fs) maxNumber = Math.max(maxNumber, f.getNumber());
       slotByNumber = new int[Math.min(maxNumber, SMALL_NUMBERS) + 1];
-      boolean proto3 = d.getFile().toProto().getSyntax().equals("proto3");
       for (int i = 0; i < fields.length; i++) {
         FieldDescriptor f = fields[i];
         slotOf.put(f.getNumber(), i);
@@ -87,7 +89,9 @@ final class WireReader {
         wireType[i] = f.getLiteType().getWireType();
         type[i] = f.getType();
         javaType[i] = f.getJavaType();
-        utf8[i] = proto3 && f.getType() == FieldDescriptor.Type.STRING;
+        // as protobuf-java decides: proto3, map entries' strings, editions and java_string_check_utf8
+        utf8[i] = f.getType() == FieldDescriptor.Type.STRING && f.needsUtf8Check();
+        closedEnum[i] = f.getJavaType() == FieldDescriptor.JavaType.ENUM && f.legacyEnumFieldTreatedAsClosed();
         if (f.getJavaType() == FieldDescriptor.JavaType.MESSAGE && !JSON_TYPES.contains(f.getMessageType().getFullName())) {
           Layout known = cache.get(f.getMessageType().getFullName());
           nested[i] = known != null ? known : new Layout(f.getMessageType(), cache);
@@ -138,6 +142,9 @@ final class WireReader {
     }
   }
 
+  /** What scalar() gives for a closed enum's unknown number: protobuf-java keeps it as an unknown field. */
+  private static final Object UNKNOWN = new Object();
+
   private WireReader() {}
 
   @SuppressWarnings("unchecked")
@@ -161,7 +168,10 @@ final class WireReader {
       if (packed) {
         List<Object> list = list(slots, slot);
         int limit = in.pushLimit(in.readRawVarint32());
-        while (in.getBytesUntilLimit() > 0) list.add(scalar(layout, slot, f, in));
+        while (in.getBytesUntilLimit() > 0) {
+          Object value = scalar(layout, slot, f, in);
+          if (value != UNKNOWN) list.add(value);
+        }
         in.popLimit(limit);
       } else if (layout.javaType[slot] == FieldDescriptor.JavaType.MESSAGE) {
         Layout sub = layout.nested[slot];
@@ -183,9 +193,11 @@ final class WireReader {
         in.checkLastTagWas(0);
         in.popLimit(limit);
       } else if (layout.repeated[slot]) {
-        list(slots, slot).add(scalar(layout, slot, f, in));
+        Object value = scalar(layout, slot, f, in);
+        if (value != UNKNOWN) list(slots, slot).add(value);
       } else {
-        slots[slot] = scalar(layout, slot, f, in);
+        Object value = scalar(layout, slot, f, in);
+        if (value != UNKNOWN) slots[slot] = value;
       }
     }
   }
@@ -219,6 +231,7 @@ final class WireReader {
         String[] small = layout.enumByNumber[slot];
         if (n >= 0 && n < small.length && small[n] != null) return layout.enumUtf8[slot][n];
         String name = layout.enumNames[slot].get(n);
+        if (name == null && layout.closedEnum[slot]) return UNKNOWN;
         return UTF8String.fromString(name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n);
       }
       default:
@@ -275,7 +288,7 @@ final class WireReader {
   }
 
   /**
-   * A string field's bytes as Spark's string, without a Java String between: proto3 strings must be
+   * A string field's bytes as Spark's string, without a Java String between: checked strings must be
    * valid UTF-8 (as readStringRequireUtf8); others get U+FFFD for bad sequences, as readString does.
    */
   private static UTF8String utf8String(byte[] bytes, boolean required)
