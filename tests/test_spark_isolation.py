@@ -513,13 +513,13 @@ port, ids = int(sys.argv[1]), sys.argv[2:]
 with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
     print("connected", flush=True)
     # a Py4J call of each object the driver may serve (its foreachBatch function, its listeners)
-    conn.sendall("".join(f"c\\n{i}\\nonQueryIdle\\nn\\ne\\n" for i in ids).encode())
-    conn.shutdown(socket.SHUT_WR)
     received = b""
     try:
+        conn.sendall("".join(f"c\\n{i}\\nonQueryIdle\\nn\\ne\\n" for i in ids).encode())
+        conn.shutdown(socket.SHUT_WR)
         while chunk := conn.recv(4096):
             received += chunk
-    except (ConnectionResetError, TimeoutError):
+    except OSError:  # reset, or closed by the driver before our shutdown (ENOTCONN): nothing answered
         pass
     print(repr(received))
 """
