@@ -130,7 +130,8 @@ class InfluxSink(Sink):
             result = collect(dataframe)
             batch = [p.to_line_protocol() for p in points(self.spec.measurement_name, result.names, result.rows)]
             step = size or len(batch) or 1
-            requests = [("\n".join(batch[i : i + step]), len(batch[i : i + step])) for i in range(0, len(batch), step)]
+            chunks = [batch[i : i + step] for i in range(0, len(batch), step)]
+            requests = [("\n".join(chunk), len(chunk)) for chunk in chunks]
         written = 0
         for body, count in requests:
             self._retry(f"batch {batch_id}", lambda: self._post(body))  # noqa: B023 - called before the loop moves on

@@ -105,10 +105,16 @@ def line_column(measurement: str, schema: T.StructType, tag_name) -> Column:
     return F.when(window.isNotNull() & (field_text != ""), line)
 
 
+def _points(dataframe, measurement: str, tag_name):
+    """The batch's points: a `line` column, rows that are no point left out."""
+    return dataframe.select(line_column(measurement, dataframe.schema, tag_name).alias("line")).where(
+        "line IS NOT NULL"
+    )
+
+
 def lines(dataframe, measurement: str, tag_name) -> list[str]:
     """The batch's points as line protocol, built in the JVM, a string each."""
-    column = line_column(measurement, dataframe.schema, tag_name)
-    return [row[0] for row in dataframe.select(column.alias("line")).where("line IS NOT NULL").collect()]
+    return [row[0] for row in _points(dataframe, measurement, tag_name).collect()]
 
 
 # monotonically_increasing_id(): the partition in the bits above 33, the row's place in it below
@@ -119,13 +125,13 @@ def bodies(dataframe, measurement: str, tag_name, size: int = 0) -> list[tuple[s
     """The batch's points as request bodies of line protocol, built and joined in the JVM: (body,
     points) pairs, a body for each partition of the batch, or for each `size` points of a
     partition when `size` is set. Only the bodies reach Python, not a row each."""
-    column = line_column(measurement, dataframe.schema, tag_name)
-    lines = dataframe.select(column.alias("line")).where("line IS NOT NULL")
     rid = F.monotonically_increasing_id()
     chunk = [F.shiftright(rid, _ROW_BITS).alias("partition")]
     if size:
         chunk.append(F.floor(rid.bitwiseAND(F.lit((1 << _ROW_BITS) - 1)) / F.lit(size)).alias("chunk"))
-    joined = lines.groupBy(*chunk).agg(
-        F.concat_ws("\n", F.collect_list("line")).alias("body"), F.count(F.lit(1)).alias("points")
+    joined = (
+        _points(dataframe, measurement, tag_name)
+        .groupBy(*chunk)
+        .agg(F.concat_ws("\n", F.collect_list("line")).alias("body"), F.count(F.lit(1)).alias("points"))
     )
     return [(row["body"], row["points"]) for row in joined.collect()]

@@ -25,8 +25,8 @@ import java.util.Set;
 /**
  * Reads protobuf wire format straight into Spark's internal rows of {@link RowConverter}'s schema,
  * without building a DynamicMessage first (which is where decoding spent its time), nor a Row of
- * Java objects that Spark would convert again (strings are read as UTF-8 bytes, as Spark keeps them). Semantics follow protobuf-java's
- * parser, which the tests hold it to: the last value of a singular field wins, a singular message
+ * Java objects that Spark would convert again (strings are read as UTF-8 bytes, as Spark keeps
+ * them). Semantics follow protobuf-java's parser, which the tests hold it to: the last value of a singular field wins, a singular message
  * seen twice is merged, repeated scalars may be packed or not, a field whose wire type does not
  * match its declaration is skipped as unknown, strings protobuf-java checks (proto3's, map keys and
  * values) must be valid UTF-8, a closed (proto2) enum's unknown number is an unknown field.
@@ -44,8 +44,7 @@ final class WireReader {
     final Map<Integer, Integer> slotOf = new HashMap<>();
     final Layout[] nested;                   // by slot, for message-typed fields
     final Map<Integer, String>[] enumNames;  // by slot, for enum fields
-    final String[][] enumByNumber;           // by slot, for enum fields: small non-negative numbers
-    final UTF8String[][] enumUtf8;  // the same names, as Spark's strings
+    final UTF8String[][] enumByNumber;       // by slot, for enum fields: small non-negative numbers' names
     final boolean[] utf8;                    // by slot: strings that must be valid UTF-8
     final boolean[] closedEnum;              // by slot: an unknown number is an unknown field (proto2)
     // per slot, what the read loop asks of each field: FieldDescriptor's getters recompute these
@@ -56,7 +55,7 @@ final class WireReader {
     final FieldDescriptor.Type[] type;
     final FieldDescriptor.JavaType[] javaType;
     final int[] slotByNumber;                // field number -> slot + 1 (0: unknown), for small numbers
-    private final Object[] defaultValues;    // by slot, for fields that are neither repeated nor messages (Spark's values)
+    private final Object[] defaultValues;    // by slot, Spark's values, for fields neither repeated nor messages
     InternalRow defaults;
 
     @SuppressWarnings("unchecked")
@@ -67,8 +66,7 @@ final class WireReader {
       fields = fs.toArray(new FieldDescriptor[0]);
       nested = new Layout[fields.length];
       enumNames = new Map[fields.length];
-      enumByNumber = new String[fields.length][];
-      enumUtf8 = new UTF8String[fields.length][];
+      enumByNumber = new UTF8String[fields.length][];
       utf8 = new boolean[fields.length];
       closedEnum = new boolean[fields.length];
       repeated = new boolean[fields.length];
@@ -102,13 +100,11 @@ final class WireReader {
           enumNames[i] = names;
           int max = 0;
           for (int n : names.keySet()) max = Math.max(max, n);
-          enumByNumber[i] = new String[Math.min(max, SMALL_NUMBERS) + 1];
+          enumByNumber[i] = new UTF8String[Math.min(max, SMALL_NUMBERS) + 1];
           for (Map.Entry<Integer, String> e : names.entrySet()) {
-            if (e.getKey() >= 0 && e.getKey() < enumByNumber[i].length) enumByNumber[i][e.getKey()] = e.getValue();
-          }
-          enumUtf8[i] = new UTF8String[enumByNumber[i].length];
-          for (int n = 0; n < enumByNumber[i].length; n++) {
-            if (enumByNumber[i][n] != null) enumUtf8[i][n] = UTF8String.fromString(enumByNumber[i][n]);
+            if (e.getKey() >= 0 && e.getKey() < enumByNumber[i].length) {
+              enumByNumber[i][e.getKey()] = UTF8String.fromString(e.getValue());
+            }
           }
         }
         if (!repeated[i] && nested[i] == null) defaultValues[i] = sparkValue(defaultOf(this, i));
@@ -228,8 +224,8 @@ final class WireReader {
       case BYTES: return in.readByteArray();
       case ENUM: {
         int n = in.readEnum();
-        String[] small = layout.enumByNumber[slot];
-        if (n >= 0 && n < small.length && small[n] != null) return layout.enumUtf8[slot][n];
+        UTF8String[] small = layout.enumByNumber[slot];
+        if (n >= 0 && n < small.length && small[n] != null) return small[n];
         String name = layout.enumNames[slot].get(n);
         if (name == null && layout.closedEnum[slot]) return UNKNOWN;
         return UTF8String.fromString(name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n);
