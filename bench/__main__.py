@@ -1,8 +1,8 @@
 """`make bench`: how fast the hot paths run on this machine, next to what the machine can do.
 
 Each line pairs a runtime path with a baseline that bounds it: Spark scanning the same rows
-without decoding (the engine's own limit on this machine), and the numpy S2 kernel alone (the
-limit of the vectorised UDF). Then the same on a real Kafka topic pre-loaded with a few million
+without decoding (the engine's own limit on this machine), and S2Id in the JVM next to s2sphere
+(one Python call a row, the reference it is tested against). Then the same on a real Kafka topic pre-loaded with a few million
 bookings: Spark's raw read of the topic (the ceiling), read and decode, and the seeds' surge query
 end to end with `run --available-now` into a no-op sink and into InfluxDB, and the same query on
 Flink SQL 1.20 over the same topic (bench/flink.py), its rows compared with ours. The last line of
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     from dagger_runtime.config import load_job
     from dagger_runtime.plan import plan_job
     from dagger_runtime.streams import decode
-    from dagger_runtime.udfs import geo_kernels, register_all
+    from dagger_runtime.udfs import register_all
     from protos import registry
 
     n = args.messages
@@ -107,13 +107,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
             "seed query 1 (decode + S2Id + window)", lambda: spark.sql(plan.query.spark_sql).collect(), n, args.repeat
         ),
         timed(
-            "numpy S2 kernel alone, 1 core (UDF limit)",
-            lambda: geo_kernels.s2_cell_id_str(lat, lng, 13),
-            n,
-            args.repeat,
-        ),
-        timed(
-            "S2Id in Spark (Arrow UDF)",
+            "S2Id in Spark (JVM UDF)",
             lambda: points.selectExpr("S2Id(lat, lng, 13) AS s").agg({"s": "max"}).collect(),
             n,
             args.repeat,
@@ -132,7 +126,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     java = spark._jvm.java.lang.System.getProperty("java.version")
     spark.stop()
     by_path = {r["path"]: r["per_second"] for r in results}
-    s2id = by_path["S2Id in Spark (Arrow UDF)"]
+    s2id = by_path["S2Id in Spark (JVM UDF)"]
     summary.update(
         {
             "s2id_rows_per_s": s2id,

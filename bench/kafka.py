@@ -61,6 +61,7 @@ class NoopSink(Sink):
     hands them to Python once, after the timing: `NoopSink.kept()`."""
 
     kind = "noop"
+    reads_batch_once = True
     _batches: list = []  # (the JVM's list of rows, their schema), one a batch with rows
 
     def write(self, dataframe, batch_id):

@@ -43,7 +43,8 @@ class Writer:
 
     def counts(self) -> dict[tuple[str, str], int]:
         """Dead letters so far per (table, kind), from the tasks that finished."""
-        return {(self.table, kind): int(n) for kind, n in dict(self.jvm.counts()).items() if n}
+        pairs = (each.split("=") for each in self.jvm.countsLine().split())
+        return {(self.table, kind): int(n) for kind, n in pairs if n != "0"}
 
     def close(self) -> None:
         self.jvm.close()
@@ -88,8 +89,8 @@ def ensure_kafka_topic(spark, options: dict[str, str], topic: str, *, what: str,
     props.setProperty("default.api.timeout.ms", "30000")
     admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
     try:
-        names = set(admin.listTopics().names().get())
-        if topic in names:
+        # one call (iterating a Java set from Python costs a converted exception at its end)
+        if admin.listTopics().names().get().contains(topic):
             return "exists"
         optional = jvm.java.util.Optional
         new = jvm.org.apache.kafka.clients.admin.NewTopic(topic, optional.of(partitions), optional.empty())

@@ -22,6 +22,7 @@ _SPARK_EXTRAS = (
     "json-smart-",
     "accessors-smart-",
     "asm-",
+    "s2-geometry-",
 )
 
 

@@ -22,12 +22,16 @@ class BatchWriter:
         self.writers = writers
 
     def __call__(self, batch, batch_id: int) -> None:
-        # a sink may run more than one action; the decoding tasks (and their dead letters) run once
-        batch.persist()
-        try:
+        if self.sink.reads_batch_once:
             written = self.sink.write(batch, batch_id)
-        finally:
-            batch.unpersist()
+        else:
+            # a sink that runs more than one action: the decoding tasks (and their dead letters)
+            # still run once
+            batch.persist()
+            try:
+                written = self.sink.write(batch, batch_id)
+            finally:
+                batch.unpersist()
         dead = {}
         for writer in self.writers:
             dead.update(writer.counts())

@@ -538,9 +538,10 @@ def _detach(running: Running) -> None:
             query.sparkSession.streams.removeListener(each)
         except Exception:  # noqa: BLE001 - the session may already be gone
             pass
-    last = query.lastProgress
-    if last:
-        listener.report(last if isinstance(last, dict) else json.loads(last.json))
+    # as JSON in one call: PySpark's lastProgress walks the progress's Java maps, ~80 ms
+    last = query._jsq.lastProgress()
+    if last is not None:
+        listener.report(json.loads(last.json()))
 
 
 def _failure_text(failure) -> str:

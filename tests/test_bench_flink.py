@@ -89,7 +89,7 @@ def test_the_seed_query_on_flink_over_kafka_gives_our_rows(kafka_broker, spark, 
 
     plan = plan_job(load_job(REPO / "examples" / "daggers" / "completed_bookings_by_s2.yaml"), registry.load())
     kafka_broker.create_topic("bench-flink-test", partitions=2)
-    kafka_broker.create_topic(f"{plan.job.name}-dlq", partitions=1)
+    kafka_broker.create_topic(f"{plan.job.name}-dlq", partitions=1, exist_ok=True)  # other tests run this job too
     feed(spark, kafka_broker.bootstrap_servers, "bench-flink-test", 30_000, pool=10_000, minutes_per_pool=5)
     kplan = on_topic(plan, kafka_broker.bootstrap_servers, "bench-flink-test")
     register_all(spark)

@@ -9,6 +9,7 @@ reflective one (DynamicMessage) is the reference.
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 from google.protobuf.descriptor import FieldDescriptor as FD
@@ -140,7 +141,7 @@ def test_generated_traffic_decodes_identically(spark, dset, message, generator):
 
 @pytest.mark.parametrize("message, _", MESSAGES)
 def test_messages_with_random_fields_and_mutations_decode_identically(spark, dset, message, _):
-    rng = random.Random(hash(message) % 1000)
+    rng = random.Random(zlib.crc32(message.encode()))  # the same messages every run
     cls = dset.message_class(message)
     values = [random_message(cls, rng).SerializeToString() for _ in range(300)]
     mutated = []
@@ -171,6 +172,100 @@ def test_unusual_and_broken_encodings_decode_as_protobuf_java_does(spark, dset):
     assert rows[3]["w"]["message"]["city_id"] == 9
     assert rows[6]["w"]["message"]["status"] == "UNKNOWN_ENUM_VALUE_BookingStatus_77"
     assert [r["w"]["error"] is not None for r in rows[7:]] == [True, False, True, True, True, True, True]
+
+
+def assert_same_with_reasons(rows) -> None:
+    """Each row decoded alike by both readers: message, event time, and the error's very words."""
+    for r in rows:
+        ours, reference = r["w"], r["r"]
+        assert (ours["message"], ours["rowtime"], ours["error"]) == (
+            reference["message"],
+            reference["rowtime"],
+            reference["error"],
+        ), r["i"]
+
+
+def group(number: int, body: bytes = b"") -> bytes:
+    return key(number, 3) + body + key(number, 4)
+
+
+def wire_edges() -> list[bytes]:
+    """The wire format's corners, each on an otherwise good BookingLogMessage: the longest and
+    too-long varints, lengths past the end or negative, groups nested up to protobuf-java's
+    limit of 100 and one past it, mismatched and stray end-group tags, bad wire types, fixed-width
+    values cut short, strings near the end of the message."""
+    ts = ld(5, key(1, 0) + _VarintBytes(1_700_000_000))
+    minus_one = b"\xff" * 9 + b"\x01"  # a negative int32 takes ten bytes
+    nested = b""
+    for _ in range(100):
+        nested = group(99, nested)
+    too_deep = group(99, nested)
+    return [
+        ts + key(8, 0) + minus_one,  # city_id = -1
+        ts + key(8, 0) + b"\xff" * 10 + b"\x01",  # eleven bytes: malformed
+        ts + key(8, 0) + b"\xff" * 9 + b"\x7f",  # ten bytes, high bits past 64 dropped
+        ts + key(8, 0) + b"\x80\x80",  # cut inside a varint
+        ts + key(8, 0) + b"\xff\xff\xff\xff\x7f",  # five bytes, bits past 32
+        ts + key(1, 2) + b"\xff\xff\xff\xff\x0f" + b"abc",  # a negative length
+        ts + key(1, 2) + _VarintBytes(4) + b"abc",  # a length past the end
+        ts + key(12, 2) + _VarintBytes(20) + key(1, 1) + b"\x00" * 7,  # a message longer than what is left
+        ts + ld(12, key(1, 1) + b"\x00" * 7),  # a double cut short inside a message
+        ts + key(15, 5) + b"\x00\x00",  # a float cut short
+        ts + nested,  # 100 unknown groups in each other: the limit
+        ts + too_deep,  # 101: one past it
+        ts + group(99, key(1, 0) + b"\x01" + ld(2, b"x") + key(3, 1) + b"\x00" * 8 + key(4, 5) + b"\x00" * 4),
+        ts + key(99, 3) + key(98, 4),  # an end-group of another number
+        ts + key(99, 3),  # a group never ended
+        ts + key(99, 6) + b"\x00",  # wire types 6 and 7 do not exist
+        ts + key(99, 7),
+        b"\x00" + ts,  # a zero tag
+        ts + key(99, 2) + _VarintBytes(0),  # empty unknown field
+        ts + ld(9, b"car") + ld(1, b"\xc3\xa9t\xc3\xa9"),  # UTF-8 as the last bytes
+        ts + ld(1, ("x" * 9 + "é").encode()),  # a non-ASCII byte past the first eight
+        ts + ld(1, b"12345678\xc3"),  # a cut sequence past the first eight
+        ts + ld(20, b"\x00\xff") + ld(16, b"a") + ld(16, b""),  # bytes, and an empty repeated string
+    ]
+
+
+def test_wire_format_corners_decode_as_protobuf_java_does_with_its_reasons(spark, dset):
+    rows = decode_both(spark, dset, traffic.BOOKING, wire_edges())
+    assert_same_with_reasons(rows)
+    errors = [r["w"]["error"] is not None for r in rows]
+    assert errors == [False, True, False, True, False, True, True, True, True, True, False, True, False] + [
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert rows[0]["w"]["message"]["city_id"] == -1
+    assert "too many levels of nesting" in rows[11]["w"]["error"]
+
+
+def test_sixty_four_bit_varints_of_ten_bytes_decode_as_protobuf_java_does(spark, dset):
+    # a ten-byte varint: protobuf-java keeps the ninth byte's continuation bit as bit 63 and drops
+    # the tenth byte's payload; on a singular int64 (response.latency_ms), a packed and an
+    # unpacked repeated one (upstream_latencies_ms), and near the end of the message
+    ts = ld(5, key(1, 0) + _VarintBytes(1_700_000_000))
+    tens = [b"\xff" * 8 + bytes([b9, b10]) for b9 in (0x80, 0xFE, 0xFF) for b10 in (0x00, 0x01, 0x02, 0x7F)]
+    values = []
+    for v in tens:
+        values += [
+            ts + ld(4, key(2, 0) + v),
+            ts + key(8, 0) + v + key(8, 0) + _VarintBytes(5),
+            ts + ld(8, v + _VarintBytes(7) + v),
+            ts + key(8, 0) + v,
+        ]
+    values += [ts + key(8, 0) + b"\xff" * 9 + b"\x80", ts + ld(8, b"\xff" * 9)]  # an eleventh byte; cut
+    rows = decode_both(spark, dset, traffic.API_LOG, values)
+    assert_same_with_reasons(rows)
+    assert rows[0]["w"]["message"]["response"]["latency_ms"] == -(1 << 63) + (0x00FFFFFFFFFFFFFF)
+    assert [r["w"]["error"] is not None for r in rows[-2:]] == [True, True]
 
 
 def _proto2_set() -> bytes:

@@ -89,6 +89,32 @@ def test_s2id_of_a_null_argument_is_null(geo_rows):
     assert [geo_rows[i]["s2"] for i in (1001, 1002, 1003)] == [None, None, None]
 
 
+def test_s2id_takes_any_number_and_gives_null_where_dagger_would_throw_or_answer_garbage(spark):
+    # numbers of every SQL type reach the JVM UDF as they are (no casts are declared): an INT or
+    # DECIMAL latitude and a BIGINT or DOUBLE level are the same point and level
+    jakarta_13 = "3344474489181175808"
+    lng_wraps = str(signed(s2sphere_cell(10.0, 190.0 - 360.0, 7).id()))
+    cases = {
+        "CAST(-6.170024 AS DECIMAL(9, 6)), CAST(106.8243203 AS DECIMAL(10, 7)), 13": jakarta_13,
+        "-6.170024D, 106.8243203D, CAST(13 AS BIGINT)": jakarta_13,
+        "-6.170024D, 106.8243203D, 13.0D": jakarta_13,
+        "10, 190, 7": lng_wraps,  # integers; a longitude past 180 wraps, as in dagger
+        "CAST('NaN' AS DOUBLE), 0D, 13": None,
+        "0D, CAST('NaN' AS DOUBLE), 13": None,
+        "0D, CAST('Infinity' AS DOUBLE), 13": None,
+        "90.0001D, 0D, 13": None,
+        "-90.0001D, 0D, 13": None,
+        "0D, 0D, 31": None,
+        "0D, 0D, -1": None,
+        "0D, 0D, 12.5D": None,
+        "0D, 0D, CAST('NaN' AS DOUBLE)": None,
+        "'1.5', 0D, 13": None,  # not a number: NULL, not a parse
+    }
+    sql = "SELECT " + ", ".join(f"S2Id({args}) AS c{i}" for i, args in enumerate(cases)) + " FROM t"
+    (row,) = run(spark, sql, [(1,)], "id INT")
+    assert [row[f"c{i}"] for i in range(len(cases))] == list(cases.values())
+
+
 def test_s2_area_of_daggers_vector_cell_is_909_97058_km2(geo_rows):
     assert geo_rows[1000]["area"] == pytest.approx(909.97058, abs=1e-4)
 

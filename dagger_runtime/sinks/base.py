@@ -39,6 +39,9 @@ class Sink:
 
     kind = "?"
     permanent: tuple = ()  # error types meaning "the sink refuses this data": never retried
+    # True when write() runs exactly one Spark action on the batch (its retries are of what it
+    # collected): the batch is then not cached first (query.BatchWriter), which only costs time
+    reads_batch_once = False
 
     def __init__(self, plan, columns: list[dict], *, retry_for_s: float = 600.0, out=None):
         self.plan = plan

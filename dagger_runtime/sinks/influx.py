@@ -86,6 +86,7 @@ def points(measurement: str, names: list[str], rows: list[tuple]):
 
 class InfluxSink(Sink):
     kind = "influx"
+    reads_batch_once = True  # one collect; a retry resends what it collected
     permanent = (InfluxRefused,)
 
     def __init__(self, plan, columns, **kwargs):

@@ -10,6 +10,7 @@ from .base import Sink
 
 class LogSink(Sink):
     kind = "log"
+    reads_batch_once = True  # one collect
 
     def write(self, dataframe, batch_id: int) -> int:
         out = self.out or sys.stdout

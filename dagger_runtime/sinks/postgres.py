@@ -104,6 +104,7 @@ def login_refusal(error: Exception) -> str | None:
 
 class PostgresSink(Sink):
     kind = "postgres"
+    reads_batch_once = True  # one collect; a retry resends what it collected
     permanent = (_Refused,)
 
     def __init__(self, plan, columns, **kwargs):

@@ -1,8 +1,8 @@
 """raystack/dagger's UDFs, one definition each (contracts: docs/reference/udf-contracts.md).
 
 Macros expand into Spark built-ins and higher-order functions, so they run in the JVM with
-code generation; the S2/GeoHash family runs vectorised on Arrow batches (dagger_runtime.udfs);
-JSON and DART functions are JVM UDFs (jvm/sql-functions, dagger_runtime.udfs.java_udfs).
+code generation; S2AreaInKm2 and GeoHash run vectorised on Arrow batches (dagger_runtime.udfs);
+S2Id, the JSON and the DART functions are JVM UDFs (jvm/sql-functions, dagger_runtime.udfs.java_udfs).
 Deliberate differences from dagger (documented in docs/udfs.md): bad input gives NULL instead
 of failing the job; StartOfMonth returns the first day of the month (dagger returns a Monday).
 """
@@ -26,7 +26,6 @@ def _vectorised(name: str, params: tuple[str, ...]) -> None:
 
 
 # --- geo -------------------------------------------------------------------------------------
-_vectorised("S2Id", ("lat", "lng", "level"))
 _vectorised("S2AreaInKm2", ("s2id",))
 _vectorised("GeoHash", ("lat", "lng", "length"))
 # haversine with R = 6371 km and atan2, as dagger's Distance.java
@@ -307,6 +306,7 @@ def _java(name: str, params: tuple[str, ...]) -> None:
     )
 
 
+_java("S2Id", ("lat", "lng", "level"))
 _java("JsonQuery", ("json", "path"))
 _java("JsonUpdate", ("json", "path", "new_value"))
 _java("JsonDelete", ("json", "path"))

@@ -1,6 +1,11 @@
-"""raystack/dagger's JSON and DART UDFs, as Spark Java UDFs (jvm/sql-functions/.../runtime/udf).
+"""raystack/dagger's S2Id, JSON and DART UDFs, as Spark Java UDFs (jvm/sql-functions/.../runtime/udf).
 
-Registered names and SQL signatures (docs/reference/udf-contracts.md §4, §6):
+Registered names and SQL signatures (docs/reference/udf-contracts.md §1, §4, §6):
+
+``S2Id(lat DOUBLE, lng DOUBLE, level INT) -> STRING``
+    The level's S2 cell id as Java's ``Long.toString``, over Google's Java S2 library (dagger's
+    own code). Any numbers are taken; NULL for a NULL or non-numeric argument, NaN, a latitude
+    outside [-90, 90], an infinite longitude or a level that is not a whole number in 0..30.
 
 ``JsonQuery(json STRING, path STRING) -> STRING``
     The value at the Jayway JsonPath as JSON text: a string comes back quoted (``"v2"``), an
@@ -44,6 +49,7 @@ DART_BASE_CONF = "spark.dagger.dart.base"
 
 # registered name -> (Java class, return type)
 JAVA_UDFS = {
+    "S2Id": (f"{_PACKAGE}.S2Id", StringType()),
     "JsonQuery": (f"{_PACKAGE}.JsonQuery", StringType()),
     "JsonUpdate": (f"{_PACKAGE}.JsonUpdate", StringType()),
     "JsonDelete": (f"{_PACKAGE}.JsonDelete", StringType()),

@@ -1,4 +1,5 @@
-"""The S2 and GeoHash UDFs as Arrow (pandas) UDFs: one Python call per batch, numpy inside."""
+"""S2AreaInKm2 and GeoHash as Arrow (pandas) UDFs: one Python call per batch, numpy inside.
+(S2Id runs in the JVM: dagger_runtime.udfs.java_udfs.)"""
 
 from __future__ import annotations
 
@@ -6,11 +7,6 @@ import numpy as np
 import pandas as pd
 
 from . import geo_kernels as geo
-
-
-def s2_id(lat: pd.Series, lng: pd.Series, level: pd.Series) -> pd.Series:
-    """S2Id(lat, lng, level): the cell id as Java's Long.toString; NULL for NULL or invalid input."""
-    return pd.Series(geo.s2_cell_id_str(lat, lng, level), dtype=object)
 
 
 def s2_area_km2(ids: pd.Series) -> pd.Series:
@@ -29,6 +25,5 @@ def register(spark) -> None:
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.types import DoubleType, StringType
 
-    spark.udf.register("S2Id", pandas_udf(s2_id, StringType()))
     spark.udf.register("S2AreaInKm2", pandas_udf(s2_area_km2, DoubleType()))
     spark.udf.register("GeoHash", pandas_udf(geo_hash, StringType()))

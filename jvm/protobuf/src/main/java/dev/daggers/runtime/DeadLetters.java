@@ -83,6 +83,16 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
     return out;
   }
 
+  /**
+   * counts() as one line, "kind=n kind=n ...": what the driver reads after each batch, in one call
+   * (walking a Java map from Python ends in an exception py4j converts, ~10 ms a batch).
+   */
+  public String countsLine() {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < KINDS.length; i++) out.append(i == 0 ? "" : " ").append(KINDS[i]).append('=').append(counts[i].value());
+    return out.toString();
+  }
+
   @Override
   public Boolean call(String reason, byte[] key, byte[] value, String sourceTopic, Integer partition,
                       Long offset, Long timestampMs) {

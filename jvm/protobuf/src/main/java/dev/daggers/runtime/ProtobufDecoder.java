@@ -91,8 +91,8 @@ public final class ProtobufDecoder implements UDF1<Object, Row> {
       }
       if (layout != null) {
         try {
-          Object[] read = WireReader.read(layout, value, eventTimeField);
-          return read == null ? failed(notSetReason()) : new GenericInternalRow(new Object[] {read[0], read[1], null});
+          InternalRow read = WireReader.read(layout, value, eventTimeField);
+          return read == null ? failed(notSetReason()) : read;
         } catch (Exception e) {
           return failed(reason(e));
         }

@@ -1,6 +1,5 @@
 package dev.daggers.runtime;
 
-import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.EnumValueDescriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
@@ -55,8 +54,10 @@ final class WireReader {
     final FieldDescriptor.Type[] type;
     final FieldDescriptor.JavaType[] javaType;
     final int[] slotByNumber;                // field number -> slot + 1 (0: unknown), for small numbers
+    final int[] kind;                        // by slot: where MessageRow keeps it (SCALAR_KINDS, or OBJECT)
+    final boolean zeroDefaults;              // every scalar's default is its zero bits (proto3): no set bits kept
     private final Object[] defaultValues;    // by slot, Spark's values, for fields neither repeated nor messages
-    InternalRow defaults;
+    private MessageRow defaults;
 
     @SuppressWarnings("unchecked")
     private Layout(Descriptor d, Map<String, Layout> cache) {
@@ -75,6 +76,7 @@ final class WireReader {
       type = new FieldDescriptor.Type[fields.length];
       javaType = new FieldDescriptor.JavaType[fields.length];
       defaultValues = new Object[fields.length];
+      kind = new int[fields.length];
       int maxNumber = 0;
       for (FieldDescriptor f : fs) maxNumber = Math.max(maxNumber, f.getNumber());
       slotByNumber = new int[Math.min(maxNumber, SMALL_NUMBERS) + 1];
@@ -108,7 +110,40 @@ final class WireReader {
           }
         }
         if (!repeated[i] && nested[i] == null) defaultValues[i] = sparkValue(defaultOf(this, i));
+        kind[i] = kindOf(f, nested[i] != null);
       }
+      boolean zero = true;
+      for (int i = 0; i < fields.length; i++) {
+        if (kind[i] != OBJECT && !isZero(kind[i], i)) zero = false;
+      }
+      zeroDefaults = zero;
+    }
+
+    private boolean isZero(int k, int slot) {
+      Object d = defaultValues[slot];
+      switch (k) {
+        case STRING: return ((UTF8String) d).numBytes() == 0;
+        case ENUM: return ((EnumValueDescriptor) fields[slot].getDefaultValue()).getNumber() == 0;
+        case FLOAT: return Float.floatToRawIntBits((Float) d) == 0;
+        case DOUBLE: return Double.doubleToRawLongBits((Double) d) == 0;
+        case BOOL: return !(Boolean) d;
+        default: return ((Number) d).longValue() == 0;
+      }
+    }
+
+    /** Spark's string of an enum number: its name, or protobuf-java's name for a number it lacks. */
+    UTF8String enumName(int slot, int n) {
+      UTF8String[] small = enumByNumber[slot];
+      if (n >= 0 && n < small.length && small[n] != null) return small[n];
+      String name = enumNames[slot].get(n);
+      return UTF8String.fromString(name != null ? name
+          : "UNKNOWN_ENUM_VALUE_" + fields[slot].getEnumType().getName() + "_" + n);
+    }
+
+    /** An absent message's row of defaults, built once: Spark only reads the rows it is given. */
+    MessageRow defaults() {
+      if (defaults == null) defaults = new MessageRow(this, new byte[0]);
+      return defaults;
     }
 
     /** The slot of a field number, or -1 when the message has no such field. */
@@ -138,13 +173,37 @@ final class WireReader {
     }
   }
 
+  /** Where MessageRow keeps a field: singular scalars' bits by kind, everything else an object. */
+  static final int OBJECT = 0;
+  static final int INT = 1;
+  static final int LONG = 2;
+  static final int FLOAT = 3;
+  static final int DOUBLE = 4;
+  static final int BOOL = 5;
+  static final int ENUM = 6;
+  static final int STRING = 7;
+
+  private static int kindOf(FieldDescriptor f, boolean message) {
+    if (f.isRepeated() || message) return OBJECT;
+    switch (f.getJavaType()) {
+      case INT: return INT;
+      case LONG: return LONG;
+      case FLOAT: return FLOAT;
+      case DOUBLE: return DOUBLE;
+      case BOOLEAN: return BOOL;
+      case ENUM: return ENUM;
+      case STRING: return STRING;
+      default: return OBJECT;  // bytes; the JSON-typed messages (Struct, Value, ListValue)
+    }
+  }
+
   /** What scalar() gives for a closed enum's unknown number: protobuf-java keeps it as an unknown field. */
   private static final Object UNKNOWN = new Object();
 
   private WireReader() {}
 
   @SuppressWarnings("unchecked")
-  private static void readInto(Layout layout, Object[] slots, CodedInputStream in) throws IOException {
+  private static void readInto(Layout layout, MessageRow row, WireInput in) throws IOException {
     while (true) {
       int tag = in.readTag();
       if (tag == 0) return;
@@ -161,10 +220,13 @@ final class WireReader {
         if (!in.skipField(tag)) return;  // protobuf-java keeps it as an unknown field
         continue;
       }
-      if (packed) {
-        List<Object> list = list(slots, slot);
-        int limit = in.pushLimit(in.readRawVarint32());
-        while (in.getBytesUntilLimit() > 0) {
+      int kind = layout.kind[slot];
+      if (kind != OBJECT) {
+        scalarInto(layout, slot, row, in);
+      } else if (packed) {
+        List<Object> list = list(row, slot);
+        int limit = in.pushLimit(in.readVarint32());
+        while (in.bytesUntilLimit() > 0) {
           Object value = scalar(layout, slot, f, in);
           if (value != UNKNOWN) list.add(value);
         }
@@ -172,63 +234,105 @@ final class WireReader {
       } else if (layout.javaType[slot] == FieldDescriptor.JavaType.MESSAGE) {
         Layout sub = layout.nested[slot];
         if (sub == null) {  // Struct/Value/ListValue: as JSON text, via the reflective parser
-          String json = JSON.print(DynamicMessage.parseFrom(f.getMessageType(), in.readBytes()));
-          if (layout.repeated[slot]) list(slots, slot).add(json); else slots[slot] = json;
+          UTF8String json = UTF8String.fromString(JSON.print(DynamicMessage.parseFrom(f.getMessageType(), in.readBytes())));
+          if (layout.repeated[slot]) list(row, slot).add(json); else row.setObject(slot, json);
           continue;
         }
-        Object[] target;
+        MessageRow target;
         if (layout.repeated[slot]) {
-          target = new Object[sub.fields.length];
-          list(slots, slot).add(target);
+          target = new MessageRow(sub, row.buf);
+          list(row, slot).add(target);
         } else {
-          target = slots[slot] instanceof Object[] ? (Object[]) slots[slot] : new Object[sub.fields.length];
-          slots[slot] = target;  // a singular message seen again is merged into the same slots
+          Object seen = row.object(slot);
+          // a singular message seen again is merged into the same row
+          target = seen instanceof MessageRow ? (MessageRow) seen : new MessageRow(sub, row.buf);
+          row.setObject(slot, target);
         }
-        int limit = in.pushLimit(in.readRawVarint32());
+        // as protobuf-java's readMessage: the nesting limit, then the length's
+        int length = in.readVarint32();
+        in.enter();
+        int limit = in.pushLimit(length);
         readInto(sub, target, in);
         in.checkLastTagWas(0);
+        in.leave();
         in.popLimit(limit);
       } else if (layout.repeated[slot]) {
         Object value = scalar(layout, slot, f, in);
-        if (value != UNKNOWN) list(slots, slot).add(value);
-      } else {
-        Object value = scalar(layout, slot, f, in);
-        if (value != UNKNOWN) slots[slot] = value;
+        if (value != UNKNOWN) list(row, slot).add(value);
+      } else {  // bytes
+        row.setObject(slot, in.readByteArray());
       }
     }
   }
 
-  @SuppressWarnings("unchecked")
-  private static List<Object> list(Object[] slots, int slot) {
-    if (!(slots[slot] instanceof List)) slots[slot] = new ArrayList<>();
-    return (List<Object>) slots[slot];
+  /** A singular scalar into the row's bits, as it is on the wire (the last one read wins). */
+  private static void scalarInto(Layout layout, int slot, MessageRow row, WireInput in) throws IOException {
+    long bits;
+    switch (layout.type[slot]) {
+      case INT32: case UINT32: case ENUM: bits = in.readVarint32(); break;
+      case SINT32: {
+        int n = in.readVarint32();
+        bits = (n >>> 1) ^ -(n & 1);
+        break;
+      }
+      case SFIXED32: case FIXED32: case FLOAT: bits = in.readFixed32(); break;
+      case INT64: case UINT64: bits = in.readVarint64(); break;
+      case SINT64: {
+        long n = in.readVarint64();
+        bits = (n >>> 1) ^ -(n & 1);
+        break;
+      }
+      case SFIXED64: case FIXED64: case DOUBLE: bits = in.readFixed64(); break;
+      case BOOL: bits = in.readVarint64() != 0 ? 1 : 0; break;
+      case STRING: {
+        bits = in.readStringSpan(layout.utf8[slot]);
+        if (bits == MessageRow.REPLACED) row.setObject(slot, in.replaced());
+        break;
+      }
+      default:
+        FieldDescriptor f = layout.fields[slot];
+        throw new InvalidProtocolBufferException("unsupported field type " + f.getType() + " of " + f.getFullName());
+    }
+    if (layout.type[slot] == FieldDescriptor.Type.ENUM && layout.closedEnum[slot]
+        && layout.enumNames[slot].get((int) bits) == null) {
+      return;  // a closed enum's unknown number: an unknown field, the value before it stays
+    }
+    row.setBits(slot, bits);
   }
 
-  private static Object scalar(Layout layout, int slot, FieldDescriptor f, CodedInputStream in) throws IOException {
+  @SuppressWarnings("unchecked")
+  private static List<Object> list(MessageRow row, int slot) {
+    Object seen = row.object(slot);
+    if (seen instanceof List) return (List<Object>) seen;
+    List<Object> list = new ArrayList<>();
+    row.setObject(slot, list);
+    return list;
+  }
+
+  /** A repeated field's element as Spark's value. */
+  private static Object scalar(Layout layout, int slot, FieldDescriptor f, WireInput in) throws IOException {
     switch (layout.type[slot]) {
-      case INT32: return in.readInt32();
-      case SINT32: return in.readSInt32();
-      case SFIXED32: return in.readSFixed32();
-      case UINT32: return in.readUInt32();
-      case FIXED32: return in.readFixed32();
-      case INT64: return in.readInt64();
-      case SINT64: return in.readSInt64();
-      case SFIXED64: return in.readSFixed64();
-      case UINT64: return in.readUInt64();
-      case FIXED64: return in.readFixed64();
-      case FLOAT: return in.readFloat();
-      case DOUBLE: return in.readDouble();
-      case BOOL: return in.readBool();
-      case STRING:
-        return utf8String(in.readByteArray(), layout.utf8[slot]);
+      case INT32: case UINT32: return in.readVarint32();
+      case SINT32: {
+        int n = in.readVarint32();
+        return (n >>> 1) ^ -(n & 1);
+      }
+      case SFIXED32: case FIXED32: return in.readFixed32();
+      case INT64: case UINT64: return in.readVarint64();
+      case SINT64: {
+        long n = in.readVarint64();
+        return (n >>> 1) ^ -(n & 1);
+      }
+      case SFIXED64: case FIXED64: return in.readFixed64();
+      case FLOAT: return Float.intBitsToFloat(in.readFixed32());
+      case DOUBLE: return Double.longBitsToDouble(in.readFixed64());
+      case BOOL: return in.readVarint64() != 0;
+      case STRING: return in.readString(layout.utf8[slot]);
       case BYTES: return in.readByteArray();
       case ENUM: {
-        int n = in.readEnum();
-        UTF8String[] small = layout.enumByNumber[slot];
-        if (n >= 0 && n < small.length && small[n] != null) return small[n];
-        String name = layout.enumNames[slot].get(n);
-        if (name == null && layout.closedEnum[slot]) return UNKNOWN;
-        return UTF8String.fromString(name != null ? name : "UNKNOWN_ENUM_VALUE_" + f.getEnumType().getName() + "_" + n);
+        int n = in.readVarint32();
+        if (layout.closedEnum[slot] && layout.enumNames[slot].get(n) == null) return UNKNOWN;
+        return layout.enumName(slot, n);
       }
       default:
         throw new InvalidProtocolBufferException("unsupported field type " + f.getType() + " of " + f.getFullName());
@@ -236,82 +340,45 @@ final class WireReader {
   }
 
   /**
-   * The message as Spark's internal row of RowConverter's schema, and its event time in
-   * microseconds: {message, rowtime}, or null when the event time field is unset.
+   * The decoder's result row {message, rowtime, error}: the message as Spark's internal row of
+   * RowConverter's schema, its event time in microseconds, no error; or null when the event time
+   * field is unset. The message's strings point into `bytes`, which must not change after.
    */
-  static Object[] read(Layout layout, byte[] bytes, int eventTimeField) throws IOException {
-    Object[] slots = new Object[layout.fields.length];
-    CodedInputStream in = CodedInputStream.newInstance(bytes);
-    readInto(layout, slots, in);
+  static InternalRow read(Layout layout, byte[] bytes, int eventTimeField) throws IOException {
+    MessageRow row = new MessageRow(layout, bytes);
+    WireInput in = new WireInput(bytes);
+    readInto(layout, row, in);
     in.checkLastTagWas(0);
     int ts = layout.slot(eventTimeField);
-    if (ts < 0 || !(slots[ts] instanceof Object[])) return null;
-    Object[] t = (Object[]) slots[ts];
+    if (ts < 0 || !(row.object(ts) instanceof MessageRow)) return null;
+    MessageRow t = (MessageRow) row.object(ts);
     // through Instant, as Spark turns the reference path's Instant into microseconds (negative
     // nanos included); out of Instant's or a long's range, this throws: a message set aside
-    Instant rowtime = Instant.ofEpochSecond(t[0] == null ? 0L : (Long) t[0], t[1] == null ? 0 : (Integer) t[1]);
+    Instant rowtime = Instant.ofEpochSecond(t.getLong(0), t.getInt(1));
     long micros = Math.addExact(Math.multiplyExact(rowtime.getEpochSecond(), 1_000_000L), rowtime.getNano() / 1000);
-    return new Object[] {finish(layout, slots), micros};
+    finish(row);
+    return new GenericInternalRow(new Object[] {row, micros, null});
   }
 
-  /** Slots to a row: defaults for what was absent, arrays for repeated fields, rows for messages. */
-  private static InternalRow finish(Layout layout, Object[] slots) {
-    Object[] values = new Object[slots.length];
-    for (int i = 0; i < slots.length; i++) {
-      Object v = slots[i];
-      Layout sub = layout.nested[i];
-      if (layout.repeated[i]) {
-        List<?> in = v == null ? List.of() : (List<?>) v;
-        Object[] out = new Object[in.size()];
-        for (int j = 0; j < out.length; j++) {
-          Object e = in.get(j);
-          out[j] = sub != null ? finish(sub, (Object[]) e) : sparkValue(e);
+  /** Repeated fields' lists to Spark's arrays, in this row and the rows in it. */
+  private static void finish(MessageRow row) {
+    if (row.objects == null) return;
+    Object[] objects = row.objects;
+    for (int i = 0; i < objects.length; i++) {
+      Object v = objects[i];
+      if (v instanceof List) {
+        Object[] out = ((List<?>) v).toArray();
+        for (Object e : out) {
+          if (e instanceof MessageRow) finish((MessageRow) e);
         }
-        values[i] = new GenericArrayData(out);
-      } else if (sub != null) {
-        values[i] = v == null ? defaults(sub) : finish(sub, (Object[]) v);
-      } else {
-        values[i] = v != null ? sparkValue(v) : layout.defaultValue(i);
+        objects[i] = new GenericArrayData(out);
+      } else if (v instanceof MessageRow) {
+        finish((MessageRow) v);
       }
     }
-    return new GenericInternalRow(values);
   }
 
-  /** An absent message's row of defaults, built once: Spark only reads the rows it is given. */
-  private static InternalRow defaults(Layout layout) {
-    if (layout.defaults == null) layout.defaults = finish(layout, new Object[layout.fields.length]);
-    return layout.defaults;
-  }
-
-  /**
-   * A string field's bytes as Spark's string, without a Java String between: checked strings must be
-   * valid UTF-8 (as readStringRequireUtf8); others get U+FFFD for bad sequences, as readString does.
-   */
-  private static UTF8String utf8String(byte[] bytes, boolean required)
-      throws InvalidProtocolBufferException {
-    for (byte b : bytes) {
-      if (b < 0) return nonAscii(bytes, required);
-    }
-    return UTF8String.fromBytes(bytes);
-  }
-
-  private static UTF8String nonAscii(byte[] bytes, boolean required)
-      throws InvalidProtocolBufferException {
-    if (!required) {
-      return UTF8String.fromString(new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
-    }
-    try {
-      java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
-          .decode(java.nio.ByteBuffer.wrap(bytes));
-    } catch (java.nio.charset.CharacterCodingException e) {
-      throw new InvalidProtocolBufferException("Protocol message had invalid UTF-8.");
-    }
-    return UTF8String.fromBytes(bytes);
-  }
-
-  /** Spark's value of what the read loop gives: strings of the JSON types become UTF8Strings. */
+  /** Spark's value of a default: strings become UTF8Strings. */
   private static Object sparkValue(Object v) {
     return v instanceof String ? UTF8String.fromString((String) v) : v;
   }
