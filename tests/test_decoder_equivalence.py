@@ -294,6 +294,18 @@ def _proto2_set() -> bytes:
     packed.options.packed = True
     m.field.add(name="name", number=5, label=opt, type=FD.TYPE_STRING)
     m.field.add(name="tags", number=6, label=rep, type=FD.TYPE_MESSAGE, type_name=".legacy.Paint.TagsEntry")
+    # defaults of proto2's own: an unset field reads as its default, a set one as itself (zero too)
+    for name, number, kind, default in (
+        ("size", 7, FD.TYPE_SINT32, "-5"),
+        ("label", 8, FD.TYPE_STRING, "none"),
+        ("ratio", 9, FD.TYPE_DOUBLE, "1.5"),
+        ("flag", 10, FD.TYPE_BOOL, "true"),
+        ("weight", 11, FD.TYPE_FLOAT, "0.25"),
+        ("count", 12, FD.TYPE_UINT64, "7"),
+    ):
+        m.field.add(name=name, number=number, label=opt, type=kind, default_value=default)
+    m.field.add(name="tone", number=13, label=opt, type=FD.TYPE_ENUM, type_name=".legacy.Color", default_value="BLUE")
+    m.field.add(name="raw", number=14, label=opt, type=FD.TYPE_BYTES, default_value="ab")
     return descriptor_pb2.FileDescriptorSet(file=[ts, f]).SerializeToString()
 
 
@@ -310,6 +322,10 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
         at + ld(5, b"caf\xc3"),  # a proto2 string: bad UTF-8 is replaced, not refused
         at + ld(6, ld(1, b"k") + ld(2, b"\xff")),  # a map's string: checked, even in proto2
         at + ld(6, ld(1, "ké".encode()) + ld(2, "漢".encode())),
+        at,  # every default
+        at + key(7, 0) + _VarintBytes(0) + ld(8, b"") + key(9, 1) + b"\x00" * 8 + key(10, 0) + b"\x00",
+        at + key(11, 5) + b"\x00" * 4 + key(12, 0) + _VarintBytes(0) + key(13, 0) + _VarintBytes(0) + ld(14, b""),
+        at + key(7, 0) + _VarintBytes(10) + ld(8, b"set") + key(13, 0) + _VarintBytes(5),  # 5: not a Color
     ]
     df = spark.createDataFrame(list(enumerate(values)), "i long, value binary")
     rows = df.selectExpr("i", "__t2_wire(value) AS w", "__t2_reflective(value) AS r").orderBy("i").collect()
@@ -321,3 +337,11 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
     assert rows[3]["w"]["message"]["name"] == "caf\ufffd"
     assert rows[4]["w"]["error"] is not None and rows[4]["w"]["message"] is None
     assert [t.asDict() for t in rows[5]["w"]["message"]["tags"]] == [{"key": "ké", "value": "漢"}]
+    defaults = rows[6]["w"]["message"]
+    assert (defaults["size"], defaults["label"], defaults["ratio"], defaults["flag"]) == (-5, "none", 1.5, True)
+    assert (defaults["weight"], defaults["count"], defaults["tone"], defaults["raw"]) == (0.25, 7, "BLUE", b"ab")
+    zeros, more_zeros = rows[7]["w"]["message"], rows[8]["w"]["message"]
+    assert [zeros[k] for k in ("size", "label", "ratio", "flag")] == [0, "", 0.0, False]
+    assert [more_zeros[k] for k in ("weight", "count", "tone", "raw")] == [0.0, 0, "RED", bytearray(b"")]
+    # zigzag 10 is 5; the closed enum's unknown 5 leaves its default
+    assert [rows[9]["w"]["message"][k] for k in ("size", "label", "tone")] == [5, "set", "BLUE"]
