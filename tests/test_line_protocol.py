@@ -123,3 +123,32 @@ def test_influxdb_reads_back_the_same_points_from_both_paths(spark, influxdb):
     escaped = by_tags[(("kind", "x\\ny\\tz "), ("tag_city", "a,b=c d"), ("tag_n", "-3"))]
     assert dict(zip(escaped["columns"], escaped["values"][0]))["note"] == 'say "hi" \\o/'
     assert len(want) == 5 and all(len(series["values"]) == 1 for series in want)
+
+
+def test_the_sink_sends_many_bodies_at_once_and_influxdb_holds_every_point(spark, influxdb):
+    from types import SimpleNamespace
+
+    from dagger_runtime.config.model import SinkSpec
+    from dagger_runtime.sinks.influx import POSTS_AT_ONCE, InfluxSink
+
+    minutes = 40
+    rows = [(f"city{i % 7}", i, W + dt.timedelta(minutes=i)) for i in range(minutes)]
+    frame = spark.createDataFrame(rows, "tag_city STRING, n BIGINT, window_timestamp TIMESTAMP").repartition(3)
+    influxdb.create_database("lp_many")
+    spec = SinkSpec.model_validate(
+        {"type": "influx", "influx": {"url": influxdb.url, "db_name": "lp_many", "measurement_name": "m", "batch_size": 4}}
+    )
+    plan = SimpleNamespace(job=SimpleNamespace(name="t", sink=spec))
+    columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in frame.schema.fields]
+    sink = InfluxSink(plan, columns, retry_for_s=5)
+    sent = []
+    post = sink._post
+    sink._post = lambda body: (sent.append(body.count("\n") + 1), post(body))[1]
+    try:
+        assert sink.write(frame, 0) == minutes
+    finally:
+        sink.close()
+    # three partitions of at most 4 points a body: more bodies than are sent at once
+    assert sum(sent) == minutes and max(sent) <= 4 and len(sent) > POSTS_AT_ONCE
+    (series,) = influxdb.query('SELECT sum("n"), count("n") FROM "m"', db="lp_many")
+    assert series["values"][0][1:] == [sum(range(minutes)), minutes]

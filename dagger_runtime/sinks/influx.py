@@ -84,6 +84,10 @@ def points(measurement: str, names: list[str], rows: list[tuple]):
     return out
 
 
+# request bodies sent at once: InfluxDB parses and writes concurrent requests on its cores
+POSTS_AT_ONCE = 4
+
+
 class InfluxSink(Sink):
     kind = "influx"
     reads_batch_once = True  # one collect; a retry resends what it collected
@@ -133,13 +137,29 @@ class InfluxSink(Sink):
             step = size or len(batch) or 1
             chunks = [batch[i : i + step] for i in range(0, len(batch), step)]
             requests = [("\n".join(chunk), len(chunk)) for chunk in chunks]
-        written = 0
-        for body, count in requests:
-            self._retry(f"batch {batch_id}", lambda: self._post(body))  # noqa: B023 - called before the loop moves on
-            written += count
+        written = self._post_all(requests, batch_id)
         self.stats.rows += written
         self.stats.batches += 1
         return written
+
+    def _post_all(self, requests: list[tuple[str, int]], batch_id: int) -> int:
+        """Every body, each retried on its own, a few at once (InfluxDB takes concurrent writes
+        on all its cores); the first body that fails for good fails the batch."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if len(requests) <= 1:
+            for body, _ in requests:
+                self._retry(f"batch {batch_id}", lambda: self._post(body))  # noqa: B023 - called at once
+            return sum(count for _, count in requests)
+        self._connect()  # one client for the threads, made before them
+        with ThreadPoolExecutor(max_workers=min(len(requests), POSTS_AT_ONCE)) as pool:
+            sent = [
+                pool.submit(self._retry, f"batch {batch_id}", lambda body=body: self._post(body))
+                for body, _ in requests
+            ]
+            for future in sent:
+                future.result()
+        return sum(count for _, count in requests)
 
     # -- InfluxDB 1.x: line protocol on /write --------------------------------------------
     def _post(self, body: str) -> None:
@@ -148,8 +168,7 @@ class InfluxSink(Sink):
             return self._post_v2(body)
         import urllib3
 
-        if self._http is None:
-            self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=5, read=30))
+        self._connect()
         fields = {"db": self.spec.db_name, "precision": "ms"}
         if self.spec.retention_policy:
             fields["rp"] = self.spec.retention_policy
@@ -180,29 +199,43 @@ class InfluxSink(Sink):
             "database only"
         )
 
+    def _connect(self) -> None:
+        """The client of the sink's API, made once (thread-safe once made)."""
+        if self.spec.api == "v2":
+            if self._client is None:
+                self._client = self._v2_client()
+            return
+        if self._http is None:
+            import urllib3
+
+            self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=5, read=30))
+
+    def _v2_client(self):
+        from influxdb_client import InfluxDBClient
+
+        password = self.spec.password.get_secret_value() if self.spec.password else ""
+        if self.spec.username:
+            # a login: HTTP basic auth, which InfluxDB 1.8's v2 API and VictoriaMetrics
+            # (-httpAuth.*) both check; a token alone is InfluxDB 2.x's "Token ..." header
+            return InfluxDBClient(
+                url=self.spec.url,
+                token=f"{self.spec.username}:{password}",
+                auth_basic=True,
+                org=self.spec.org or "-",
+                timeout=30_000,
+                retries=False,
+            )
+        return InfluxDBClient(
+            url=self.spec.url, token=password, org=self.spec.org or "-", timeout=30_000, retries=False
+        )
+
     # -- the v2 write API (InfluxDB 2.x, 1.8+, VictoriaMetrics) through influxdb-client -------
     def _post_v2(self, body: str) -> None:
-        from influxdb_client import InfluxDBClient, WritePrecision
+        from influxdb_client import WritePrecision
         from influxdb_client.client.write_api import SYNCHRONOUS
         from influxdb_client.rest import ApiException
 
-        if self._client is None:
-            password = self.spec.password.get_secret_value() if self.spec.password else ""
-            if self.spec.username:
-                # a login: HTTP basic auth, which InfluxDB 1.8's v2 API and VictoriaMetrics
-                # (-httpAuth.*) both check; a token alone is InfluxDB 2.x's "Token ..." header
-                self._client = InfluxDBClient(
-                    url=self.spec.url,
-                    token=f"{self.spec.username}:{password}",
-                    auth_basic=True,
-                    org=self.spec.org or "-",
-                    timeout=30_000,
-                    retries=False,
-                )
-            else:
-                self._client = InfluxDBClient(
-                    url=self.spec.url, token=password, org=self.spec.org or "-", timeout=30_000, retries=False
-                )
+        self._connect()
         bucket = self.spec.db_name + (f"/{self.spec.retention_policy}" if self.spec.retention_policy else "")
         try:
             self._client.write_api(write_options=SYNCHRONOUS).write(

@@ -13,7 +13,7 @@ floating-point tag, a binary, date or nested column) goes through the Python pat
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -117,21 +117,11 @@ def lines(dataframe, measurement: str, tag_name) -> list[str]:
     return [row[0] for row in _points(dataframe, measurement, tag_name).collect()]
 
 
-# monotonically_increasing_id(): the partition in the bits above 33, the row's place in it below
-_ROW_BITS = 33
-
-
 def bodies(dataframe, measurement: str, tag_name, size: int = 0) -> list[tuple[str, int]]:
     """The batch's points as request bodies of line protocol, built and joined in the JVM: (body,
     points) pairs, a body for each partition of the batch, or for each `size` points of a
-    partition when `size` is set. Only the bodies reach Python, not a row each."""
-    rid = F.monotonically_increasing_id()
-    chunk = [F.shiftright(rid, _ROW_BITS).alias("partition")]
-    if size:
-        chunk.append(F.floor(rid.bitwiseAND(F.lit((1 << _ROW_BITS) - 1)) / F.lit(size)).alias("chunk"))
-    joined = (
-        _points(dataframe, measurement, tag_name)
-        .groupBy(*chunk)
-        .agg(F.concat_ws("\n", F.collect_list("line")).alias("body"), F.count(F.lit(1)).alias("points"))
-    )
-    return [(row["body"], row["points"]) for row in joined.collect()]
+    partition when `size` is set. Only the bodies reach Python, not a row each; each partition's
+    are joined in the task that made its lines (jvm/sql-functions/.../sink/LineBodies.java)."""
+    points = _points(dataframe, measurement, tag_name)
+    joined = points.sparkSession._jvm.dev.daggers.runtime.sink.LineBodies.of(points._jdf, size)
+    return [(row["body"], row["points"]) for row in DataFrame(joined, points.sparkSession).collect()]
