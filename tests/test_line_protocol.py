@@ -136,7 +136,10 @@ def test_the_sink_sends_many_bodies_at_once_and_influxdb_holds_every_point(spark
     frame = spark.createDataFrame(rows, "tag_city STRING, n BIGINT, window_timestamp TIMESTAMP").repartition(3)
     influxdb.create_database("lp_many")
     spec = SinkSpec.model_validate(
-        {"type": "influx", "influx": {"url": influxdb.url, "db_name": "lp_many", "measurement_name": "m", "batch_size": 4}}
+        {
+            "type": "influx",
+            "influx": {"url": influxdb.url, "db_name": "lp_many", "measurement_name": "m", "batch_size": 4},
+        }
     )
     plan = SimpleNamespace(job=SimpleNamespace(name="t", sink=spec))
     columns = [{"name": f.name, "type": f.dataType.simpleString()} for f in frame.schema.fields]
