@@ -345,3 +345,61 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
     assert [more_zeros[k] for k in ("weight", "count", "tone", "raw")] == [0.0, 0, "RED", bytearray(b"")]
     # zigzag 10 is 5; the closed enum's unknown 5 leaves its default
     assert [rows[9]["w"]["message"][k] for k in ("size", "label", "tone")] == [5, "set", "BLUE"]
+
+
+def _oneof_set() -> bytes:
+    """A proto3 file with a real oneof (a number, a string, a message, bytes) beside proto3's own
+    `optional` (a oneof of one field, which clears nothing)."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2
+
+    ts = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    f = descriptor_pb2.FileDescriptorProto(
+        name="choice.proto", package="choice", syntax="proto3", dependency=["google/protobuf/timestamp.proto"]
+    )
+    inner = f.message_type.add(name="Inner")
+    inner.field.add(name="x", number=1, label=FD.LABEL_OPTIONAL, type=FD.TYPE_INT32)
+    inner.field.add(name="y", number=2, label=FD.LABEL_OPTIONAL, type=FD.TYPE_STRING)
+    m = f.message_type.add(name="Pick")
+    m.oneof_decl.add(name="what")
+    m.oneof_decl.add(name="_note")
+    opt = FD.LABEL_OPTIONAL
+    m.field.add(name="at", number=1, label=opt, type=FD.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    m.field.add(name="n", number=2, label=opt, type=FD.TYPE_INT64, oneof_index=0)
+    m.field.add(name="s", number=3, label=opt, type=FD.TYPE_STRING, oneof_index=0)
+    m.field.add(name="inner", number=4, label=opt, type=FD.TYPE_MESSAGE, type_name=".choice.Inner", oneof_index=0)
+    m.field.add(name="raw", number=5, label=opt, type=FD.TYPE_BYTES, oneof_index=0)
+    m.field.add(name="note", number=6, label=opt, type=FD.TYPE_STRING, oneof_index=1, proto3_optional=True)
+    m.field.add(name="after", number=7, label=opt, type=FD.TYPE_INT32)
+    return descriptor_pb2.FileDescriptorSet(file=[ts, f]).SerializeToString()
+
+
+def test_a_oneof_holds_the_last_of_its_fields_read_as_protobuf_java_does(spark):
+    jf = spark._jvm.dev.daggers.runtime.Functions
+    data = _oneof_set()
+    for name, reader in (("__t3_wire", "wire"), ("__t3_reflective", "reflective")):
+        jf.registerDecoder(spark._jsparkSession, name, bytearray(data), "choice.Pick", "PROTO", 1, reader)
+    at = ld(1, key(1, 0) + _VarintBytes(1_700_000_000))
+    n, s, raw = key(2, 0) + _VarintBytes(7), ld(3, b"text"), ld(5, b"\x01\x02")
+
+    def inner(body: bytes) -> bytes:
+        return ld(4, body)
+
+    values = [
+        at + n + s,  # s clears n
+        at + s + n,  # n clears s
+        at + inner(key(1, 0) + _VarintBytes(1)) + inner(ld(2, b"b")),  # the same field: merged
+        at + inner(key(1, 0) + _VarintBytes(1)) + n + inner(ld(2, b"b")),  # n between: a new inner
+        at + raw + ld(6, b"kept") + n + key(7, 0) + _VarintBytes(3),  # optional and plain fields stay
+        at + n + key(2, 2) + _VarintBytes(1) + b"x",  # a wrong wire type is unknown: n stays
+        at + ld(6, b"note") + s + raw,
+    ]
+    df = spark.createDataFrame(list(enumerate(values)), "i long, value binary")
+    rows = df.selectExpr("i", "__t3_wire(value) AS w", "__t3_reflective(value) AS r").orderBy("i").collect()
+    for r in rows:
+        assert r["w"] == r["r"], (r["i"], r["w"], r["r"])
+    got = [r["w"]["message"] for r in rows]
+    assert (got[0]["n"], got[0]["s"]) == (0, "text") and (got[1]["n"], got[1]["s"]) == (7, "")
+    assert got[2]["inner"].asDict() == {"x": 1, "y": "b"} and got[3]["inner"].asDict() == {"x": 0, "y": "b"}
+    assert (got[4]["raw"], got[4]["note"], got[4]["n"], got[4]["after"]) == (bytearray(), "kept", 7, 3)
+    assert got[5]["n"] == 7 and (got[6]["s"], got[6]["raw"], got[6]["note"]) == ("", bytearray(b"\x01\x02"), "note")

@@ -51,6 +51,16 @@ final class MessageRow extends InternalRow {
     objects[slot] = value;
   }
 
+  /** A oneof's other fields back to unset: the last of its fields read is the one it holds. */
+  void clearPeers(int[] peers) {
+    if (peers == null) return;
+    for (int peer : peers) {
+      bits[peer] = 0;
+      if (set != null) set[peer >>> 6] &= ~(1L << peer);
+      if (objects != null) objects[peer] = null;
+    }
+  }
+
   Object object(int slot) {
     return objects == null ? null : objects[slot];
   }

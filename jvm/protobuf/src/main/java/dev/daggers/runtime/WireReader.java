@@ -55,6 +55,7 @@ final class WireReader {
     final FieldDescriptor.JavaType[] javaType;
     final int[] slotByNumber;                // field number -> slot + 1 (0: unknown), for small numbers
     final int[] kind;                        // by slot: where MessageRow keeps it (SCALAR_KINDS, or OBJECT)
+    final int[][] oneofPeers;                // by slot: the other fields of its oneof (null: in none)
     final boolean zeroDefaults;              // every scalar's default is its zero bits (proto3): no set bits kept
     private final Object[] defaultValues;    // by slot, Spark's values, for fields neither repeated nor messages
     private MessageRow defaults;
@@ -77,6 +78,7 @@ final class WireReader {
       javaType = new FieldDescriptor.JavaType[fields.length];
       defaultValues = new Object[fields.length];
       kind = new int[fields.length];
+      oneofPeers = new int[fields.length][];
       int maxNumber = 0;
       for (FieldDescriptor f : fs) maxNumber = Math.max(maxNumber, f.getNumber());
       slotByNumber = new int[Math.min(maxNumber, SMALL_NUMBERS) + 1];
@@ -111,6 +113,11 @@ final class WireReader {
         }
         if (!repeated[i] && nested[i] == null) defaultValues[i] = sparkValue(defaultOf(this, i));
         kind[i] = kindOf(f, nested[i] != null);
+        // a real oneof (not proto3 optional's own): setting one of its fields clears the others
+        com.google.protobuf.Descriptors.OneofDescriptor oneof = f.getRealContainingOneof();
+        if (oneof != null) {
+          oneofPeers[i] = oneof.getFields().stream().filter(g -> g != f).mapToInt(g -> g.getIndex()).toArray();
+        }
       }
       boolean zero = true;
       for (int i = 0; i < fields.length; i++) {
@@ -235,7 +242,12 @@ final class WireReader {
         Layout sub = layout.nested[slot];
         if (sub == null) {  // Struct/Value/ListValue: as JSON text, via the reflective parser
           UTF8String json = UTF8String.fromString(JSON.print(DynamicMessage.parseFrom(f.getMessageType(), in.readBytes())));
-          if (layout.repeated[slot]) list(row, slot).add(json); else row.setObject(slot, json);
+          if (layout.repeated[slot]) {
+            list(row, slot).add(json);
+          } else {
+            row.clearPeers(layout.oneofPeers[slot]);
+            row.setObject(slot, json);
+          }
           continue;
         }
         MessageRow target;
@@ -243,6 +255,7 @@ final class WireReader {
           target = new MessageRow(sub, row.buf);
           list(row, slot).add(target);
         } else {
+          row.clearPeers(layout.oneofPeers[slot]);
           Object seen = row.object(slot);
           // a singular message seen again is merged into the same row
           target = seen instanceof MessageRow ? (MessageRow) seen : new MessageRow(sub, row.buf);
@@ -260,7 +273,9 @@ final class WireReader {
         Object value = scalar(layout, slot, f, in);
         if (value != UNKNOWN) list(row, slot).add(value);
       } else {  // bytes
-        row.setObject(slot, in.readByteArray());
+        byte[] bytes = in.readByteArray();
+        row.clearPeers(layout.oneofPeers[slot]);
+        row.setObject(slot, bytes);
       }
     }
   }
@@ -297,6 +312,7 @@ final class WireReader {
         && layout.enumNames[slot].get((int) bits) == null) {
       return;  // a closed enum's unknown number: an unknown field, the value before it stays
     }
+    row.clearPeers(layout.oneofPeers[slot]);
     row.setBits(slot, bits);
   }
 
