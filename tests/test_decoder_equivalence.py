@@ -122,13 +122,15 @@ def dset():
     return registry.load()
 
 
-def decode_both(spark, dset, message: str, values: list[bytes]):
+def decode_both(spark, dset, message: str, values: list[bytes], *, descriptor_set: bytes | None = None, event: int = 5):
+    """Each value through both readers, as (i, w: ours, r: protobuf-java's reflective) rows in order;
+    the message type from `dset`, or from `descriptor_set` when a test builds its own."""
     jf = spark._jvm.dev.daggers.runtime.Functions
+    data = descriptor_set if descriptor_set is not None else dset.data
     for name, reader in (("__t_wire", "wire"), ("__t_reflective", "reflective")):
-        jf.registerDecoder(spark._jsparkSession, name, bytearray(dset.data), message, "PROTO", 5, reader)
+        jf.registerDecoder(spark._jsparkSession, name, bytearray(data), message, "PROTO", event, reader)
     df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "i long, value binary")
-    rows = df.selectExpr("i", "__t_wire(value) AS w", "__t_reflective(value) AS r").orderBy("i").collect()
-    return rows
+    return df.selectExpr("i", "__t_wire(value) AS w", "__t_reflective(value) AS r").orderBy("i").collect()
 
 
 @pytest.mark.parametrize("message, generator", MESSAGES)
@@ -310,10 +312,6 @@ def _proto2_set() -> bytes:
 
 
 def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(spark):
-    jf = spark._jvm.dev.daggers.runtime.Functions
-    data = _proto2_set()
-    for name, reader in (("__t2_wire", "wire"), ("__t2_reflective", "reflective")):
-        jf.registerDecoder(spark._jsparkSession, name, bytearray(data), "legacy.Paint", "PROTO", 1, reader)
     at = ld(1, key(1, 0) + _VarintBytes(1_700_000_000))
     values = [
         at + key(2, 0) + _VarintBytes(1) + key(2, 0) + _VarintBytes(7),  # unknown number: BLUE stays
@@ -327,8 +325,7 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
         at + key(11, 5) + b"\x00" * 4 + key(12, 0) + _VarintBytes(0) + key(13, 0) + _VarintBytes(0) + ld(14, b""),
         at + key(7, 0) + _VarintBytes(10) + ld(8, b"set") + key(13, 0) + _VarintBytes(5),  # 5: not a Color
     ]
-    df = spark.createDataFrame(list(enumerate(values)), "i long, value binary")
-    rows = df.selectExpr("i", "__t2_wire(value) AS w", "__t2_reflective(value) AS r").orderBy("i").collect()
+    rows = decode_both(spark, None, "legacy.Paint", values, descriptor_set=_proto2_set(), event=1)
     for r in rows:
         assert r["w"] == r["r"], (r["i"], r["w"], r["r"])
     assert rows[0]["w"]["message"]["color"] == "BLUE"
@@ -375,10 +372,6 @@ def _oneof_set() -> bytes:
 
 
 def test_a_oneof_holds_the_last_of_its_fields_read_as_protobuf_java_does(spark):
-    jf = spark._jvm.dev.daggers.runtime.Functions
-    data = _oneof_set()
-    for name, reader in (("__t3_wire", "wire"), ("__t3_reflective", "reflective")):
-        jf.registerDecoder(spark._jsparkSession, name, bytearray(data), "choice.Pick", "PROTO", 1, reader)
     at = ld(1, key(1, 0) + _VarintBytes(1_700_000_000))
     n, s, raw = key(2, 0) + _VarintBytes(7), ld(3, b"text"), ld(5, b"\x01\x02")
 
@@ -394,8 +387,7 @@ def test_a_oneof_holds_the_last_of_its_fields_read_as_protobuf_java_does(spark):
         at + n + key(2, 2) + _VarintBytes(1) + b"x",  # a wrong wire type is unknown: n stays
         at + ld(6, b"note") + s + raw,
     ]
-    df = spark.createDataFrame(list(enumerate(values)), "i long, value binary")
-    rows = df.selectExpr("i", "__t3_wire(value) AS w", "__t3_reflective(value) AS r").orderBy("i").collect()
+    rows = decode_both(spark, None, "choice.Pick", values, descriptor_set=_oneof_set(), event=1)
     for r in rows:
         assert r["w"] == r["r"], (r["i"], r["w"], r["r"])
     got = [r["w"]["message"] for r in rows]
