@@ -283,6 +283,19 @@ def _proto2_set() -> bytes:
     enum = f.enum_type.add(name="Color")
     for name, number in (("RED", 0), ("BLUE", 1)):
         enum.value.add(name=name, number=number)
+    shade = f.enum_type.add(name="Shade")  # 0 has two names; a default may name the second
+    shade.options.allow_alias = True
+    for name, number in (("LIGHT", 0), ("PALE", 0), ("DARK", 1)):
+        shade.value.add(name=name, number=number)
+    tint = f.message_type.add(name="Tint")  # its one default is an alias of 0: no default is zero
+    tint.field.add(
+        name="shade",
+        number=1,
+        label=FD.LABEL_OPTIONAL,
+        type=FD.TYPE_ENUM,
+        type_name=".legacy.Shade",
+        default_value="PALE",
+    )
     m = f.message_type.add(name="Paint")
     entry = m.nested_type.add(name="TagsEntry")
     entry.options.map_entry = True
@@ -308,6 +321,8 @@ def _proto2_set() -> bytes:
         m.field.add(name=name, number=number, label=opt, type=kind, default_value=default)
     m.field.add(name="tone", number=13, label=opt, type=FD.TYPE_ENUM, type_name=".legacy.Color", default_value="BLUE")
     m.field.add(name="raw", number=14, label=opt, type=FD.TYPE_BYTES, default_value="ab")
+    m.field.add(name="shade", number=15, label=opt, type=FD.TYPE_ENUM, type_name=".legacy.Shade", default_value="PALE")
+    m.field.add(name="tint", number=16, label=opt, type=FD.TYPE_MESSAGE, type_name=".legacy.Tint")
     return descriptor_pb2.FileDescriptorSet(file=[ts, f]).SerializeToString()
 
 
@@ -324,6 +339,7 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
         at + key(7, 0) + _VarintBytes(0) + ld(8, b"") + key(9, 1) + b"\x00" * 8 + key(10, 0) + b"\x00",
         at + key(11, 5) + b"\x00" * 4 + key(12, 0) + _VarintBytes(0) + key(13, 0) + _VarintBytes(0) + ld(14, b""),
         at + key(7, 0) + _VarintBytes(10) + ld(8, b"set") + key(13, 0) + _VarintBytes(5),  # 5: not a Color
+        at + ld(16, b""),  # a Tint present and empty
     ]
     rows = decode_both(spark, None, "legacy.Paint", values, descriptor_set=_proto2_set(), event=1)
     for r in rows:
@@ -337,6 +353,8 @@ def test_proto2_closed_enums_and_checked_strings_decode_as_protobuf_java_does(sp
     defaults = rows[6]["w"]["message"]
     assert (defaults["size"], defaults["label"], defaults["ratio"], defaults["flag"]) == (-5, "none", 1.5, True)
     assert (defaults["weight"], defaults["count"], defaults["tone"], defaults["raw"]) == (0.25, 7, "BLUE", b"ab")
+    assert defaults["shade"] == "PALE" and rows[7]["w"]["message"]["shade"] == "PALE"
+    assert defaults["tint"]["shade"] == "PALE" and rows[10]["w"]["message"]["tint"]["shade"] == "PALE"
     zeros, more_zeros = rows[7]["w"]["message"], rows[8]["w"]["message"]
     assert [zeros[k] for k in ("size", "label", "ratio", "flag")] == [0, "", 0.0, False]
     assert [more_zeros[k] for k in ("weight", "count", "tone", "raw")] == [0.0, 0, "RED", bytearray(b"")]

@@ -130,7 +130,9 @@ final class WireReader {
       Object d = defaultValues[slot];
       switch (k) {
         case STRING: return ((UTF8String) d).numBytes() == 0;
-        case ENUM: return ((EnumValueDescriptor) fields[slot].getDefaultValue()).getNumber() == 0;
+        // number 0 reads as the first name of 0: a default that is an alias of it is not zero
+        case ENUM: return ((EnumValueDescriptor) fields[slot].getDefaultValue()).getNumber() == 0
+            && enumName(slot, 0).equals(d);
         case FLOAT: return Float.floatToRawIntBits((Float) d) == 0;
         case DOUBLE: return Double.doubleToRawLongBits((Double) d) == 0;
         case BOOL: return !(Boolean) d;
