@@ -8,6 +8,8 @@ commit is the first one after a launch since the fault, read from the checkpoint
 from __future__ import annotations
 
 import os
+import threading
+import time
 import types
 
 from chaos.runner import DrillRun
@@ -108,3 +110,28 @@ def test_the_rto_target_note_waits_for_the_target_from_the_fault_in_effect():
     d.first_batch_after = in_effect + 17.5
     DrillRun.do_expect_failover(run, step=None)
     assert notes == []
+
+
+def test_the_first_batch_waits_for_the_new_drivers_commit_not_its_counters(tmp_path):
+    # a standby that took the lease shows the checkpoint's batches in its counters before its query
+    # commits one of its own (a loaded CI lab: 44 s); the event is the commit, not the counters
+    fault = time.time() - 5
+    launches.record(str(tmp_path), now_ms=int((fault - 600) * 1000))
+    commit(tmp_path, 0, fault - 30)
+    launches.record(str(tmp_path), now_ms=int((fault + 0.5) * 1000))  # the standby takes the lease
+    events = []
+    run = types.SimpleNamespace(
+        first_batch_of=lambda registry, name, version: (time.time(), 1.0),  # the counters say a batch
+        book=types.SimpleNamespace(failover_fault=None),
+        fault_began={},
+        fault_times={},
+        launch_and_commit=DrillRun.launch_and_commit,
+        event=lambda kind, text, at: events.append((kind, at)),
+    )
+    d = types.SimpleNamespace(name="d", failover_version=2, failover_started=fault, playbook_name="p")
+    committed_at = time.time() + 1.0
+    later = threading.Timer(1.2, lambda: commit(tmp_path, 1, committed_at))
+    later.start()
+    DrillRun.wait_first_batch(run, d, Versions(str(tmp_path)))
+    later.join()
+    assert d.first_batch_after == events[0][1] == committed_at

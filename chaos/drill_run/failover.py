@@ -161,13 +161,16 @@ class Failover:
         trigger = self.book.failover_fault
         began = self.fault_began.get(trigger.name, self.fault_times.get(trigger.name)) if trigger is not None else None
         in_effect = self.fault_times.get(trigger.name) if trigger is not None else None
-        committed = self.first_commit_at(
-            registry,
-            d.name,
-            d.failover_version,
-            began if began is not None else d.failover_started,
-            not_before=in_effect,
-        )
+        since = began if began is not None else d.failover_started
+        taken, committed = self.launch_and_commit(registry, d.name, d.failover_version, since, in_effect)
+        # the new driver's counters may show the checkpoint's batches before it commits one of its
+        # own (a standby that took the lease and has yet to start its query): a driver launched
+        # since the fault with no commit yet is waited for, its first commit is the recovery
+        deadline = time.time() + FIRST_BATCH_WAIT_S
+        while taken is not None and committed is None and time.time() < deadline:
+            time.sleep(0.5)
+            at = time.time()
+            taken, committed = self.launch_and_commit(registry, d.name, d.failover_version, since, in_effect)
         at = committed if committed is not None and committed <= at else at
         d.first_batch_after, d.first_batch_seconds = at, seconds
         self.event("first-batch", f"{d.playbook_name}: version {d.failover_version} committed its first batch", at=at)
