@@ -286,6 +286,10 @@ class Failover:
             taken, first = self.launch_and_commit(registry, d.name, version, began, not_before=t_fault)
         finally:
             registry.close()
+        if taken is not None and d.first_batch_after is not None and d.first_batch_after >= max(taken, t_fault):
+            # Spark keeps the last 100 commit files: a fast dagger's first batch after the failover
+            # may be gone from the log by the report; the time read when it was made stands
+            first = d.first_batch_after if first is None else min(first, d.first_batch_after)
         if taken is None or first is None:
             return None
         taken = max(taken, t_fault)
