@@ -2,7 +2,6 @@ package dev.daggers.runtime;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -39,7 +38,7 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
   private static final long serialVersionUID = 1L;
 
   public static final String HEADER_PREFIX = "dagger.errors.";
-  /** The kinds, in the order of {@link #counts()}; the decoder's reasons decide the kind. */
+  /** The kinds, in the order of {@link #countsLine()}; the decoder's reasons decide the kind. */
   public static final String[] KINDS = {"tombstone", "no_event_time", "unparsable", "late"};
 
   // one producer per executor JVM and cluster: producers are thread-safe and batch across tasks
@@ -77,15 +76,10 @@ public final class DeadLetters implements UDF7<String, byte[], byte[], String, I
   }
 
   /** Dead letters counted so far, per kind (driver side: merged from finished tasks). */
-  public Map<String, Long> counts() {
-    Map<String, Long> out = new LinkedHashMap<>();
-    for (int i = 0; i < KINDS.length; i++) out.put(KINDS[i], counts[i].value());
-    return out;
-  }
-
   /**
-   * counts() as one line, "kind=n kind=n ...": what the driver reads after each batch, in one call
-   * (walking a Java map from Python ends in an exception py4j converts, ~10 ms a batch).
+   * The dead letters so far by kind, as one line "kind=n kind=n ...": what the driver reads after
+   * each batch, in one call (walking a Java map from Python ends in an exception py4j converts,
+   * ~10 ms a batch).
    */
   public String countsLine() {
     StringBuilder out = new StringBuilder();

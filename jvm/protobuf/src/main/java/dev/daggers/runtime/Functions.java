@@ -74,7 +74,7 @@ public final class Functions {
   /**
    * Registers {@code name(reason, key, value, topic, partition, offset, timestampMs) -> false}: the
    * message sent to a dead-letter topic from the task that decoded it (see DeadLetters). Returns
-   * the writer, whose counts() the driver reads after each batch.
+   * the writer, whose countsLine() the driver reads after each batch.
    */
   public static DeadLetters registerDeadLetters(SparkSession spark, String name, java.util.Map<String, String> producerConfig,
                                                 String topic, String job) {
